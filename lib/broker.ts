@@ -1,0 +1,415 @@
+/**
+ * The broker: policy above the store. It decides who gets which job (credit, round-robin),
+ * wakes waiting consumers when jobs become available, and keeps the one timer that drives
+ * delayed jobs and lease expiry (set for the earliest deadline; no per-job timers, no polling).
+ *
+ * Consumers — WebSocket subscriptions and HTTP long-polls — plug in through
+ * {@linkcode Consumer}. Whoever holds a lease is told through {@linkcode LeaseHolder} when it
+ * ends without their ack (cancel, expiry), and when it is settled by anyone, so credit is
+ * counted in one place.
+ *
+ * @module
+ */
+
+import type { Clock, TimerHandle } from "./clock.ts";
+import { TegamiError } from "./errors.ts";
+import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
+import type {
+  CancelResult,
+  EndedLease,
+  LeaseRef,
+  NackRequest,
+  NackResult,
+  QueueCounts,
+  Store,
+} from "./store/store.ts";
+
+/** Why a lease ended, as told to its holder. */
+export type LeaseEnd = "settled" | "cancelled" | "expired" | "released";
+
+/** Someone holding leases (a WebSocket connection), told when one ends. */
+export interface LeaseHolder {
+  /** The lease of job `id` is over; `why` says how. */
+  leaseEnded(id: number, why: LeaseEnd): void;
+}
+
+/** A party that takes pushed jobs within its credit. */
+export interface Consumer {
+  /** The queue it takes from. */
+  readonly queue: string;
+  /** Lease length for its jobs, or null for each job's own or the server's. */
+  readonly leaseMs: number | null;
+  /** How many more jobs it can take now (credit not yet used or reserved). */
+  credit(): number;
+  /** Marks `n` credit as reserved for a claim under way. */
+  reserve(n: number): void;
+  /**
+   * Hands over claimed jobs and gives back the reservation of `reserved`. Answers false if the
+   * consumer is gone and the jobs must be released.
+   */
+  deliver(deliveries: Delivery[], reserved: number): boolean;
+  /** Who holds the leases it is given (null: nobody to tell). */
+  readonly holder: LeaseHolder | null;
+}
+
+/** Settings the broker needs. */
+export interface BrokerOptions {
+  /** The store. */
+  store: Store;
+  /** The clock. */
+  clock: Clock;
+  /** Finished jobs are kept this long, ms. */
+  retainDoneMs: number;
+  /** Reports failures of background work (timer ticks, sweeps). */
+  onBackgroundError?: (what: string, error: unknown) => void;
+}
+
+/** The longest single timer wait; longer deadlines re-arm (keeps setTimeout in range). */
+const MAX_TIMER_MS = 60 * 60 * 1000;
+
+/** The job queue's policy and dispatch. */
+export class Broker {
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #retainDoneMs: number;
+  readonly #onError: (what: string, error: unknown) => void;
+  readonly #consumers = new Map<string, Consumer[]>();
+  readonly #rotation = new Map<string, number>();
+  readonly #dispatching = new Set<string>();
+  readonly #again = new Set<string>();
+  readonly #holders = new Map<string, { id: number; holder: LeaseHolder }>();
+  readonly #longPolls = new Set<() => void>();
+  #timer: TimerHandle | null = null;
+  #timerAt = Infinity;
+  #sweepTimer: TimerHandle | null = null;
+  #closed = false;
+
+  /** Makes a broker over a store; call {@linkcode Broker.start} to arm its timers. */
+  constructor(options: BrokerOptions) {
+    this.#store = options.store;
+    this.#clock = options.clock;
+    this.#retainDoneMs = options.retainDoneMs;
+    this.#onError = options.onBackgroundError ?? (() => {});
+  }
+
+  /** Recovers whatever the last stop left (due jobs, expired leases) and arms the timers. */
+  async start(): Promise<void> {
+    await this.#tick();
+    this.#armSweep(0);
+  }
+
+  /** Stops timers, answers long-polls with nothing, and refuses further work. */
+  close(): void {
+    this.#closed = true;
+    if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
+    if (this.#sweepTimer !== null) this.#clock.clearTimer(this.#sweepTimer);
+    this.#timer = null;
+    for (const stop of [...this.#longPolls]) stop();
+  }
+
+  /** True once {@linkcode Broker.close} was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  // ---- producers ----
+
+  /** Stores jobs (all-or-nothing) and wakes consumers of the queue. */
+  async enqueue(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
+    this.#refuseIfClosed();
+    const out = await this.#store.enqueue(queue, jobs, this.#clock.now());
+    let pending = false;
+    let earliest = Infinity;
+    for (let i = 0; i < out.length; i++) {
+      if (out[i].deduplicated) continue;
+      if (out[i].state === "pending") pending = true;
+      else if (jobs[i].run_at < earliest) earliest = jobs[i].run_at;
+    }
+    if (pending) this.wake(queue);
+    if (earliest !== Infinity) this.#armAt(earliest);
+    return out;
+  }
+
+  /** Reads a job, or null. */
+  get(id: number): Promise<Job | null> {
+    return this.#store.get(id);
+  }
+
+  /** Cancels a waiting or leased job (telling its holder), or removes a finished one. */
+  async cancel(id: number): Promise<CancelResult> {
+    const result = await this.#store.cancel(id, this.#clock.now());
+    if (result.revoked_token !== null) this.#ended(result.revoked_token, "cancelled");
+    return result;
+  }
+
+  // ---- consumers ----
+
+  /**
+   * Leases up to `max` jobs, waiting up to `waitMs` for the first if none is ready. Answers an
+   * empty list after the wait, on shutdown, or when `signal` aborts.
+   */
+  async lease(
+    queue: string,
+    max: number,
+    waitMs: number,
+    leaseMs: number | null,
+    signal?: AbortSignal,
+  ): Promise<Delivery[]> {
+    this.#refuseIfClosed();
+    const now = this.#clock.now();
+    const jobs = await this.#store.claim(queue, max, leaseMs, now);
+    if (jobs.length > 0) this.#armAt(jobs[0].lease.expires_at);
+    if (jobs.length > 0 || waitMs <= 0 || this.#closed || signal?.aborted) return jobs;
+    return await new Promise<Delivery[]>((resolve) => {
+      let reserved = 0;
+      let done = false;
+      const finish = (deliveries: Delivery[]) => {
+        if (done) return;
+        done = true;
+        this.#clock.clearTimer(timer);
+        signal?.removeEventListener("abort", stop);
+        this.#longPolls.delete(stop);
+        this.unsubscribe(waiter);
+        resolve(deliveries);
+      };
+      const stop = () => finish([]);
+      const waiter: Consumer = {
+        queue,
+        leaseMs,
+        holder: null,
+        credit: () => done ? 0 : max - reserved,
+        reserve: (n) => {
+          reserved += n;
+        },
+        deliver: (deliveries, n) => {
+          reserved -= n;
+          if (done) return deliveries.length === 0;
+          if (deliveries.length > 0) finish(deliveries);
+          return true;
+        },
+      };
+      const timer = this.#clock.setTimer(stop, waitMs);
+      signal?.addEventListener("abort", stop, { once: true });
+      this.#longPolls.add(stop);
+      this.subscribe(waiter);
+    });
+  }
+
+  /** Adds a consumer to its queue's rotation and offers it jobs at once. */
+  subscribe(consumer: Consumer): void {
+    const list = this.#consumers.get(consumer.queue);
+    if (list === undefined) this.#consumers.set(consumer.queue, [consumer]);
+    else list.push(consumer);
+    this.wake(consumer.queue);
+  }
+
+  /** Removes a consumer from its queue's rotation. */
+  unsubscribe(consumer: Consumer): void {
+    const list = this.#consumers.get(consumer.queue);
+    if (list === undefined) return;
+    const at = list.indexOf(consumer);
+    if (at >= 0) list.splice(at, 1);
+    if (list.length === 0) {
+      this.#consumers.delete(consumer.queue);
+      this.#rotation.delete(consumer.queue);
+    }
+  }
+
+  /** How many consumers (subscriptions and waiting long-polls) a queue has. */
+  consumerCount(queue: string): number {
+    return this.#consumers.get(queue)?.length ?? 0;
+  }
+
+  /** Completes a leased job. */
+  async ack(id: number, token: string, result: string | null): Promise<{ id: number }> {
+    const out = await this.#store.ack(id, token, result, this.#clock.now());
+    this.#ended(token, "settled");
+    return out;
+  }
+
+  /** Fails a leased job: retry later (backoff or `delay_ms`) or dead. */
+  async nack(id: number, token: string, request: NackRequest): Promise<NackResult> {
+    const out = await this.#store.nack(id, token, request, this.#clock.now());
+    this.#ended(token, "settled");
+    if (out.state === "pending") this.wake(out.queue);
+    else if (out.state === "delayed") this.#armAt(out.run_at);
+    return out;
+  }
+
+  /** Extends a lease. */
+  async extend(
+    id: number,
+    token: string,
+    leaseMs: number | null,
+  ): Promise<{ id: number; expires_at: number }> {
+    return await this.#store.extend(id, token, leaseMs, this.#clock.now());
+  }
+
+  /** Records a checkpoint (JSON text) on a leased job. */
+  checkpoint(id: number, token: string, data: string): Promise<{ id: number }> {
+    return this.#store.checkpoint(id, token, data, this.#clock.now());
+  }
+
+  /** Gives back leases whose holder went away: pending at once (or dead), then redelivered. */
+  async release(leases: LeaseRef[]): Promise<EndedLease[]> {
+    if (leases.length === 0) return [];
+    const ended = await this.#store.release(leases, this.#clock.now());
+    for (const lease of ended) {
+      this.#holders.delete(lease.token);
+      if (lease.state === "pending") this.wake(lease.queue);
+    }
+    return ended;
+  }
+
+  // ---- admin ----
+
+  /** Pauses or resumes delivery from a queue. */
+  async setPaused(queue: string, paused: boolean): Promise<void> {
+    await this.#store.setPaused(queue, paused);
+    if (!paused) this.wake(queue);
+  }
+
+  /** Store counts for one queue or all. */
+  stats(queue?: string): Promise<QueueCounts[]> {
+    return this.#store.stats(queue);
+  }
+
+  /** Dead jobs of a queue, by id after a cursor. */
+  listDead(queue: string, limit: number, after: number): Promise<Job[]> {
+    return this.#store.listDead(queue, limit, after);
+  }
+
+  /** Makes dead jobs pending again and wakes consumers. */
+  async requeueDead(queue: string, ids: number[] | null): Promise<number> {
+    const n = await this.#store.requeueDead(queue, ids, this.#clock.now());
+    if (n > 0) this.wake(queue);
+    return n;
+  }
+
+  /** Proves the database takes a write (readiness). */
+  probeWritable(): Promise<void> {
+    return this.#store.probeWritable();
+  }
+
+  // ---- dispatch ----
+
+  /** Offers a queue's ready jobs to its consumers with credit (coalesces concurrent calls). */
+  wake(queue: string): void {
+    if (this.#closed || !this.#consumers.has(queue)) return;
+    if (this.#dispatching.has(queue)) {
+      this.#again.add(queue);
+      return;
+    }
+    this.#dispatching.add(queue);
+    this.#dispatch(queue).catch((error) => this.#onError("dispatch", error)).finally(() => {
+      this.#dispatching.delete(queue);
+    });
+  }
+
+  async #dispatch(queue: string): Promise<void> {
+    do {
+      this.#again.delete(queue);
+      const list = this.#consumers.get(queue);
+      if (list === undefined || this.#closed) return;
+      // Round-robin: each pass starts one consumer further along, so when there are fewer jobs
+      // than credit, they spread across consumers instead of going to the first every time.
+      const start = (this.#rotation.get(queue) ?? 0) % list.length;
+      this.#rotation.set(queue, start + 1);
+      const now = this.#clock.now();
+      const claims: Promise<boolean>[] = [];
+      for (let i = 0; i < list.length; i++) {
+        const consumer = list[(start + i) % list.length];
+        const n = consumer.credit();
+        if (n <= 0) continue;
+        consumer.reserve(n);
+        claims.push(
+          this.#store.claim(queue, n, consumer.leaseMs, now).then(
+            (deliveries) => this.#handOver(consumer, deliveries, n),
+            (error) => {
+              consumer.deliver([], n);
+              throw error;
+            },
+          ),
+        );
+      }
+      if (claims.length === 0) return;
+      const full = await Promise.all(claims);
+      // A claim that got all it asked for may have left more jobs behind: go round again.
+      if (full.some((f) => f)) this.#again.add(queue);
+    } while (this.#again.has(queue));
+  }
+
+  #handOver(consumer: Consumer, deliveries: Delivery[], reserved: number): boolean {
+    if (deliveries.length > 0) this.#armAt(deliveries[0].lease.expires_at);
+    const holder = consumer.holder;
+    if (holder !== null) {
+      for (const d of deliveries) this.#holders.set(d.lease.token, { id: d.job.id, holder });
+    }
+    if (!consumer.deliver(deliveries, reserved)) {
+      // The consumer vanished between claim and hand-over: give the jobs back at once.
+      for (const d of deliveries) this.#holders.delete(d.lease.token);
+      this.release(deliveries.map((d) => ({ id: d.job.id, token: d.lease.token }))).catch(
+        (error) => this.#onError("release", error),
+      );
+      return false;
+    }
+    return deliveries.length === reserved;
+  }
+
+  #ended(token: string, why: LeaseEnd): void {
+    const entry = this.#holders.get(token);
+    if (entry === undefined) return;
+    this.#holders.delete(token);
+    entry.holder.leaseEnded(entry.id, why);
+  }
+
+  /** Forgets holders' leases without telling them (the holder is gone). */
+  forgetHolder(tokens: Iterable<string>): void {
+    for (const token of tokens) this.#holders.delete(token);
+  }
+
+  // ---- time ----
+
+  #armAt(at: number): void {
+    if (this.#closed || at >= this.#timerAt) return;
+    if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
+    this.#timerAt = at;
+    const wait = Math.min(Math.max(0, at - this.#clock.now()), MAX_TIMER_MS);
+    this.#timer = this.#clock.setTimer(() => {
+      this.#timer = null;
+      this.#timerAt = Infinity;
+      this.#tick().catch((error) => {
+        this.#onError("tick", error);
+        // Try again shortly: a failed tick (disk full) must not stop expiry for good.
+        this.#armAt(this.#clock.now() + 1000);
+      });
+    }, wait);
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#closed) return;
+    const result = await this.#store.tick(this.#clock.now());
+    for (const lease of result.expired) this.#ended(lease.token, "expired");
+    for (const queue of result.woken) this.wake(queue);
+    const next = await this.#store.nextDeadline();
+    if (next !== null) this.#armAt(next);
+  }
+
+  #armSweep(wait: number): void {
+    if (this.#closed) return;
+    this.#sweepTimer = this.#clock.setTimer(async () => {
+      try {
+        await this.#store.sweepFinished(this.#clock.now() - this.#retainDoneMs);
+      } catch (error) {
+        this.#onError("sweep", error);
+      }
+      this.#armSweep(Math.min(Math.max(this.#retainDoneMs / 4, 1000), 60_000));
+    }, wait);
+  }
+
+  #refuseIfClosed(): void {
+    if (this.#closed) {
+      throw new TegamiError("unavailable", "Cannot take the request: the server is shutting down");
+    }
+  }
+}

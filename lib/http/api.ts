@@ -1,0 +1,454 @@
+/**
+ * The HTTP API v1: routes, authorization, and the translation between requests and broker
+ * calls. Runtime-neutral: it maps a `Request` to a `Response`, so tests can call it directly.
+ *
+ * @module
+ */
+
+import { bearerToken, OPEN_ACCESS, type Principal, type Scope, type TokenSet } from "../auth.ts";
+import type { Broker } from "../broker.ts";
+import type { Clock } from "../clock.ts";
+import { jobNotFound, TegamiError, toTegamiError } from "../errors.ts";
+import { deliveryJson, jobJson } from "../job.ts";
+import type { Logger } from "../log.ts";
+import {
+  jobId,
+  parseAck,
+  parseCheckpoint,
+  parseDeadQuery,
+  parseEnqueue,
+  parseExtend,
+  parseLease,
+  parseNack,
+  parseRequeue,
+  queueName,
+  type RequestLimits,
+} from "../requests.ts";
+import type { QueueCounts } from "../store/store.ts";
+import { readJsonBody } from "./body.ts";
+import { errorResponse, json, jsonText } from "./respond.ts";
+
+/** What the API needs from the server around it. */
+export interface ApiOptions {
+  /** The broker. */
+  broker: Broker;
+  /** The clock. */
+  clock: Clock;
+  /** Request limits. */
+  limits: RequestLimits & { maxBody: number };
+  /** Tokens, or null when auth is off. */
+  tokens: TokenSet | null;
+  /** The log. */
+  log: Logger;
+  /** False while shutting down. */
+  accepting: () => boolean;
+  /** Prometheus text for `/metrics`. */
+  metrics: () => Promise<string>;
+  /** The dashboard page's HTML. */
+  dashboard: string;
+  /** Handles `GET /v1/ws` once the caller is authenticated (or auth is left to the first frame). */
+  upgrade?: (request: Request, principal: Principal | null) => Response;
+  /** Sees every answered request (route pattern, status, duration). */
+  onRequest?: (route: string, status: number, ms: number) => void;
+}
+
+/** Who may call a route: a scope, `read` (any valid token), `job` (produce or consume), `open`. */
+type Access = Scope | "read" | "job" | "open";
+
+interface Context {
+  request: Request;
+  url: URL;
+  principal: Principal;
+  params: string[];
+}
+
+interface Route {
+  method: string;
+  path: string[];
+  access: Access;
+  handle: (ctx: Context) => Promise<Response> | Response;
+}
+
+/** Stats as the API shows them. */
+export function statsView(stats: QueueCounts, now: number, consumers: number): unknown {
+  return {
+    name: stats.name,
+    paused: stats.paused,
+    counts: stats.counts,
+    oldest_pending_age_ms: stats.oldest_pending_at === null
+      ? 0
+      : Math.max(0, now - stats.oldest_pending_at),
+    consumers,
+  };
+}
+
+/** Makes the request handler of the HTTP API. */
+export function createApi(options: ApiOptions): (request: Request) => Promise<Response> {
+  const { broker, clock, limits, tokens, log } = options;
+
+  const body = (ctx: Context) => readJsonBody(ctx.request, limits.maxBody);
+
+  /** Checks the caller may act on a job's queue; answers the job's queue. */
+  const jobAccess = async (ctx: Context, id: number): Promise<void> => {
+    if (tokens === null) return;
+    const job = await broker.get(id);
+    if (job === null) throw jobNotFound(id);
+    requireQueue(ctx.principal, job.queue);
+  };
+
+  const routes: Route[] = [
+    {
+      method: "POST",
+      path: ["v1", "queues", ":queue", "jobs"],
+      access: "produce",
+      handle: async (ctx) => {
+        const queue = ctx.params[0];
+        const { jobs, batch } = parseEnqueue(await body(ctx), limits, clock.now());
+        const out = await broker.enqueue(queue, jobs);
+        const created = out.some((e) => !e.deduplicated);
+        if (!batch) return json(created ? 201 : 200, { id: out[0].id, deduplicated: !created });
+        return json(created ? 201 : 200, {
+          jobs: out.map((e) => ({ id: e.id, deduplicated: e.deduplicated })),
+        });
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "queues", ":queue", "leases"],
+      access: "consume",
+      handle: async (ctx) => {
+        const queue = ctx.params[0];
+        const req = parseLease(await body(ctx));
+        const signal = ctx.request.signal;
+        const jobs = await broker.lease(queue, req.max, req.wait_ms, req.lease_ms, signal);
+        if (signal.aborted && jobs.length > 0) {
+          // The caller left while we waited: give the leases back instead of letting them expire.
+          await broker.release(jobs.map((d) => ({ id: d.job.id, token: d.lease.token })));
+          return json(200, { jobs: [] });
+        }
+        return jsonText(200, `{"jobs":[${jobs.map(deliveryJson).join(",")}]}`);
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "jobs", ":id", "ack"],
+      access: "consume",
+      handle: async (ctx) => {
+        const id = jobId(ctx.params[0]);
+        const req = parseAck(await body(ctx), limits);
+        await jobAccess(ctx, id);
+        await broker.ack(id, req.token, req.result);
+        return json(200, { id, state: "done" });
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "jobs", ":id", "nack"],
+      access: "consume",
+      handle: async (ctx) => {
+        const id = jobId(ctx.params[0]);
+        const req = parseNack(await body(ctx));
+        await jobAccess(ctx, id);
+        const out = await broker.nack(id, req.token, req);
+        return json(200, { id, state: out.state, run_at: out.run_at });
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "jobs", ":id", "extend"],
+      access: "consume",
+      handle: async (ctx) => {
+        const id = jobId(ctx.params[0]);
+        const req = parseExtend(await body(ctx));
+        await jobAccess(ctx, id);
+        return json(200, await broker.extend(id, req.token, req.lease_ms));
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "jobs", ":id", "checkpoint"],
+      access: "consume",
+      handle: async (ctx) => {
+        const id = jobId(ctx.params[0]);
+        const req = parseCheckpoint(await body(ctx), limits);
+        await jobAccess(ctx, id);
+        return json(200, await broker.checkpoint(id, req.token, req.data));
+      },
+    },
+    {
+      method: "GET",
+      path: ["v1", "jobs", ":id"],
+      access: "job",
+      handle: async (ctx) => {
+        const id = jobId(ctx.params[0]);
+        const job = await broker.get(id);
+        if (job === null) throw jobNotFound(id);
+        requireQueue(ctx.principal, job.queue);
+        return jsonText(200, jobJson(job));
+      },
+    },
+    {
+      method: "DELETE",
+      path: ["v1", "jobs", ":id"],
+      access: "admin",
+      handle: async (ctx) => {
+        const id = jobId(ctx.params[0]);
+        await jobAccess(ctx, id);
+        const out = await broker.cancel(id);
+        return json(200, { id, state: out.state, removed: out.removed });
+      },
+    },
+    {
+      method: "GET",
+      path: ["v1", "queues"],
+      access: "read",
+      handle: async (ctx) => {
+        const now = clock.now();
+        const all = await broker.stats();
+        const visible = all.filter((s) => ctx.principal.allowsQueue(s.name));
+        return json(200, {
+          queues: visible.map((s) => statsView(s, now, broker.consumerCount(s.name))),
+        });
+      },
+    },
+    {
+      method: "GET",
+      path: ["v1", "queues", ":queue"],
+      access: "read",
+      handle: async (ctx) => {
+        const [stats] = await broker.stats(ctx.params[0]);
+        return json(200, statsView(stats, clock.now(), broker.consumerCount(stats.name)));
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "queues", ":queue", "pause"],
+      access: "admin",
+      handle: async (ctx) => {
+        await body(ctx);
+        await broker.setPaused(ctx.params[0], true);
+        return json(200, { name: ctx.params[0], paused: true });
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "queues", ":queue", "resume"],
+      access: "admin",
+      handle: async (ctx) => {
+        await body(ctx);
+        await broker.setPaused(ctx.params[0], false);
+        return json(200, { name: ctx.params[0], paused: false });
+      },
+    },
+    {
+      method: "GET",
+      path: ["v1", "queues", ":queue", "dead"],
+      access: "admin",
+      handle: async (ctx) => {
+        const { limit, after } = parseDeadQuery(ctx.url.searchParams);
+        const jobs = await broker.listDead(ctx.params[0], limit, after);
+        const next = jobs.length === limit ? jobs[jobs.length - 1].id : null;
+        return jsonText(200, `{"jobs":[${jobs.map(jobJson).join(",")}],"next_after":${next}}`);
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "queues", ":queue", "dead", "requeue"],
+      access: "admin",
+      handle: async (ctx) => {
+        const { ids } = parseRequeue(await body(ctx));
+        return json(200, { requeued: await broker.requeueDead(ctx.params[0], ids) });
+      },
+    },
+    {
+      method: "GET",
+      path: ["healthz"],
+      access: "open",
+      handle: () => json(200, { status: "ok" }),
+    },
+    {
+      method: "GET",
+      path: ["readyz"],
+      access: "open",
+      handle: async () => {
+        if (!options.accepting()) {
+          throw new TegamiError("unavailable", "Not ready: the server is shutting down");
+        }
+        try {
+          await broker.probeWritable();
+        } catch (error) {
+          throw new TegamiError("unavailable", "Not ready: the database does not take writes", {
+            cause: error,
+          });
+        }
+        return json(200, { status: "ready" });
+      },
+    },
+    {
+      method: "GET",
+      path: ["metrics"],
+      access: "admin",
+      handle: async () =>
+        new Response(await options.metrics(), {
+          headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
+        }),
+    },
+    {
+      method: "GET",
+      path: [],
+      access: "open",
+      handle: () =>
+        new Response(options.dashboard, {
+          headers: {
+            "content-type": "text/html; charset=utf-8",
+            "content-security-policy":
+              "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+          },
+        }),
+    },
+  ];
+
+  const authenticate = (request: Request): Principal | null => {
+    if (tokens === null) return OPEN_ACCESS;
+    const token = bearerToken(request.headers.get("authorization"));
+    return token === null ? null : tokens.authenticate(token);
+  };
+
+  const route = async (
+    request: Request,
+    url: URL,
+    seen: { pattern: string },
+  ): Promise<Response> => {
+    const segments = url.pathname.split("/").filter((s) => s !== "");
+    if (
+      request.method === "GET" && segments.length === 2 && segments[0] === "v1" &&
+      segments[1] === "ws"
+    ) {
+      if (options.upgrade === undefined) throw notFound(request, url);
+      // With auth on, a browser may authenticate with its first frame instead of a header.
+      const principal = request.headers.has("authorization") ? authenticate(request) : null;
+      if (tokens !== null && request.headers.has("authorization") && principal === null) {
+        throw unauthorized();
+      }
+      seen.pattern = "/v1/ws";
+      return options.upgrade(request, tokens === null ? OPEN_ACCESS : principal);
+    }
+    let pathMatched = false;
+    for (const r of routes) {
+      const params = match(r.path, segments);
+      if (params === null) continue;
+      pathMatched = true;
+      if (r.method !== request.method) continue;
+      seen.pattern = "/" + r.path.join("/");
+      if (!options.accepting() && r.access !== "open") {
+        throw new TegamiError(
+          "unavailable",
+          "Cannot take the request: the server is shutting down",
+        );
+      }
+      let principal = OPEN_ACCESS;
+      if (r.access !== "open") {
+        const found = authenticate(request);
+        if (found === null) throw unauthorized();
+        principal = found;
+        requireAccess(principal, r.access);
+      }
+      if (r.path.includes(":queue")) {
+        const queue = queueName(params[0]);
+        requireQueue(principal, queue);
+      }
+      return await r.handle({ request, url, principal, params });
+    }
+    throw pathMatched
+      ? new TegamiError("not_found", `No route for ${request.method} ${url.pathname}: wrong method`)
+      : notFound(request, url);
+  };
+
+  return async (request: Request): Promise<Response> => {
+    const started = performance.now();
+    const url = new URL(request.url);
+    const seen = { pattern: "unmatched" };
+    let response: Response;
+    try {
+      response = await route(request, url, seen);
+    } catch (thrown) {
+      const error = toTegamiError(thrown);
+      if (error.status >= 500) {
+        log.error("Request failed", {
+          method: request.method,
+          path: url.pathname,
+          code: error.code,
+          cause: describeCause(error.cause ?? thrown),
+        });
+      }
+      response = errorResponse(error);
+      if (error.code === "unauthorized") response.headers.set("www-authenticate", "Bearer");
+    }
+    options.onRequest?.(seen.pattern, response.status, performance.now() - started);
+    return response;
+  };
+}
+
+function match(pattern: string[], segments: string[]): string[] | null {
+  if (pattern.length !== segments.length) return null;
+  const params: string[] = [];
+  for (let i = 0; i < pattern.length; i++) {
+    if (pattern[i].startsWith(":")) {
+      let value: string;
+      try {
+        value = decodeURIComponent(segments[i]);
+      } catch {
+        return null;
+      }
+      params.push(value);
+    } else if (pattern[i] !== segments[i]) return null;
+  }
+  return params;
+}
+
+function notFound(request: Request, url: URL): TegamiError {
+  return new TegamiError(
+    "not_found",
+    `No route for ${request.method} ${url.pathname.slice(0, 200)}: see docs/api.md`,
+  );
+}
+
+function unauthorized(): TegamiError {
+  return new TegamiError(
+    "unauthorized",
+    "Cannot authenticate: send a valid token as Authorization: Bearer <token>",
+  );
+}
+
+function requireAccess(principal: Principal, access: Access): void {
+  const ok = access === "read" || access === "open" ||
+    (access === "job"
+      ? principal.allows("produce") || principal.allows("consume")
+      : principal.allows(access));
+  if (!ok) {
+    throw new TegamiError(
+      "forbidden",
+      `Cannot do that with token "${principal.name}": it lacks the ${
+        access === "job" ? "produce or consume" : access
+      } scope`,
+    );
+  }
+}
+
+function requireQueue(principal: Principal, queue: string): void {
+  if (!principal.allowsQueue(queue)) {
+    throw new TegamiError(
+      "forbidden",
+      `Cannot use queue "${queue}" with token "${principal.name}": not among its queues`,
+    );
+  }
+}
+
+/** A one-line description of an internal failure's cause, for the log. */
+export function describeCause(cause: unknown): string {
+  if (cause instanceof Error) {
+    const inner = cause.cause instanceof Error ? `: ${cause.cause.message}` : "";
+    return `${cause.name}: ${cause.message}${inner}`.slice(0, 500);
+  }
+  return String(cause).slice(0, 500);
+}

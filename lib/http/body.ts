@@ -1,0 +1,80 @@
+/**
+ * Reading a JSON request body with the size limit enforced while reading: a body over the
+ * limit is refused with 413 as soon as its `Content-Length` or its bytes say so, never buffered
+ * whole.
+ *
+ * @module
+ */
+
+import { TegamiError } from "../errors.ts";
+
+function tooLarge(limit: number): TegamiError {
+  return new TegamiError(
+    "payload_too_large",
+    `Cannot read the request body: it is over the limit of ${limit} bytes`,
+  );
+}
+
+/** True when a `Content-Type` names JSON (`application/json`, `…+json`, any parameters). */
+export function isJsonType(contentType: string): boolean {
+  const type = contentType.split(";", 1)[0].trim().toLowerCase();
+  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
+}
+
+/**
+ * Reads and parses the body as JSON. An empty body is `undefined`. A `Content-Type` other than
+ * JSON is `unsupported_media_type`; a missing one is read as JSON.
+ */
+export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
+  const contentType = request.headers.get("content-type");
+  const length = request.headers.get("content-length");
+  if (length !== null && Number(length) > limit) {
+    await request.body?.cancel().catch(() => {});
+    throw tooLarge(limit);
+  }
+  if (request.body === null) return undefined;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  if (size === 0) return undefined;
+  if (contentType !== null && !isJsonType(contentType)) {
+    throw new TegamiError(
+      "unsupported_media_type",
+      `Cannot read the request body: Content-Type "${contentType.slice(0, 100)}" is not JSON`,
+    );
+  }
+  let bytes: Uint8Array;
+  if (chunks.length === 1) bytes = chunks[0];
+  else {
+    bytes = new Uint8Array(size);
+    let at = 0;
+    for (const chunk of chunks) {
+      bytes.set(chunk, at);
+      at += chunk.byteLength;
+    }
+  }
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new TegamiError("invalid_json", "Cannot parse the request body: it is not valid UTF-8");
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new TegamiError(
+      "invalid_json",
+      `Cannot parse the request body: ${(error as Error).message.slice(0, 200)}`,
+    );
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * The job record, a delivery (a job plus its lease), and their JSON forms.
+ *
+ * JSON values supplied by users (payload, checkpoint, result) are carried as the JSON text that
+ * was stored, and spliced into answers as they are: no parse and re-stringify on the way out.
+ *
+ * @module
+ */
+
+/** Where a job is in its life. */
+export type JobState = "pending" | "delayed" | "leased" | "done" | "dead" | "cancelled";
+
+/** Every job state, in lifecycle order. */
+export const JOB_STATES: readonly JobState[] = [
+  "pending",
+  "delayed",
+  "leased",
+  "done",
+  "dead",
+  "cancelled",
+];
+
+/** Per-job retry backoff. */
+export interface Backoff {
+  /** The first retry's delay before jitter, in ms. */
+  base_ms: number;
+  /** The longest delay, in ms. */
+  max_ms: number;
+}
+
+/** A stored job. `payload`, `checkpoint` and `result` hold JSON text. */
+export interface Job {
+  /** Unique, increasing id. */
+  id: number;
+  /** The queue's name. */
+  queue: string;
+  /** Current state. */
+  state: JobState;
+  /** The payload as JSON text. */
+  payload: string;
+  /** Higher first. */
+  priority: number;
+  /** Dedup key, unique per queue among stored jobs. */
+  key: string | null;
+  /** Deliveries so far. */
+  attempts: number;
+  /** Deliveries allowed before the job is dead. */
+  max_attempts: number;
+  /** When the job is (or was) due, ms since the epoch. */
+  run_at: number;
+  /** The job's own lease length, or null for the server's. */
+  lease_ms: number | null;
+  /** The job's own backoff, or null for the server's. */
+  backoff: Backoff | null;
+  /** When it was enqueued. */
+  created_at: number;
+  /** The last checkpoint as JSON text, or null. */
+  checkpoint: string | null;
+  /** The ack's result as JSON text, or null. */
+  result: string | null;
+  /** The last nack's error, or null. */
+  last_error: string | null;
+  /** When the current lease ends, while leased. */
+  lease_expires_at: number | null;
+  /** When the job reached done, dead or cancelled. */
+  finished_at: number | null;
+}
+
+/** The lease a delivery carries. */
+export interface Lease {
+  /** The fencing token: ack, nack, extend and checkpoint must present it. */
+  token: string;
+  /** When the lease ends unless extended. */
+  expires_at: number;
+}
+
+/** A job handed to a consumer. */
+export interface Delivery {
+  /** The job as it is after being leased. */
+  job: Job;
+  /** The lease taken. */
+  lease: Lease;
+}
+
+/** A job to store, validated and resolved (absolute `run_at`). */
+export interface NewJob {
+  /** The payload as JSON text. */
+  payload: string;
+  /** Higher first. */
+  priority: number;
+  /** Dedup key or null. */
+  key: string | null;
+  /** When due, ms since the epoch; a value ≤ now means pending at once. */
+  run_at: number;
+  /** Deliveries allowed. */
+  max_attempts: number;
+  /** The job's own lease length or null. */
+  lease_ms: number | null;
+  /** The job's own backoff or null. */
+  backoff: Backoff | null;
+}
+
+/** The outcome of enqueueing one job. */
+export interface Enqueued {
+  /** The new job's id, or the existing one's when deduplicated. */
+  id: number;
+  /** True when a job with the same key already existed and nothing was stored. */
+  deduplicated: boolean;
+  /** The state the job is in (used to wake consumers). */
+  state: JobState;
+}
+
+function jsonOrNull(text: string | null): string {
+  return text === null ? "null" : text;
+}
+
+/** The job as the JSON text of the API's job object. */
+export function jobJson(job: Job): string {
+  return `{"id":${job.id},"queue":${JSON.stringify(job.queue)},"state":"${job.state}",` +
+    `"payload":${job.payload},"priority":${job.priority},"key":${JSON.stringify(job.key)},` +
+    `"attempts":${job.attempts},"max_attempts":${job.max_attempts},"run_at":${job.run_at},` +
+    `"lease_ms":${job.lease_ms},"backoff":${JSON.stringify(job.backoff)},` +
+    `"created_at":${job.created_at},"checkpoint":${jsonOrNull(job.checkpoint)},` +
+    `"result":${jsonOrNull(job.result)},"last_error":${JSON.stringify(job.last_error)},` +
+    `"lease_expires_at":${job.lease_expires_at},"finished_at":${job.finished_at}}`;
+}
+
+/** A delivery as the JSON text of the API's delivery object: the job, `attempt` and `lease`. */
+export function deliveryJson(delivery: Delivery): string {
+  const { job, lease } = delivery;
+  return `{"id":${job.id},"queue":${JSON.stringify(job.queue)},"payload":${job.payload},` +
+    `"priority":${job.priority},"key":${JSON.stringify(job.key)},"attempt":${job.attempts},` +
+    `"max_attempts":${job.max_attempts},"checkpoint":${jsonOrNull(job.checkpoint)},` +
+    `"created_at":${job.created_at},"lease":{"token":"${lease.token}","expires_at":${lease.expires_at}}}`;
+}

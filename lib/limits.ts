@@ -1,0 +1,32 @@
+/**
+ * Limits of the protocol that are fixed by the contract (configurable ones live in the config).
+ *
+ * @module
+ */
+
+/** Queue names: `[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}`. */
+export const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+/** The longest dedup key, in UTF-8 bytes. */
+export const MAX_KEY_BYTES = 512;
+/** The shortest lease, ms. */
+export const MIN_LEASE_MS = 100;
+/** The longest lease, ms (12 h). */
+export const MAX_LEASE_MS = 12 * 60 * 60 * 1000;
+/** The most deliveries a job may allow. */
+export const MAX_ATTEMPTS = 1000;
+/** The default deliveries a job allows. */
+export const DEFAULT_MAX_ATTEMPTS = 5;
+/** The most jobs one lease call may take. */
+export const MAX_LEASE_BATCH = 100;
+/** The longest long-poll, ms. */
+export const MAX_WAIT_MS = 60_000;
+/** Priorities fit a 32-bit signed integer (the PostgreSQL column type). */
+export const PRIORITY_RANGE: readonly [number, number] = [-2147483648, 2147483647];
+/** The longest nack error kept, in characters; longer ones are cut with a marker. */
+export const MAX_ERROR_CHARS = 8192;
+/** The longest delay or backoff, ms (about 100 years: keeps `run_at` a safe integer). */
+export const MAX_DELAY_MS = 100 * 365 * 24 * 60 * 60 * 1000;
+/** The most ids one requeue call may name. */
+export const MAX_REQUEUE_IDS = 10_000;
+/** The most dead jobs one list call returns. */
+export const MAX_LIST_LIMIT = 1000;

@@ -1,0 +1,82 @@
+/**
+ * Logs: one line per event that matters, `pretty` for people or `json` for machines. Callers
+ * pass structured fields; never a token or a payload.
+ *
+ * @module
+ */
+
+/** Severity, lowest first. */
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+/** How lines are written. */
+export type LogFormat = "pretty" | "json";
+
+const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+/** Structured fields of a log line. */
+export type LogFields = Record<string, string | number | boolean | null | undefined>;
+
+/** Writes log lines. */
+export interface Logger {
+  /** Logs at `level` unless filtered out. */
+  log(level: LogLevel, message: string, fields?: LogFields): void;
+  /** Debug detail. */
+  debug(message: string, fields?: LogFields): void;
+  /** Something that happened. */
+  info(message: string, fields?: LogFields): void;
+  /** Something that needs a look. */
+  warn(message: string, fields?: LogFields): void;
+  /** Something that failed. */
+  error(message: string, fields?: LogFields): void;
+}
+
+/** Options of {@linkcode createLogger}. */
+export interface LoggerOptions {
+  /** Lowest level written. @default "info" */
+  level?: LogLevel;
+  /** Line format. @default "pretty" */
+  format?: LogFormat;
+  /** Where lines go. @default a write to stderr */
+  write?: (line: string) => void;
+  /** Time source for timestamps. @default Date.now */
+  now?: () => number;
+}
+
+function prettyValue(value: string | number | boolean | null): string {
+  if (typeof value === "string" && /^[^\s"=]+$/.test(value)) return value;
+  return JSON.stringify(value);
+}
+
+/** Makes a logger. */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const min = RANK[options.level ?? "info"];
+  const format = options.format ?? "pretty";
+  const encoder = new TextEncoder();
+  const write = options.write ?? ((line: string) => {
+    Deno.stderr.writeSync(encoder.encode(line + "\n"));
+  });
+  const now = options.now ?? Date.now;
+  const log = (level: LogLevel, message: string, fields: LogFields = {}) => {
+    if (RANK[level] < min) return;
+    const time = new Date(now()).toISOString();
+    if (format === "json") {
+      write(JSON.stringify({ time, level, msg: message, ...fields }));
+      return;
+    }
+    let line = `${time} ${level.toUpperCase().padEnd(5)} ${message}`;
+    for (const [name, value] of Object.entries(fields)) {
+      if (value !== undefined) line += ` ${name}=${prettyValue(value)}`;
+    }
+    write(line);
+  };
+  return {
+    log,
+    debug: (m, f) => log("debug", m, f),
+    info: (m, f) => log("info", m, f),
+    warn: (m, f) => log("warn", m, f),
+    error: (m, f) => log("error", m, f),
+  };
+}
+
+/** A logger that writes nothing (tests). */
+export const silentLogger: Logger = createLogger({ write: () => {} });

@@ -1,0 +1,324 @@
+/**
+ * Validation of request bodies, shared by the HTTP API and the WebSocket protocol. Each parser
+ * takes the decoded JSON value and answers a typed request or throws `validation_failed` (or
+ * `payload_too_large`) with a message naming the field. Unknown fields are rejected, so a typo
+ * such as `priorty` is an error instead of a silently ignored option.
+ *
+ * @module
+ */
+
+import { invalid, TegamiError } from "./errors.ts";
+import type { Backoff, NewJob } from "./job.ts";
+import {
+  DEFAULT_MAX_ATTEMPTS,
+  MAX_ATTEMPTS,
+  MAX_DELAY_MS,
+  MAX_ERROR_CHARS,
+  MAX_KEY_BYTES,
+  MAX_LEASE_BATCH,
+  MAX_LEASE_MS,
+  MAX_LIST_LIMIT,
+  MAX_REQUEUE_IDS,
+  MAX_WAIT_MS,
+  MIN_LEASE_MS,
+  PRIORITY_RANGE,
+  QUEUE_NAME,
+} from "./limits.ts";
+
+/** Limits that come from the server's configuration. */
+export interface RequestLimits {
+  /** The largest payload (and checkpoint, result), as JSON bytes. */
+  maxPayload: number;
+  /** The most jobs in one batch. */
+  maxBatch: number;
+}
+
+type Fields = Record<string, unknown>;
+
+/** Answers the value as an object, or throws naming `what`. */
+export function asObject(value: unknown, what = "body"): Fields {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw invalid(what, "expected a JSON object");
+  }
+  return value as Fields;
+}
+
+function rejectUnknown(body: Fields, allowed: ReadonlySet<string>, prefix = ""): void {
+  for (const name of Object.keys(body)) {
+    if (!allowed.has(name)) throw invalid(prefix + name, "unknown field");
+  }
+}
+
+function has(body: Fields, name: string): boolean {
+  return Object.hasOwn(body, name) && body[name] !== undefined;
+}
+
+function integer(
+  body: Fields,
+  name: string,
+  min: number,
+  max: number,
+  prefix = "",
+): number | undefined {
+  if (!has(body, name) || body[name] === null) return undefined;
+  const value = body[name];
+  if (typeof value !== "number" || !Number.isSafeInteger(value)) {
+    throw invalid(prefix + name, "expected an integer");
+  }
+  if (value < min || value > max) {
+    throw invalid(prefix + name, `expected an integer from ${min} to ${max}, got ${value}`);
+  }
+  return value;
+}
+
+/** The UTF-8 length of a string, without allocating. */
+export function utf8Length(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) bytes += 1;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      bytes += 2; // a surrogate pair: 4 bytes for 2 UTF-16 units
+      i++;
+    } else bytes += 2;
+  }
+  return bytes;
+}
+
+/** Serializes a user JSON value, enforcing the payload limit; `field` names it in errors. */
+export function jsonText(value: unknown, field: string, maxBytes: number): string {
+  const text = JSON.stringify(value);
+  if (text === undefined) throw invalid(field, "expected a JSON value");
+  const size = utf8Length(text);
+  if (size > maxBytes) {
+    throw new TegamiError(
+      "payload_too_large",
+      `Invalid "${field}": ${size} bytes of JSON is over the limit of ${maxBytes}`,
+    );
+  }
+  return text;
+}
+
+/** Checks a queue name against the contract's pattern. */
+export function queueName(value: unknown, field = "queue"): string {
+  if (typeof value !== "string" || !QUEUE_NAME.test(value)) {
+    throw invalid(
+      field,
+      "expected 1–128 characters of [A-Za-z0-9_.:-], starting with a letter or digit",
+    );
+  }
+  return value;
+}
+
+/** Parses a job id from a path segment or a JSON value. */
+export function jobId(value: unknown, field = "id"): number {
+  const n = typeof value === "string" && /^[0-9]{1,16}$/.test(value) ? Number(value) : value;
+  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 1) {
+    throw invalid(field, "expected a positive integer job id");
+  }
+  return n;
+}
+
+const JOB_FIELDS = new Set([
+  "payload",
+  "priority",
+  "key",
+  "delay_ms",
+  "run_at",
+  "max_attempts",
+  "lease_ms",
+  "backoff",
+]);
+
+/** Parses one job of an enqueue; `prefix` locates it in a batch (`jobs[3].`). */
+export function parseJob(
+  value: unknown,
+  limits: RequestLimits,
+  now: number,
+  prefix = "",
+): NewJob {
+  const body = asObject(value, prefix === "" ? "body" : prefix.slice(0, -1));
+  for (const name of Object.keys(body)) {
+    if (!JOB_FIELDS.has(name)) {
+      throw invalid(prefix + name, "unknown field");
+    }
+  }
+  if (!Object.hasOwn(body, "payload")) throw invalid(prefix + "payload", "is required");
+  const payload = jsonText(body.payload, prefix + "payload", limits.maxPayload);
+  const priority = integer(body, "priority", PRIORITY_RANGE[0], PRIORITY_RANGE[1], prefix) ?? 0;
+  let key: string | null = null;
+  if (has(body, "key") && body.key !== null) {
+    if (typeof body.key !== "string" || body.key.length === 0) {
+      throw invalid(prefix + "key", "expected a non-empty string");
+    }
+    if (utf8Length(body.key) > MAX_KEY_BYTES) {
+      throw invalid(prefix + "key", `longer than ${MAX_KEY_BYTES} bytes`);
+    }
+    key = body.key;
+  }
+  const delay = integer(body, "delay_ms", 0, MAX_DELAY_MS, prefix);
+  const runAt = integer(body, "run_at", 0, Number.MAX_SAFE_INTEGER, prefix);
+  if (delay !== undefined && runAt !== undefined) {
+    throw invalid(prefix + "delay_ms", "give delay_ms or run_at, not both");
+  }
+  const maxAttempts = integer(body, "max_attempts", 1, MAX_ATTEMPTS, prefix) ??
+    DEFAULT_MAX_ATTEMPTS;
+  const leaseMs = integer(body, "lease_ms", MIN_LEASE_MS, MAX_LEASE_MS, prefix) ?? null;
+  let backoff: Backoff | null = null;
+  if (has(body, "backoff") && body.backoff !== null) {
+    const b = asObject(body.backoff, prefix + "backoff");
+    rejectUnknown(b, new Set(["base_ms", "max_ms"]), prefix + "backoff.");
+    const base = integer(b, "base_ms", 1, MAX_DELAY_MS, prefix + "backoff.");
+    const max = integer(b, "max_ms", 1, MAX_DELAY_MS, prefix + "backoff.");
+    if (base === undefined) throw invalid(prefix + "backoff.base_ms", "is required");
+    if (max === undefined) throw invalid(prefix + "backoff.max_ms", "is required");
+    if (max < base) throw invalid(prefix + "backoff.max_ms", "must be at least base_ms");
+    backoff = { base_ms: base, max_ms: max };
+  }
+  return {
+    payload,
+    priority,
+    key,
+    run_at: delay !== undefined ? now + delay : Math.max(runAt ?? now, now),
+    max_attempts: maxAttempts,
+    lease_ms: leaseMs,
+    backoff,
+  };
+}
+
+/** Parses an enqueue body: one job, or `{jobs: [...]}` for an all-or-nothing batch. */
+export function parseEnqueue(
+  value: unknown,
+  limits: RequestLimits,
+  now: number,
+): { jobs: NewJob[]; batch: boolean } {
+  const body = asObject(value);
+  if (!Object.hasOwn(body, "jobs")) return { jobs: [parseJob(body, limits, now)], batch: false };
+  rejectUnknown(body, new Set(["jobs"]));
+  if (!Array.isArray(body.jobs)) throw invalid("jobs", "expected an array of jobs");
+  if (body.jobs.length === 0) throw invalid("jobs", "expected at least one job");
+  if (body.jobs.length > limits.maxBatch) {
+    throw invalid("jobs", `${body.jobs.length} jobs is over the batch limit of ${limits.maxBatch}`);
+  }
+  return {
+    jobs: body.jobs.map((job, i) => parseJob(job, limits, now, `jobs[${i}].`)),
+    batch: true,
+  };
+}
+
+/** A lease (pull) request. */
+export interface LeaseRequest {
+  /** Most jobs to take. */
+  max: number;
+  /** How long to wait for a job, ms. */
+  wait_ms: number;
+  /** The lease length, or null for each job's own or the server's. */
+  lease_ms: number | null;
+}
+
+/** Parses a lease (pull) body; an absent body means the defaults. */
+export function parseLease(value: unknown): LeaseRequest {
+  const body = asObject(value ?? {});
+  rejectUnknown(body, new Set(["max", "wait_ms", "lease_ms"]));
+  return {
+    max: integer(body, "max", 1, MAX_LEASE_BATCH) ?? 1,
+    wait_ms: integer(body, "wait_ms", 0, MAX_WAIT_MS) ?? 0,
+    lease_ms: integer(body, "lease_ms", MIN_LEASE_MS, MAX_LEASE_MS) ?? null,
+  };
+}
+
+function token(body: Fields): string {
+  if (typeof body.token !== "string" || body.token.length === 0 || body.token.length > 256) {
+    throw invalid("token", "expected the lease token string from the delivery");
+  }
+  return body.token;
+}
+
+/** Parses an ack body. */
+export function parseAck(
+  value: unknown,
+  limits: RequestLimits,
+): { token: string; result: string | null } {
+  const body = asObject(value);
+  rejectUnknown(body, new Set(["token", "result"]));
+  return {
+    token: token(body),
+    result: has(body, "result") ? jsonText(body.result, "result", limits.maxPayload) : null,
+  };
+}
+
+/** Parses a nack body. */
+export function parseNack(
+  value: unknown,
+): { token: string; error: string | null; delay_ms: number | null; dead: boolean } {
+  const body = asObject(value);
+  rejectUnknown(body, new Set(["token", "error", "delay_ms", "dead"]));
+  let error: string | null = null;
+  if (has(body, "error") && body.error !== null) {
+    if (typeof body.error !== "string") throw invalid("error", "expected a string");
+    error = body.error.length > MAX_ERROR_CHARS
+      ? body.error.slice(0, MAX_ERROR_CHARS) + "…[cut]"
+      : body.error;
+  }
+  if (has(body, "dead") && typeof body.dead !== "boolean") {
+    throw invalid("dead", "expected true or false");
+  }
+  return {
+    token: token(body),
+    error,
+    delay_ms: integer(body, "delay_ms", 0, MAX_DELAY_MS) ?? null,
+    dead: body.dead === true,
+  };
+}
+
+/** Parses an extend body. */
+export function parseExtend(
+  value: unknown,
+): { token: string; lease_ms: number | null } {
+  const body = asObject(value);
+  rejectUnknown(body, new Set(["token", "lease_ms"]));
+  return {
+    token: token(body),
+    lease_ms: integer(body, "lease_ms", MIN_LEASE_MS, MAX_LEASE_MS) ?? null,
+  };
+}
+
+/** Parses a checkpoint body. */
+export function parseCheckpoint(
+  value: unknown,
+  limits: RequestLimits,
+): { token: string; data: string } {
+  const body = asObject(value);
+  rejectUnknown(body, new Set(["token", "data"]));
+  if (!Object.hasOwn(body, "data")) throw invalid("data", "is required");
+  return { token: token(body), data: jsonText(body.data, "data", limits.maxPayload) };
+}
+
+/** Parses a dead-letter requeue body: `{ids?}`. */
+export function parseRequeue(value: unknown): { ids: number[] | null } {
+  const body = asObject(value ?? {});
+  rejectUnknown(body, new Set(["ids"]));
+  if (!has(body, "ids") || body.ids === null) return { ids: null };
+  if (!Array.isArray(body.ids)) throw invalid("ids", "expected an array of job ids");
+  if (body.ids.length > MAX_REQUEUE_IDS) {
+    throw invalid("ids", `more than ${MAX_REQUEUE_IDS} ids`);
+  }
+  return { ids: body.ids.map((id, i) => jobId(id, `ids[${i}]`)) };
+}
+
+/** Parses the dead-letter list's query string. */
+export function parseDeadQuery(params: URLSearchParams): { limit: number; after: number } {
+  const read = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = params.get(name);
+    if (raw === null || raw === "") return fallback;
+    if (!/^[0-9]{1,16}$/.test(raw)) throw invalid(name, "expected a non-negative integer");
+    const n = Number(raw);
+    if (n < min || n > max) throw invalid(name, `expected an integer from ${min} to ${max}`);
+    return n;
+  };
+  return {
+    limit: read("limit", 100, 1, MAX_LIST_LIMIT),
+    after: read("after", 0, 0, Number.MAX_SAFE_INTEGER),
+  };
+}

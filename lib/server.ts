@@ -1,0 +1,179 @@
+/**
+ * The server process: opens the store, starts the broker, serves HTTP (and the WebSocket
+ * upgrade), and shuts down in order — stop accepting, stop pushing, answer what is in flight,
+ * close sockets with 1001, checkpoint the WAL, close the database.
+ *
+ * @module
+ */
+
+import { TokenSet } from "./auth.ts";
+import { Broker } from "./broker.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import type { ServeConfig } from "./config.ts";
+import { DASHBOARD_HTML } from "./dashboard_page.ts";
+import { retryDelayMs } from "./backoff.ts";
+import { createApi, describeCause } from "./http/api.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { renderMetrics, RequestCounter } from "./metrics.ts";
+import { SqliteStore } from "./store/sqlite_store.ts";
+import type { Store } from "./store/store.ts";
+
+/** Options of {@linkcode startServer}. */
+export interface ServerOptions {
+  /** The resolved configuration. */
+  config: ServeConfig;
+  /** The clock. @default systemClock */
+  clock?: Clock;
+  /** The log. @default a logger built from the config */
+  log?: Logger;
+  /** The program's version, for the startup line. @default "dev" */
+  version?: string;
+}
+
+/** A running server. */
+export interface RunningServer {
+  /** The base URL, e.g. `http://127.0.0.1:7700`. */
+  readonly url: string;
+  /** The bound port. */
+  readonly port: number;
+  /** The broker (tests reach in to inspect). */
+  readonly broker: Broker;
+  /** The store. */
+  readonly store: Store;
+  /** Shuts down gracefully; resolves when the database is closed. */
+  close(): Promise<void>;
+  /** Same as {@linkcode RunningServer.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Opens the store named by `config.db`. */
+function openStore(config: ServeConfig): Store {
+  if (/^postgres(ql)?:\/\//.test(config.db)) {
+    throw new Error(
+      `Cannot open database "${redactUrl(config.db)}": the PostgreSQL store is not built yet`,
+    );
+  }
+  const backoff = { base_ms: config.backoffBaseMs, max_ms: config.backoffMaxMs };
+  return SqliteStore.open({
+    path: config.db,
+    sync: config.sync,
+    policy: {
+      defaultLeaseMs: config.leaseMs,
+      retryDelayMs: (attempt, own) => retryDelayMs(attempt, own ?? backoff),
+    },
+  });
+}
+
+/** A database URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
+}
+
+/** Starts a server; throws a one-line `Error` when it cannot start. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const config = options.config;
+  const clock = options.clock ?? systemClock;
+  const log = options.log ??
+    createLogger({ level: config.logLevel, format: config.logFormat });
+  let tokens: TokenSet | null = null;
+  if (config.tokensFile !== null) {
+    let text: string;
+    try {
+      text = await Deno.readTextFile(config.tokensFile);
+    } catch (error) {
+      throw new Error(
+        `Cannot load tokens file "${config.tokensFile}": ${(error as Error).message}`,
+      );
+    }
+    tokens = TokenSet.parse(text);
+  }
+  const store = openStore(config);
+  const broker = new Broker({
+    store,
+    clock,
+    retainDoneMs: config.retainDoneMs,
+    onBackgroundError: (what, error) =>
+      log.error(`Background ${what} failed`, { cause: describeCause(error) }),
+  });
+  let accepting = true;
+  const requests = new RequestCounter();
+  try {
+    await broker.start();
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const api = createApi({
+    broker,
+    clock,
+    tokens,
+    log,
+    limits: { maxPayload: config.maxPayload, maxBatch: config.maxBatch, maxBody: config.maxBody },
+    accepting: () => accepting,
+    dashboard: DASHBOARD_HTML,
+    metrics: async () =>
+      renderMetrics({
+        queues: await broker.stats(),
+        consumers: (q) => broker.consumerCount(q),
+        commits: store.commitStats(),
+        requests,
+        now: clock.now(),
+      }),
+    onRequest: (route, status, ms) => requests.observe(route, status, ms),
+  });
+
+  let listening: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    const tls = config.tlsCert !== null && config.tlsKey !== null
+      ? {
+        cert: await Deno.readTextFile(config.tlsCert),
+        key: await Deno.readTextFile(config.tlsKey),
+      }
+      : {};
+    listening = Deno.serve({
+      hostname: config.host,
+      port: config.port,
+      onListen: () => {},
+      ...tls,
+    }, api);
+  } catch (error) {
+    broker.close();
+    await store.close();
+    throw new Error(
+      `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+    );
+  }
+  const address = listening.addr;
+  const scheme = config.tlsCert !== null ? "https" : "http";
+  const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
+  const url = `${scheme}://${host}:${address.port}`;
+  log.info("tegami started", {
+    version: options.version ?? "dev",
+    url,
+    db: redactUrl(config.db),
+    sync: config.sync,
+    auth: tokens === null ? "off" : `${tokens.size} tokens`,
+    engine: store.engine,
+  });
+
+  let closing: Promise<void> | null = null;
+  const close = () => {
+    closing ??= (async () => {
+      log.info("tegami stopping: no new requests, answering those in flight");
+      accepting = false;
+      broker.close();
+      await listening.shutdown();
+      await store.close();
+      log.info("tegami stopped: database closed cleanly");
+    })();
+    return closing;
+  };
+  return {
+    url,
+    port: address.port,
+    broker,
+    store,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * The SQLite schema as numbered migrations, embedded in code so a compiled binary needs no
+ * files. `PRAGMA user_version` records how many have run; each runs in its own transaction.
+ *
+ * Index design: every hot query reads one partial index in order, so claim, ack, expiry and
+ * promotion stay O(log n) with millions of rows.
+ *
+ * @module
+ */
+
+import type { DatabaseSync } from "node:sqlite";
+
+/** The migrations in order; index i brings the schema to version i + 1. */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE jobs (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT, -- AUTOINCREMENT: ids are never reused
+    queue            TEXT    NOT NULL,
+    state            TEXT    NOT NULL,
+    priority         INTEGER NOT NULL DEFAULT 0,
+    key              TEXT,
+    payload          TEXT    NOT NULL,                  -- JSON text as received
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    max_attempts     INTEGER NOT NULL,
+    run_at           INTEGER NOT NULL,
+    lease_ms         INTEGER,
+    backoff_base_ms  INTEGER,
+    backoff_max_ms   INTEGER,
+    created_at       INTEGER NOT NULL,
+    checkpoint       TEXT,
+    result           TEXT,
+    last_error       TEXT,
+    lease_token      TEXT,
+    lease_len_ms     INTEGER,
+    lease_expires_at INTEGER,
+    finished_at      INTEGER
+  );
+  -- claim: next pending job of a queue, highest priority then oldest
+  CREATE INDEX jobs_pending ON jobs (queue, priority DESC, id) WHERE state = 'pending';
+  -- oldest pending age per queue
+  CREATE INDEX jobs_pending_age ON jobs (queue, run_at) WHERE state = 'pending';
+  -- promotion of due delayed jobs
+  CREATE INDEX jobs_delayed ON jobs (run_at) WHERE state = 'delayed';
+  -- lease expiry
+  CREATE INDEX jobs_leased ON jobs (lease_expires_at) WHERE state = 'leased';
+  -- dead-letter listing
+  CREATE INDEX jobs_dead ON jobs (queue, id) WHERE state = 'dead';
+  -- retention sweep
+  CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state IN ('done', 'cancelled');
+  -- dedup: (queue, key) unique among stored jobs
+  CREATE UNIQUE INDEX jobs_key ON jobs (queue, key) WHERE key IS NOT NULL;
+
+  CREATE TABLE queues (
+    name   TEXT PRIMARY KEY,
+    paused INTEGER NOT NULL DEFAULT 0
+  ) WITHOUT ROWID;
+
+  CREATE TABLE probe (
+    id INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL
+  );
+  `,
+];
+
+/** Runs the migrations the database has not seen yet; answers the resulting version. */
+export function migrate(db: DatabaseSync): number {
+  const row = db.prepare("PRAGMA user_version").get() as { user_version: number };
+  let version = row.user_version;
+  if (version > MIGRATIONS.length) {
+    throw new Error(
+      `Cannot open the database: its schema version ${version} is newer than this program's ` +
+        `(${MIGRATIONS.length}); upgrade tegami`,
+    );
+  }
+  while (version < MIGRATIONS.length) {
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.exec(MIGRATIONS[version]);
+      version++;
+      db.exec(`PRAGMA user_version = ${version}`);
+      db.exec("COMMIT");
+    } catch (error) {
+      db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+  return version;
+}

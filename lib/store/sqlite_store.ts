@@ -1,0 +1,623 @@
+/**
+ * The SQLite store on `node:sqlite`: WAL, `synchronous=FULL` by default, every write inside a
+ * group-committed `BEGIN IMMEDIATE` transaction, statements prepared once.
+ *
+ * One server per database file: a sidecar `PATH.lock` is held with an exclusive `flock` for the
+ * life of the store, so a second server on the same file fails at once with a clear message.
+ *
+ * Per-queue counts are kept in memory (loaded once at startup, changed only after a commit), so
+ * stats never scan the table; the store is the only writer, which the lock guarantees.
+ *
+ * @module
+ */
+
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { jobNotFound, leaseLost, TegamiError } from "../errors.ts";
+import type { Delivery, Enqueued, Job, JobState, NewJob } from "../job.ts";
+import { newLeaseToken } from "../lease_token.ts";
+import { type CommitObserver, GroupCommit, type Transactor } from "./group_commit.ts";
+import { migrate } from "./sqlite_schema.ts";
+import type {
+  CancelResult,
+  CommitStats,
+  EndedLease,
+  LeaseRef,
+  NackRequest,
+  NackResult,
+  QueueCounts,
+  StateCounts,
+  Store,
+  StorePolicy,
+  TickResult,
+} from "./store.ts";
+
+/** Options of {@linkcode SqliteStore.open}. */
+export interface SqliteStoreOptions {
+  /** The database file, or `:memory:`. */
+  path: string;
+  /** `full` survives power loss; `normal` may lose the last commits on power loss. @default "full" */
+  sync?: "full" | "normal";
+  /** Policy applied inside transactions. */
+  policy: StorePolicy;
+  /** Sees every commit (batch size, duration, failure). */
+  onCommit?: CommitObserver;
+}
+
+interface JobRow {
+  id: number;
+  queue: string;
+  state: JobState;
+  priority: number;
+  key: string | null;
+  payload: string;
+  attempts: number;
+  max_attempts: number;
+  run_at: number;
+  lease_ms: number | null;
+  backoff_base_ms: number | null;
+  backoff_max_ms: number | null;
+  created_at: number;
+  checkpoint: string | null;
+  result: string | null;
+  last_error: string | null;
+  lease_token: string | null;
+  lease_len_ms: number | null;
+  lease_expires_at: number | null;
+  finished_at: number | null;
+}
+
+function rowToJob(row: JobRow): Job {
+  return {
+    id: row.id,
+    queue: row.queue,
+    state: row.state,
+    payload: row.payload,
+    priority: row.priority,
+    key: row.key,
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    run_at: row.run_at,
+    lease_ms: row.lease_ms,
+    backoff: row.backoff_base_ms === null || row.backoff_max_ms === null
+      ? null
+      : { base_ms: row.backoff_base_ms, max_ms: row.backoff_max_ms },
+    created_at: row.created_at,
+    checkpoint: row.checkpoint,
+    result: row.result,
+    last_error: row.last_error,
+    lease_expires_at: row.state === "leased" ? row.lease_expires_at : null,
+    finished_at: row.finished_at,
+  };
+}
+
+function zeroCounts(): StateCounts {
+  return { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
+}
+
+type Move = [queue: string, from: JobState | null, to: JobState | null];
+
+/** How many finished jobs one sweep transaction deletes at most (keeps each commit short). */
+const SWEEP_CHUNK = 5000;
+
+/** The SQLite implementation of {@linkcode Store}. */
+export class SqliteStore implements Store {
+  readonly #db: DatabaseSync;
+  readonly #lock: Deno.FsFile | null;
+  readonly #policy: StorePolicy;
+  readonly #commits: GroupCommit;
+  readonly #counts = new Map<string, StateCounts>();
+  readonly #paused = new Set<string>();
+  #moves: Move[] = [];
+  #markAt = 0;
+  #closed = false;
+  readonly #stats: CommitStats = {
+    commits: 0,
+    operations: 0,
+    largest_batch: 0,
+    batch_histogram: [],
+    commit_ms: 0,
+  };
+  readonly #s: ReturnType<typeof prepare>;
+  /** The engine and its version. */
+  readonly engine: string;
+
+  private constructor(
+    db: DatabaseSync,
+    lock: Deno.FsFile | null,
+    options: SqliteStoreOptions,
+  ) {
+    this.#db = db;
+    this.#lock = lock;
+    this.#policy = options.policy;
+    const observer = options.onCommit;
+    this.#s = prepare(db);
+    this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
+    this.#commits = new GroupCommit(this.#transactor(), (size, ms, error) => {
+      if (error === null) {
+        const stats = this.#stats;
+        stats.commits++;
+        stats.operations += size;
+        stats.commit_ms += ms;
+        if (size > stats.largest_batch) stats.largest_batch = size;
+        const bucket = Math.floor(Math.log2(size));
+        while (stats.batch_histogram.length <= bucket) stats.batch_histogram.push(0);
+        stats.batch_histogram[bucket]++;
+      }
+      observer?.(size, ms, error);
+    });
+    for (const row of this.#s.countAll.all() as { queue: string; state: JobState; n: number }[]) {
+      this.#countsOf(row.queue)[row.state] = row.n;
+    }
+    for (const row of this.#s.pausedQueues.all() as { name: string }[]) {
+      this.#paused.add(row.name);
+    }
+  }
+
+  /**
+   * Opens (creating if needed) and migrates the database, taking the one-server lock.
+   * Throws a plain `Error` with a one-line reason when the file is held by another server.
+   */
+  static open(options: SqliteStoreOptions): SqliteStore {
+    const inMemory = options.path === ":memory:";
+    let lock: Deno.FsFile | null = null;
+    if (!inMemory) {
+      const lockPath = `${options.path}.lock`;
+      lock = Deno.openSync(lockPath, { create: true, read: true, write: true });
+      if (!lock.tryLockSync(true)) {
+        lock.close();
+        throw new Error(
+          `Cannot open database "${options.path}": another tegami server is using it ` +
+            `(lock "${lockPath}" is held)`,
+        );
+      }
+    }
+    let db: DatabaseSync | undefined;
+    try {
+      db = new DatabaseSync(options.path);
+      db.exec("PRAGMA busy_timeout = 5000");
+      if (!inMemory) {
+        const mode = db.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode: string };
+        if (mode.journal_mode !== "wal") {
+          throw new Error(`Cannot open database "${options.path}": WAL mode is not available`);
+        }
+      }
+      db.exec(`PRAGMA synchronous = ${options.sync === "normal" ? "NORMAL" : "FULL"}`);
+      // Keep the WAL file from growing without bound: truncated to 64 MiB after checkpoints.
+      db.exec("PRAGMA journal_size_limit = 67108864");
+      db.exec("PRAGMA wal_autocheckpoint = 1000");
+      db.exec("PRAGMA cache_size = -32768");
+      db.exec("PRAGMA temp_store = MEMORY");
+      migrate(db);
+      return new SqliteStore(db, lock, options);
+    } catch (error) {
+      db?.close();
+      lock?.close();
+      throw error;
+    }
+  }
+
+  /** The transaction hooks group commit drives; counts change only after COMMIT. */
+  #transactor(): Transactor {
+    const s = this.#s;
+    return {
+      begin: () => s.begin.run(),
+      commit: () => {
+        s.commit.run();
+        for (const [queue, from, to] of this.#moves) {
+          const counts = this.#countsOf(queue);
+          if (from !== null) counts[from]--;
+          if (to !== null) counts[to]++;
+        }
+        this.#moves = [];
+      },
+      rollback: () => {
+        this.#moves = [];
+        if (!this.#db.isTransaction) return;
+        try {
+          s.rollback.run();
+        } catch {
+          // The transaction may already be gone (SQLite rolls back on some I/O errors).
+        }
+      },
+      mark: () => {
+        this.#markAt = this.#moves.length;
+        s.savepoint.run();
+      },
+      release: () => s.releaseSavepoint.run(),
+      undo: () => {
+        s.rollbackSavepoint.run();
+        s.releaseSavepoint.run();
+        this.#moves.length = this.#markAt;
+      },
+    };
+  }
+
+  // ---- Store ----
+
+  enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
+    return this.#write(() => {
+      const s = this.#s;
+      const out: Enqueued[] = new Array(jobs.length);
+      for (let i = 0; i < jobs.length; i++) {
+        const job = jobs[i];
+        if (job.key !== null) {
+          const existing = s.findByKey.get(queue, job.key) as
+            | { id: number; state: JobState }
+            | undefined;
+          if (existing !== undefined) {
+            out[i] = { id: existing.id, deduplicated: true, state: existing.state };
+            continue;
+          }
+        }
+        const state: JobState = job.run_at > now ? "delayed" : "pending";
+        const info = s.insert.run(
+          queue,
+          state,
+          job.priority,
+          job.key,
+          job.payload,
+          job.max_attempts,
+          state === "delayed" ? job.run_at : now,
+          job.lease_ms,
+          job.backoff?.base_ms ?? null,
+          job.backoff?.max_ms ?? null,
+          now,
+        );
+        this.#moves.push([queue, null, state]);
+        out[i] = { id: Number(info.lastInsertRowid), deduplicated: false, state };
+      }
+      return out;
+    });
+  }
+
+  claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]> {
+    return this.#write(() => {
+      if (this.#paused.has(queue)) return [];
+      const s = this.#s;
+      const rows = s.selectPending.all(queue, max) as unknown as JobRow[];
+      const out: Delivery[] = new Array(rows.length);
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i];
+        const length = lease_ms ?? row.lease_ms ?? this.#policy.defaultLeaseMs;
+        const token = newLeaseToken();
+        const expires = now + length;
+        s.lease.run(token, length, expires, row.id);
+        row.state = "leased";
+        row.attempts++;
+        row.lease_expires_at = expires;
+        this.#moves.push([queue, "pending", "leased"]);
+        out[i] = { job: rowToJob(row), lease: { token, expires_at: expires } };
+      }
+      return out;
+    });
+  }
+
+  ack(id: number, token: string, result: string | null, now: number): Promise<{ id: number }> {
+    return this.#write(() => {
+      const row = this.#s.ack.get(result, now, id, token, now) as { queue: string } | undefined;
+      if (row !== undefined) {
+        this.#moves.push([row.queue, "leased", "done"]);
+        return { id };
+      }
+      const job = this.#row(id);
+      if (job.state === "done" && job.lease_token === token) return { id }; // a repeated ack
+      throw leaseLost(id, "ack");
+    });
+  }
+
+  nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult> {
+    return this.#write(() => {
+      const row = this.#leased(id, token, now, "nack");
+      if (request.dead || row.attempts >= row.max_attempts) {
+        this.#s.toDead.run(request.error ?? row.last_error, now, id);
+        this.#moves.push([row.queue, "leased", "dead"]);
+        return { id, queue: row.queue, state: "dead", run_at: now };
+      }
+      const backoff = row.backoff_base_ms === null || row.backoff_max_ms === null
+        ? null
+        : { base_ms: row.backoff_base_ms, max_ms: row.backoff_max_ms };
+      const delay = request.delay_ms ?? this.#policy.retryDelayMs(row.attempts, backoff);
+      const state: JobState = delay > 0 ? "delayed" : "pending";
+      const runAt = now + Math.max(0, delay);
+      this.#s.toRetry.run(state, runAt, request.error ?? row.last_error, id);
+      this.#moves.push([row.queue, "leased", state]);
+      return { id, queue: row.queue, state, run_at: runAt };
+    });
+  }
+
+  extend(
+    id: number,
+    token: string,
+    lease_ms: number | null,
+    now: number,
+  ): Promise<{ id: number; expires_at: number }> {
+    return this.#write(() => {
+      const row = this.#leased(id, token, now, "extend");
+      const length = lease_ms ?? row.lease_len_ms ?? this.#policy.defaultLeaseMs;
+      const expires = now + length;
+      this.#s.extend.run(expires, length, id);
+      return { id, expires_at: expires };
+    });
+  }
+
+  checkpoint(id: number, token: string, data: string, now: number): Promise<{ id: number }> {
+    return this.#write(() => {
+      this.#leased(id, token, now, "checkpoint");
+      this.#s.checkpoint.run(data, id);
+      return { id };
+    });
+  }
+
+  get(id: number): Promise<Job | null> {
+    const row = this.#s.byId.get(id) as JobRow | undefined;
+    return Promise.resolve(row === undefined ? null : rowToJob(row));
+  }
+
+  cancel(id: number, now: number): Promise<CancelResult> {
+    return this.#write(() => {
+      const row = this.#row(id);
+      if (row.state === "done" || row.state === "dead" || row.state === "cancelled") {
+        this.#s.remove.run(id);
+        this.#moves.push([row.queue, row.state, null]);
+        return { id, queue: row.queue, state: row.state, removed: true, revoked_token: null };
+      }
+      this.#s.toCancelled.run(now, id);
+      this.#moves.push([row.queue, row.state, "cancelled"]);
+      return {
+        id,
+        queue: row.queue,
+        state: "cancelled",
+        removed: false,
+        revoked_token: row.state === "leased" ? row.lease_token : null,
+      };
+    });
+  }
+
+  setPaused(queue: string, paused: boolean): Promise<void> {
+    return this.#write(() => {
+      this.#s.setPaused.run(queue, paused ? 1 : 0);
+    }).then(() => {
+      if (paused) this.#paused.add(queue);
+      else this.#paused.delete(queue);
+    });
+  }
+
+  stats(queue?: string): Promise<QueueCounts[]> {
+    const names = queue === undefined
+      ? [...new Set([...this.#counts.keys(), ...this.#paused])].sort()
+      : [queue];
+    return Promise.resolve(names.map((name) => {
+      const counts = this.#counts.get(name);
+      const oldest = counts === undefined || counts.pending === 0
+        ? null
+        : (this.#s.oldestPending.get(name) as { at: number | null }).at;
+      return {
+        name,
+        paused: this.#paused.has(name),
+        counts: { ...(counts ?? zeroCounts()) },
+        oldest_pending_at: oldest,
+      };
+    }));
+  }
+
+  listDead(queue: string, limit: number, after: number): Promise<Job[]> {
+    const rows = this.#s.listDead.all(queue, after, limit) as unknown as JobRow[];
+    return Promise.resolve(rows.map(rowToJob));
+  }
+
+  requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
+    return this.#write(() => {
+      let n = 0;
+      if (ids === null) {
+        n = Number(this.#s.requeueAllDead.run(now, queue).changes);
+      } else {
+        for (const id of ids) n += Number(this.#s.requeueOneDead.run(now, id, queue).changes);
+      }
+      for (let i = 0; i < n; i++) this.#moves.push([queue, "dead", "pending"]);
+      return n;
+    });
+  }
+
+  tick(now: number): Promise<TickResult> {
+    return this.#write(() => {
+      const woken = new Set<string>();
+      for (const row of this.#s.promote.all(now) as { queue: string }[]) {
+        this.#moves.push([row.queue, "delayed", "pending"]);
+        woken.add(row.queue);
+      }
+      const expired: EndedLease[] = [];
+      for (const row of this.#s.dueLeases.all(now) as unknown as JobRow[]) {
+        const ended = this.#endLease(row, now, "expired");
+        if (ended.state === "pending") woken.add(row.queue);
+        expired.push(ended);
+      }
+      return { woken: [...woken], expired };
+    });
+  }
+
+  release(leases: LeaseRef[], now: number): Promise<EndedLease[]> {
+    return this.#write(() => {
+      const out: EndedLease[] = [];
+      for (const { id, token } of leases) {
+        const row = this.#s.byId.get(id) as JobRow | undefined;
+        if (row === undefined || row.state !== "leased" || row.lease_token !== token) continue;
+        out.push(this.#endLease(row, now, "released"));
+      }
+      return out;
+    });
+  }
+
+  nextDeadline(): Promise<number | null> {
+    const delayed = (this.#s.nextDelayed.get() as { at: number | null }).at;
+    const lease = (this.#s.nextExpiry.get() as { at: number | null }).at;
+    if (delayed === null) return Promise.resolve(lease);
+    if (lease === null) return Promise.resolve(delayed);
+    return Promise.resolve(Math.min(delayed, lease));
+  }
+
+  async sweepFinished(before: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.#write(() => {
+        const rows = this.#s.sweep.all(before, SWEEP_CHUNK) as { queue: string; state: JobState }[];
+        for (const row of rows) this.#moves.push([row.queue, row.state, null]);
+        return rows.length;
+      });
+      total += n;
+      if (n < SWEEP_CHUNK) return total;
+    }
+  }
+
+  probeWritable(): Promise<void> {
+    return this.#write(() => {
+      this.#s.probe.run(Date.now());
+    });
+  }
+
+  commitStats(): CommitStats {
+    return { ...this.#stats, batch_histogram: [...this.#stats.batch_histogram] };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#commits.drained();
+    try {
+      this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    } catch {
+      // A failed checkpoint loses nothing: the WAL is replayed at the next open.
+    }
+    this.#db.close();
+    this.#lock?.close();
+  }
+
+  // ---- helpers ----
+
+  #write<T>(operation: () => T): Promise<T> {
+    if (this.#closed) {
+      return Promise.reject(new TegamiError("unavailable", "Cannot write: the store is closed"));
+    }
+    return this.#commits.submit(operation);
+  }
+
+  #countsOf(queue: string): StateCounts {
+    let counts = this.#counts.get(queue);
+    if (counts === undefined) {
+      counts = zeroCounts();
+      this.#counts.set(queue, counts);
+    }
+    return counts;
+  }
+
+  #row(id: number): JobRow {
+    const row = this.#s.byId.get(id) as JobRow | undefined;
+    if (row === undefined) throw jobNotFound(id);
+    return row;
+  }
+
+  #leased(id: number, token: string, now: number, action: string): JobRow {
+    const row = this.#row(id);
+    if (
+      row.state !== "leased" || row.lease_token !== token || row.lease_expires_at === null ||
+      row.lease_expires_at <= now
+    ) {
+      throw leaseLost(id, action);
+    }
+    return row;
+  }
+
+  #endLease(row: JobRow, now: number, why: "expired" | "released"): EndedLease {
+    const token = row.lease_token ?? "";
+    if (row.attempts >= row.max_attempts) {
+      const reason = why === "expired"
+        ? `Lease expired on attempt ${row.attempts} of ${row.max_attempts}`
+        : `Consumer went away on attempt ${row.attempts} of ${row.max_attempts}`;
+      this.#s.toDead.run(reason, now, row.id);
+      this.#moves.push([row.queue, "leased", "dead"]);
+      return { id: row.id, queue: row.queue, token, state: "dead" };
+    }
+    this.#s.toRetry.run("pending", now, row.last_error, row.id);
+    this.#moves.push([row.queue, "leased", "pending"]);
+    return { id: row.id, queue: row.queue, token, state: "pending" };
+  }
+}
+
+/** Every statement the store runs, prepared once. */
+function prepare(db: DatabaseSync) {
+  const p = (sql: string): StatementSync => db.prepare(sql);
+  return {
+    begin: p("BEGIN IMMEDIATE"),
+    commit: p("COMMIT"),
+    rollback: p("ROLLBACK"),
+    savepoint: p("SAVEPOINT op"),
+    releaseSavepoint: p("RELEASE op"),
+    rollbackSavepoint: p("ROLLBACK TO op"),
+    countAll: p("SELECT queue, state, count(*) AS n FROM jobs GROUP BY queue, state"),
+    pausedQueues: p("SELECT name FROM queues WHERE paused = 1"),
+    findByKey: p("SELECT id, state FROM jobs WHERE queue = ? AND key = ?"),
+    insert: p(
+      `INSERT INTO jobs (queue, state, priority, key, payload, max_attempts, run_at, lease_ms,
+         backoff_base_ms, backoff_max_ms, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    selectPending: p(
+      `SELECT * FROM jobs WHERE queue = ? AND state = 'pending'
+       ORDER BY priority DESC, id LIMIT ?`,
+    ),
+    lease: p(
+      `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = ?,
+         lease_len_ms = ?, lease_expires_at = ? WHERE id = ?`,
+    ),
+    ack: p(
+      `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
+       WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?
+       RETURNING queue`,
+    ),
+    byId: p("SELECT * FROM jobs WHERE id = ?"),
+    toDead: p(
+      `UPDATE jobs SET state = 'dead', last_error = ?, finished_at = ?, lease_expires_at = NULL
+       WHERE id = ?`,
+    ),
+    toRetry: p(
+      `UPDATE jobs SET state = ?, run_at = ?, last_error = ?, lease_expires_at = NULL
+       WHERE id = ?`,
+    ),
+    extend: p("UPDATE jobs SET lease_expires_at = ?, lease_len_ms = ? WHERE id = ?"),
+    checkpoint: p("UPDATE jobs SET checkpoint = ? WHERE id = ?"),
+    remove: p("DELETE FROM jobs WHERE id = ?"),
+    toCancelled: p(
+      `UPDATE jobs SET state = 'cancelled', finished_at = ?, lease_expires_at = NULL
+       WHERE id = ?`,
+    ),
+    setPaused: p(
+      `INSERT INTO queues (name, paused) VALUES (?, ?)
+       ON CONFLICT (name) DO UPDATE SET paused = excluded.paused`,
+    ),
+    oldestPending: p(
+      "SELECT min(run_at) AS at FROM jobs WHERE queue = ? AND state = 'pending'",
+    ),
+    listDead: p(
+      `SELECT * FROM jobs WHERE queue = ? AND state = 'dead' AND id > ? ORDER BY id LIMIT ?`,
+    ),
+    requeueAllDead: p(
+      `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
+       WHERE queue = ? AND state = 'dead'`,
+    ),
+    requeueOneDead: p(
+      `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
+       WHERE id = ? AND queue = ? AND state = 'dead'`,
+    ),
+    promote: p(
+      "UPDATE jobs SET state = 'pending' WHERE state = 'delayed' AND run_at <= ? RETURNING queue",
+    ),
+    dueLeases: p("SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ?"),
+    nextDelayed: p("SELECT min(run_at) AS at FROM jobs WHERE state = 'delayed'"),
+    nextExpiry: p("SELECT min(lease_expires_at) AS at FROM jobs WHERE state = 'leased'"),
+    sweep: p(
+      `DELETE FROM jobs WHERE id IN (
+         SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? LIMIT ?)
+       RETURNING queue, state`,
+    ),
+    probe: p("INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)"),
+  };
+}

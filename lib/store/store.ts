@@ -1,0 +1,166 @@
+/**
+ * The storage seam. Every method is one atomic state transition; SQL lives only in the
+ * adapters behind it (SQLite now, PostgreSQL later). Policy — lease defaults, retry backoff,
+ * who gets which job — lives above, in the broker, and reaches the store as plain values or the
+ * {@linkcode StorePolicy} it was built with.
+ *
+ * Every method that changes state resolves only after the change is committed; a failed commit
+ * rejects with `unavailable`.
+ *
+ * @module
+ */
+
+import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../job.ts";
+
+/** Policy the store applies inside its transactions. */
+export interface StorePolicy {
+  /** The server's lease length, for jobs without their own and claims without one. */
+  defaultLeaseMs: number;
+  /** The retry delay for a nack without `delay_ms`, given the attempt that failed. */
+  retryDelayMs(attempt: number, backoff: Backoff | null): number;
+}
+
+/** Counts of a queue's jobs by state. */
+export type StateCounts = Record<JobState, number>;
+
+/** A queue's numbers as the store knows them. */
+export interface QueueCounts {
+  /** The queue's name. */
+  name: string;
+  /** Whether delivery is paused. */
+  paused: boolean;
+  /** Jobs by state. */
+  counts: StateCounts;
+  /** When the oldest pending job became available, or null if none is pending. */
+  oldest_pending_at: number | null;
+}
+
+/** What a nack asks for. */
+export interface NackRequest {
+  /** The error to record, or null. */
+  error: string | null;
+  /** An explicit delay instead of the backoff, or null. */
+  delay_ms: number | null;
+  /** Send the job straight to dead. */
+  dead: boolean;
+}
+
+/** The answer to a nack. */
+export interface NackResult {
+  /** The job. */
+  id: number;
+  /** Its queue. */
+  queue: string;
+  /** `delayed`, `pending` or `dead`. */
+  state: JobState;
+  /** When it runs again (for dead: when it died). */
+  run_at: number;
+}
+
+/** The answer to a cancel. */
+export interface CancelResult {
+  /** The job. */
+  id: number;
+  /** Its queue. */
+  queue: string;
+  /** `cancelled`, or the state it had when it was removed. */
+  state: JobState;
+  /** True when a finished job was deleted rather than cancelled. */
+  removed: boolean;
+  /** The token of the lease that was revoked, if the job was leased. */
+  revoked_token: string | null;
+}
+
+/** A lease that ended without an ack (expiry, disconnect). */
+export interface EndedLease {
+  /** The job. */
+  id: number;
+  /** Its queue. */
+  queue: string;
+  /** The token that no longer holds the job. */
+  token: string;
+  /** Where the job went: `pending` or `dead`. */
+  state: JobState;
+}
+
+/** The outcome of advancing time: due delayed jobs made pending, expired leases ended. */
+export interface TickResult {
+  /** Queues that gained pending jobs. */
+  woken: string[];
+  /** Leases that expired. */
+  expired: EndedLease[];
+}
+
+/** A lease to give back, identified by job and token. */
+export interface LeaseRef {
+  /** The job. */
+  id: number;
+  /** The token that holds it. */
+  token: string;
+}
+
+/** Figures about commits, for metrics and benchmarks. */
+export interface CommitStats {
+  /** Transactions committed. */
+  commits: number;
+  /** Operations carried by them. */
+  operations: number;
+  /** The largest batch seen. */
+  largest_batch: number;
+  /** How many commits carried 1, 2–3, 4–7, 8–15, … operations (index = floor(log2(size))). */
+  batch_histogram: number[];
+  /** Total time spent committing, ms. */
+  commit_ms: number;
+}
+
+/** A durable home for jobs. */
+export interface Store {
+  /** The database engine and version, for the startup log (`SQLite 3.53.2`). */
+  readonly engine: string;
+  /** Stores jobs all-or-nothing; duplicates by key answer the existing id. */
+  enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]>;
+  /**
+   * Leases up to `max` pending jobs of a queue, highest priority first then oldest, unless the
+   * queue is paused. `lease_ms` null means each job's own lease length, else the server's.
+   */
+  claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]>;
+  /** Completes a leased job; repeating the same token's ack answers the same. */
+  ack(id: number, token: string, result: string | null, now: number): Promise<{ id: number }>;
+  /** Gives a leased job back for a retry later, or to dead. */
+  nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult>;
+  /** Moves a lease's expiry to now + `lease_ms` (null: the length in force). */
+  extend(
+    id: number,
+    token: string,
+    lease_ms: number | null,
+    now: number,
+  ): Promise<{ id: number; expires_at: number }>;
+  /** Records a checkpoint (JSON text) on a leased job. */
+  checkpoint(id: number, token: string, data: string, now: number): Promise<{ id: number }>;
+  /** Reads a job, or null. */
+  get(id: number): Promise<Job | null>;
+  /** Cancels a waiting or leased job, or removes a finished one. */
+  cancel(id: number, now: number): Promise<CancelResult>;
+  /** Pauses or resumes delivery from a queue. */
+  setPaused(queue: string, paused: boolean): Promise<void>;
+  /** Counts for one queue (zeros if unknown), or for all known queues. */
+  stats(queue?: string): Promise<QueueCounts[]>;
+  /** Dead jobs of a queue with id > `after`, by id. */
+  listDead(queue: string, limit: number, after: number): Promise<Job[]>;
+  /** Makes dead jobs pending again with attempts reset; all of the queue's when `ids` is null. */
+  requeueDead(queue: string, ids: number[] | null, now: number): Promise<number>;
+  /** Promotes due delayed jobs and ends expired leases. */
+  tick(now: number): Promise<TickResult>;
+  /** Ends leases whose holder is gone: back to pending at once, or dead if attempts are used. */
+  release(leases: LeaseRef[], now: number): Promise<EndedLease[]>;
+  /** The earliest lease expiry or delayed `run_at`, or null. */
+  nextDeadline(): Promise<number | null>;
+  /** Deletes done and cancelled jobs finished before `before`; answers how many. */
+  sweepFinished(before: number): Promise<number>;
+  /** Proves the database takes a write. */
+  probeWritable(): Promise<void>;
+  /** Commit figures so far. */
+  commitStats(): CommitStats;
+  /** Flushes pending writes, checkpoints and closes. */
+  close(): Promise<void>;
+}

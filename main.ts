@@ -1,0 +1,84 @@
+/**
+ * The `tegami` program: `tegami serve` runs the server; the other commands are clients of a
+ * running server. Configuration is resolved here, once (flags, then `TEGAMI_*` env, then
+ * defaults); nothing under `lib/` reads `Deno.args` or `Deno.env`.
+ *
+ * Exit codes: 0 after a clean shutdown on SIGINT/SIGTERM, 1 when the server cannot start (with
+ * a one-line reason), 2 for a command-line mistake.
+ *
+ * @module
+ */
+
+import meta from "./deno.json" with { type: "json" };
+import {
+  ConfigError,
+  resolveServeConfig,
+  serveHelp,
+  topLevelHelp,
+  wantsHelp,
+} from "./lib/config.ts";
+import { startServer } from "./lib/server.ts";
+
+/** The program's version (from deno.json, embedded at build time). */
+export const VERSION: string = meta.version;
+
+async function serve(args: string[]): Promise<number> {
+  if (wantsHelp(args)) {
+    console.log(serveHelp());
+    return 0;
+  }
+  let server;
+  try {
+    const config = resolveServeConfig(args, Deno.env.toObject());
+    server = await startServer({ config, version: VERSION });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`tegami: ${message.split("\n")[0]}`);
+    return 1;
+  }
+  const { promise: stopped, resolve } = Promise.withResolvers<string>();
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  const handlers = signals.map((signal) => {
+    const handler = () => resolve(signal);
+    Deno.addSignalListener(signal, handler);
+    return [signal, handler] as const;
+  });
+  await stopped;
+  await server.close();
+  for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
+  return 0;
+}
+
+async function main(args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  switch (command) {
+    case "serve":
+      return await serve(rest);
+    case "--version":
+    case "-V":
+    case "version":
+      console.log(`tegami ${VERSION}`);
+      return 0;
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      console.log(topLevelHelp(VERSION));
+      return 0;
+    default:
+      console.error(`tegami: unknown command "${command}": see tegami --help`);
+      return 2;
+  }
+}
+
+if (import.meta.main) {
+  try {
+    Deno.exit(await main(Deno.args));
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`tegami: ${error.message}`);
+      Deno.exit(2);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Test fixtures: a real server on port 0 with a temp SQLite file and a manual clock, as an
+ * async disposable (`await using server = await startTestServer()`), plus a small JSON client.
+ *
+ * @module
+ */
+
+import { ManualClock } from "../../lib/clock.ts";
+import { resolveServeConfig, type ServeConfig } from "../../lib/config.ts";
+import { silentLogger } from "../../lib/log.ts";
+import { type RunningServer, startServer } from "../../lib/server.ts";
+
+/** An answer: status, parsed JSON body (or text when not JSON), headers. */
+export interface Answer {
+  /** HTTP status. */
+  status: number;
+  // deno-lint-ignore no-explicit-any
+  body: any;
+  /** Response headers. */
+  headers: Headers;
+}
+
+/** Options of {@linkcode startTestServer}. */
+export interface TestServerOptions {
+  /** Config fields to override (db and port are set by the fixture unless given). */
+  config?: Partial<ServeConfig>;
+  /** The clock. @default a new ManualClock */
+  clock?: ManualClock;
+  /** A directory to use (kept on close); a new temp dir otherwise (removed on close). */
+  dir?: string;
+}
+
+/** A running test server. */
+export interface TestServer extends AsyncDisposable {
+  /** Base URL. */
+  url: string;
+  /** The manual clock driving leases and delays. */
+  clock: ManualClock;
+  /** The temp directory holding the database. */
+  dir: string;
+  /** The database file. */
+  dbPath: string;
+  /** The server itself. */
+  server: RunningServer;
+  /** Sends a JSON request; `body` undefined sends no body. */
+  request(method: string, path: string, body?: unknown, headers?: HeadersInit): Promise<Answer>;
+  /** Moves the clock and lets the server react (timers fire, commits land). */
+  advance(ms: number): Promise<void>;
+  /** Stops the server (the directory stays until dispose). */
+  stop(): Promise<void>;
+}
+
+/** Lets queued commits and dispatches run (a few macrotasks). */
+export async function settle(rounds = 5): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/** Sends a request to a server and reads the answer. */
+export async function send(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: HeadersInit,
+): Promise<Answer> {
+  const init: RequestInit = { method, headers: new Headers(headers) };
+  if (body !== undefined) {
+    (init.headers as Headers).set("content-type", "application/json");
+    init.body = typeof body === "string" ? body : JSON.stringify(body);
+  }
+  const response = await fetch(url + path, init);
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, body: parsed, headers: response.headers };
+}
+
+/** Starts a server on port 0 with a temp database and a manual clock. */
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const ownDir = options.dir === undefined;
+  const dir = options.dir ?? await Deno.makeTempDir({ prefix: "tegami-test-" });
+  const dbPath = `${dir}/tegami.db`;
+  const clock = options.clock ?? new ManualClock();
+  const config: ServeConfig = {
+    ...resolveServeConfig([], {}),
+    db: dbPath,
+    port: 0,
+    ...options.config,
+  };
+  const server = await startServer({ config, clock, log: silentLogger });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await server.close();
+  };
+  return {
+    url: server.url,
+    clock,
+    dir,
+    dbPath,
+    server,
+    request: (method, path, body, headers) => send(server.url, method, path, body, headers),
+    advance: async (ms) => {
+      clock.advance(ms);
+      await settle();
+    },
+    stop,
+    [Symbol.asyncDispose]: async () => {
+      await stop();
+      if (ownDir) await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
