@@ -6,7 +6,7 @@
  * @module
  */
 
-import { TokenSet } from "./auth.ts";
+import { type Principal, TokenSet } from "./auth.ts";
 import { Broker } from "./broker.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { ServeConfig } from "./config.ts";
@@ -16,6 +16,11 @@ import { createApi, describeCause } from "./http/api.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { renderMetrics, RequestCounter } from "./metrics.ts";
 import { SqliteStore } from "./store/sqlite_store.ts";
+import { Connection } from "./ws/connection.ts";
+import { upgradeToWebSocket } from "./ws/deno_socket.ts";
+import { originAllowed } from "./ws/origin.ts";
+import { TegamiError } from "./errors.ts";
+import { errorResponse } from "./http/respond.ts";
 import type { Store } from "./store/store.ts";
 
 /** Options of {@linkcode startServer}. */
@@ -97,6 +102,52 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   let accepting = true;
   const requests = new RequestCounter();
+  const connections = new Set<Connection>();
+  const limits = { maxPayload: config.maxPayload, maxBatch: config.maxBatch };
+  const upgrade = (request: Request, principal: Principal | null): Response => {
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+      throw new TegamiError("validation_failed", "Cannot upgrade: expected a WebSocket handshake");
+    }
+    if (
+      !originAllowed(
+        request.headers.get("origin"),
+        request.headers.get("host"),
+        config.allowedOrigins,
+      )
+    ) {
+      throw new TegamiError(
+        "forbidden",
+        "Cannot upgrade: the Origin is neither this server nor listed in --allowed-origins",
+      );
+    }
+    if (!accepting) {
+      throw new TegamiError("unavailable", "Cannot upgrade: the server is shutting down");
+    }
+    if (connections.size >= config.maxConnections) {
+      return errorResponse(
+        new TegamiError(
+          "unavailable",
+          `Cannot upgrade: ${config.maxConnections} connections is the limit`,
+        ),
+      );
+    }
+    return upgradeToWebSocket(request, config.pingIntervalMs, (socket) => {
+      const connection: Connection = new Connection(socket, {
+        broker,
+        clock,
+        limits,
+        tokens,
+        principal,
+        maxFrame: config.maxBody,
+        pauseBuffered: 1 << 20,
+        maxBuffered: 32 << 20,
+        log,
+        onFinished: () => connections.delete(connection),
+      });
+      connections.add(connection);
+      return connection;
+    });
+  };
   try {
     await broker.start();
   } catch (error) {
@@ -108,7 +159,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     clock,
     tokens,
     log,
-    limits: { maxPayload: config.maxPayload, maxBatch: config.maxBatch, maxBody: config.maxBody },
+    limits: { ...limits, maxBody: config.maxBody },
+    upgrade,
     accepting: () => accepting,
     dashboard: DASHBOARD_HTML,
     metrics: async () =>
@@ -162,6 +214,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log.info("tegami stopping: no new requests, answering those in flight");
       accepting = false;
       broker.close();
+      for (const connection of [...connections]) connection.shutdown();
       await listening.shutdown();
       await store.close();
       log.info("tegami stopped: database closed cleanly");

@@ -1,0 +1,442 @@
+/**
+ * One WebSocket connection's protocol state: authentication, subscriptions with credit, the
+ * leases it holds, and the answers to its frames. It talks to the socket only through
+ * {@linkcode SocketLike}, so tests can drive it with a fake socket; `deno_socket.ts` binds it to
+ * `Deno.upgradeWebSocket`.
+ *
+ * Credit works like AMQP prefetch: a subscription holds at most `prefetch` unsettled jobs; an
+ * ack, nack, expiry or cancel of one of them frees one credit and offers the queue again.
+ * When the connection goes away, every lease it held returns to pending at once — except at
+ * server shutdown, when leases are kept so consumers can ack after the restart.
+ *
+ * @module
+ */
+
+import type { Principal, Scope, TokenSet } from "../auth.ts";
+import type { Broker, Consumer, LeaseEnd, LeaseHolder } from "../broker.ts";
+import type { Clock } from "../clock.ts";
+import { invalid, TegamiError, toTegamiError } from "../errors.ts";
+import type { Delivery } from "../job.ts";
+import { MAX_LEASE_MS, MIN_LEASE_MS } from "../limits.ts";
+import type { Logger } from "../log.ts";
+import {
+  parseAck,
+  parseCheckpoint,
+  parseEnqueue,
+  parseExtend,
+  parseNack,
+  type RequestLimits,
+} from "../requests.ts";
+import {
+  cancelFrame,
+  type ClientFrame,
+  decodeFrame,
+  errorFrame,
+  expiredFrame,
+  jobFrame,
+  okFrame,
+  refOf,
+} from "./protocol.ts";
+
+/** What a connection needs from a socket. */
+export interface SocketLike {
+  /** Sends a text frame; may throw if the socket is gone. */
+  send(text: string): void;
+  /** Closes with a code and a reason. */
+  close(code: number, reason: string): void;
+  /** Bytes queued for sending and not yet written. */
+  readonly bufferedAmount: number;
+}
+
+/** The most prefetch a subscription may ask for. */
+export const MAX_PREFETCH = 1000;
+/** Frames being processed at once per connection before `rate_limited`. */
+export const MAX_PENDING_FRAMES = 4096;
+
+/** Close codes used by the server. */
+export const CLOSE = {
+  /** Server shutting down. */
+  goingAway: 1001,
+  /** Auth failure or a consumer too slow to keep up. */
+  policy: 1008,
+  /** Frame over the size limit. */
+  tooBig: 1009,
+} as const;
+
+/** Settings of a connection. */
+export interface ConnectionOptions {
+  /** The broker. */
+  broker: Broker;
+  /** The clock. */
+  clock: Clock;
+  /** Request limits (payload, batch). */
+  limits: RequestLimits;
+  /** Tokens, or null when auth is off. */
+  tokens: TokenSet | null;
+  /** The caller, if authenticated at the upgrade; null means an `auth` frame must come first. */
+  principal: Principal | null;
+  /** The largest frame accepted, bytes; larger closes with 1009. */
+  maxFrame: number;
+  /** Bytes buffered for a slow reader before pushes stop. */
+  pauseBuffered: number;
+  /** Bytes buffered for a slow reader before the connection is cut. */
+  maxBuffered: number;
+  /** The log. */
+  log: Logger;
+  /** Called once when the connection is finished. */
+  onFinished?: () => void;
+}
+
+class Subscription implements Consumer {
+  inflight = 0;
+  reserved = 0;
+  active = true;
+  constructor(
+    readonly connection: Connection,
+    readonly queue: string,
+    public prefetch: number,
+    public leaseMs: number | null,
+  ) {}
+  get holder(): LeaseHolder {
+    return this.connection;
+  }
+  credit(): number {
+    if (!this.active || !this.connection.canPush()) return 0;
+    return Math.max(0, this.prefetch - this.inflight - this.reserved);
+  }
+  reserve(n: number): void {
+    this.reserved += n;
+  }
+  deliver(deliveries: Delivery[], reserved: number): boolean {
+    this.reserved -= reserved;
+    return this.connection.push(this, deliveries);
+  }
+}
+
+/** A WebSocket client's session. */
+export class Connection implements LeaseHolder {
+  readonly #socket: SocketLike;
+  readonly #o: ConnectionOptions;
+  #principal: Principal | null;
+  readonly #subs = new Map<string, Subscription>();
+  readonly #leases = new Map<number, { token: string; sub: Subscription }>();
+  #pending = 0;
+  #finished = false;
+
+  /** Binds protocol state to a socket. */
+  constructor(socket: SocketLike, options: ConnectionOptions) {
+    this.#socket = socket;
+    this.#o = options;
+    this.#principal = options.principal;
+  }
+
+  /** How many leases this connection holds. */
+  get leaseCount(): number {
+    return this.#leases.size;
+  }
+
+  /** True while jobs may be pushed: open, and the socket is keeping up. */
+  canPush(): boolean {
+    return !this.#finished && this.#socket.bufferedAmount < this.#o.pauseBuffered;
+  }
+
+  /** Handles one incoming frame (text, or bytes read as UTF-8). */
+  onMessage(data: string | Uint8Array): void {
+    if (this.#finished) return;
+    const size = typeof data === "string" ? data.length : data.byteLength;
+    if (size > this.#o.maxFrame) {
+      this.#close(CLOSE.tooBig, `frame over ${this.#o.maxFrame} bytes`, true);
+      return;
+    }
+    let text: string;
+    if (typeof data === "string") text = data;
+    else {
+      try {
+        text = new TextDecoder("utf-8", { fatal: true }).decode(data);
+      } catch {
+        this.#send(
+          errorFrame(
+            undefined,
+            new TegamiError("invalid_json", "Cannot parse the frame: not UTF-8"),
+          ),
+        );
+        return;
+      }
+    }
+    let frame: ClientFrame;
+    try {
+      frame = decodeFrame(text);
+    } catch (error) {
+      let ref: string | number | undefined;
+      try {
+        ref = refOf(JSON.parse(text));
+      } catch {
+        ref = undefined;
+      }
+      if (this.#principal === null) {
+        this.#refuseUnauthenticated(ref);
+        return;
+      }
+      this.#send(errorFrame(ref, toTegamiError(error)));
+      return;
+    }
+    if (this.#principal === null && frame.op !== "auth") {
+      this.#refuseUnauthenticated(frame.ref);
+      return;
+    }
+    if (this.#pending >= MAX_PENDING_FRAMES) {
+      this.#send(errorFrame(
+        frame.ref,
+        new TegamiError(
+          "rate_limited",
+          "Cannot take the frame: too many frames in progress; wait for replies",
+        ),
+      ));
+      return;
+    }
+    this.#pending++;
+    this.#handle(frame).then(
+      (answer) => this.#send(okFrame(frame.ref, answer)),
+      (error) => {
+        const failure = toTegamiError(error);
+        if (failure.code === "internal") {
+          this.#o.log.error("WebSocket frame failed", { op: frame.op, cause: String(error) });
+        }
+        this.#send(errorFrame(frame.ref, failure));
+        if (frame.op === "auth") this.#close(CLOSE.policy, "authentication failed", true);
+      },
+    ).finally(() => this.#pending--);
+  }
+
+  /** The socket closed (by the client, a failed heartbeat, or us): give back its leases. */
+  onClose(): void {
+    this.#finish(true);
+  }
+
+  /** Closes with 1001 for a server shutdown, keeping leases so they can be acked after restart. */
+  shutdown(): void {
+    this.#close(CLOSE.goingAway, "server shutting down", false);
+  }
+
+  /** Pushes claimed jobs; answers false if they cannot be sent (the broker releases them). */
+  push(sub: Subscription, deliveries: Delivery[]): boolean {
+    if (this.#finished || !sub.active) return deliveries.length === 0;
+    for (let i = 0; i < deliveries.length; i++) {
+      const d = deliveries[i];
+      try {
+        this.#socket.send(jobFrame(d));
+      } catch {
+        // The socket is gone: what was sent is released with the connection, the rest by the
+        // broker. Register the sent ones so the close releases them.
+        this.#finish(true);
+        return false;
+      }
+      this.#leases.set(d.job.id, { token: d.lease.token, sub });
+      sub.inflight++;
+    }
+    if (this.#socket.bufferedAmount > this.#o.maxBuffered) {
+      this.#close(CLOSE.policy, "consumer is not reading its frames", true);
+    }
+    return true;
+  }
+
+  /** The broker's notice that a lease this connection held has ended. */
+  leaseEnded(id: number, why: LeaseEnd): void {
+    const held = this.#leases.get(id);
+    if (held === undefined) return;
+    this.#leases.delete(id);
+    held.sub.inflight--;
+    if (why === "cancelled") this.#send(cancelFrame(id));
+    else if (why === "expired") this.#send(expiredFrame(id));
+    if (held.sub.active) this.#o.broker.wake(held.sub.queue);
+  }
+
+  // ---- frames ----
+
+  async #handle(frame: ClientFrame): Promise<Record<string, unknown>> {
+    const { broker, limits } = this.#o;
+    const body = frame.body;
+    switch (frame.op) {
+      case "auth":
+        return this.#auth(body);
+      case "subscribe": {
+        this.#require("consume", frame.queue);
+        const { prefetch, leaseMs } = parseSubscribe(body);
+        let sub = this.#subs.get(frame.queue);
+        if (sub === undefined) {
+          sub = new Subscription(this, frame.queue, prefetch, leaseMs);
+          this.#subs.set(frame.queue, sub);
+          broker.subscribe(sub);
+        } else {
+          sub.prefetch = prefetch;
+          sub.leaseMs = leaseMs;
+          broker.wake(frame.queue);
+        }
+        return { queue: frame.queue, prefetch };
+      }
+      case "unsubscribe": {
+        if (Object.keys(body).length > 0) throw invalid(Object.keys(body)[0], "unknown field");
+        const sub = this.#subs.get(frame.queue);
+        if (sub !== undefined) {
+          sub.active = false;
+          this.#subs.delete(frame.queue);
+          broker.unsubscribe(sub);
+        }
+        return { queue: frame.queue };
+      }
+      case "enqueue": {
+        this.#require("produce", frame.queue);
+        const { jobs, batch } = parseEnqueue(body, limits, this.#o.clock.now());
+        const out = await broker.enqueue(frame.queue, jobs);
+        if (!batch) return { id: out[0].id, deduplicated: out[0].deduplicated };
+        return { jobs: out.map((e) => ({ id: e.id, deduplicated: e.deduplicated })) };
+      }
+      case "ack": {
+        const req = parseAck(body, limits);
+        await this.#requireJob(frame.id);
+        await broker.ack(frame.id, req.token, req.result);
+        return { id: frame.id, state: "done" };
+      }
+      case "nack": {
+        const req = parseNack(body);
+        await this.#requireJob(frame.id);
+        const out = await broker.nack(frame.id, req.token, req);
+        return { id: frame.id, state: out.state, run_at: out.run_at };
+      }
+      case "extend": {
+        const req = parseExtend(body);
+        await this.#requireJob(frame.id);
+        return await broker.extend(frame.id, req.token, req.lease_ms);
+      }
+      case "checkpoint": {
+        const req = parseCheckpoint(body, limits);
+        await this.#requireJob(frame.id);
+        return await broker.checkpoint(frame.id, req.token, req.data);
+      }
+    }
+  }
+
+  #auth(body: Record<string, unknown>): Record<string, unknown> {
+    for (const name of Object.keys(body)) {
+      if (name !== "token") throw invalid(name, "unknown field");
+    }
+    const tokens = this.#o.tokens;
+    if (tokens === null) return { name: this.#principal?.name ?? "anonymous" };
+    if (typeof body.token !== "string") {
+      throw new TegamiError("unauthorized", "Cannot authenticate: the auth frame needs a token");
+    }
+    const principal = tokens.authenticate(body.token);
+    if (principal === null) {
+      throw new TegamiError("unauthorized", "Cannot authenticate: the token is not valid");
+    }
+    this.#principal = principal;
+    return { name: principal.name };
+  }
+
+  #require(scope: Scope, queue: string): void {
+    const principal = this.#principal!;
+    if (!principal.allows(scope)) {
+      throw new TegamiError(
+        "forbidden",
+        `Cannot do that with token "${principal.name}": it lacks the ${scope} scope`,
+      );
+    }
+    if (!principal.allowsQueue(queue)) {
+      throw new TegamiError(
+        "forbidden",
+        `Cannot use queue "${queue}" with token "${principal.name}": not among its queues`,
+      );
+    }
+  }
+
+  async #requireJob(id: number): Promise<void> {
+    if (this.#o.tokens === null) return;
+    const held = this.#leases.get(id);
+    let queue = held?.sub.queue;
+    if (queue === undefined) {
+      const job = await this.#o.broker.get(id);
+      if (job === null) {
+        throw new TegamiError("not_found", `Cannot find job ${id}: no such job`, { id });
+      }
+      queue = job.queue;
+    }
+    this.#require("consume", queue);
+  }
+
+  #refuseUnauthenticated(ref: string | number | undefined): void {
+    this.#send(errorFrame(
+      ref,
+      new TegamiError("unauthorized", "Cannot take the frame: send auth {token} first"),
+    ));
+    this.#close(CLOSE.policy, "authentication required", true);
+  }
+
+  // ---- lifecycle ----
+
+  #send(text: string): void {
+    if (this.#finished) return;
+    try {
+      this.#socket.send(text);
+    } catch {
+      this.#finish(true);
+    }
+  }
+
+  #close(code: number, reason: string, releaseLeases: boolean): void {
+    if (this.#finished) return;
+    this.#finish(releaseLeases);
+    try {
+      this.#socket.close(code, reason);
+    } catch {
+      // already closed
+    }
+  }
+
+  #finish(releaseLeases: boolean): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    const broker = this.#o.broker;
+    for (const sub of this.#subs.values()) {
+      sub.active = false;
+      broker.unsubscribe(sub);
+    }
+    this.#subs.clear();
+    const held = [...this.#leases].map(([id, { token }]) => ({ id, token }));
+    this.#leases.clear();
+    broker.forgetHolder(held.map((l) => l.token));
+    if (releaseLeases && held.length > 0 && !broker.closed) {
+      broker.release(held).catch((error) =>
+        this.#o.log.error("Releasing a closed connection's leases failed", {
+          leases: held.length,
+          cause: String(error),
+        })
+      );
+    }
+    this.#o.onFinished?.();
+  }
+}
+
+/** Parses a subscribe frame's fields. */
+function parseSubscribe(
+  body: Record<string, unknown>,
+): { prefetch: number; leaseMs: number | null } {
+  for (const name of Object.keys(body)) {
+    if (name !== "prefetch" && name !== "lease_ms") throw invalid(name, "unknown field");
+  }
+  const prefetch = body.prefetch ?? 1;
+  if (
+    typeof prefetch !== "number" || !Number.isInteger(prefetch) || prefetch < 1 ||
+    prefetch > MAX_PREFETCH
+  ) {
+    throw invalid("prefetch", `expected an integer from 1 to ${MAX_PREFETCH}`);
+  }
+  const lease = body.lease_ms ?? null;
+  if (
+    lease !== null &&
+    (typeof lease !== "number" || !Number.isInteger(lease) || lease < MIN_LEASE_MS ||
+      lease > MAX_LEASE_MS)
+  ) {
+    throw invalid("lease_ms", `expected an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS}`);
+  }
+  return { prefetch, leaseMs: lease as number | null };
+}
