@@ -109,7 +109,11 @@ export class SqliteStore implements Store {
   readonly #paused = new Set<string>();
   #moves: Move[] = [];
   #markAt = 0;
+  /** Set when close() starts: new writes are refused from then on. */
   #closed = false;
+  /** Set once the database is closed: reads are refused from then on. */
+  #dbClosed = false;
+  #closing: Promise<void> | null = null;
   readonly #stats: CommitStats = {
     commits: 0,
     operations: 0,
@@ -349,8 +353,10 @@ export class SqliteStore implements Store {
   }
 
   get(id: number): Promise<Job | null> {
-    const row = this.#s.byId.get(id) as JobRow | undefined;
-    return Promise.resolve(row === undefined ? null : rowToJob(row));
+    return this.#read(() => {
+      const row = this.#s.byId.get(id) as JobRow | undefined;
+      return row === undefined ? null : rowToJob(row);
+    });
   }
 
   cancel(id: number, now: number): Promise<CancelResult> {
@@ -386,23 +392,26 @@ export class SqliteStore implements Store {
     const names = queue === undefined
       ? [...new Set([...this.#counts.keys(), ...this.#paused])].sort()
       : [queue];
-    return Promise.resolve(names.map((name) => {
-      const counts = this.#counts.get(name);
-      const oldest = counts === undefined || counts.pending === 0
-        ? null
-        : (this.#s.oldestPending.get(name) as { at: number | null }).at;
-      return {
-        name,
-        paused: this.#paused.has(name),
-        counts: { ...(counts ?? zeroCounts()) },
-        oldest_pending_at: oldest,
-      };
-    }));
+    return this.#read(() =>
+      names.map((name) => {
+        const counts = this.#counts.get(name);
+        const oldest = counts === undefined || counts.pending === 0
+          ? null
+          : (this.#s.oldestPending.get(name) as { at: number | null }).at;
+        return {
+          name,
+          paused: this.#paused.has(name),
+          counts: { ...(counts ?? zeroCounts()) },
+          oldest_pending_at: oldest,
+        };
+      })
+    );
   }
 
   listDead(queue: string, limit: number, after: number): Promise<Job[]> {
-    const rows = this.#s.listDead.all(queue, after, limit) as unknown as JobRow[];
-    return Promise.resolve(rows.map(rowToJob));
+    return this.#read(() =>
+      (this.#s.listDead.all(queue, after, limit) as unknown as JobRow[]).map(rowToJob)
+    );
   }
 
   requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
@@ -448,11 +457,13 @@ export class SqliteStore implements Store {
   }
 
   nextDeadline(): Promise<number | null> {
-    const delayed = (this.#s.nextDelayed.get() as { at: number | null }).at;
-    const lease = (this.#s.nextExpiry.get() as { at: number | null }).at;
-    if (delayed === null) return Promise.resolve(lease);
-    if (lease === null) return Promise.resolve(delayed);
-    return Promise.resolve(Math.min(delayed, lease));
+    return this.#read(() => {
+      const delayed = (this.#s.nextDelayed.get() as { at: number | null }).at;
+      const lease = (this.#s.nextExpiry.get() as { at: number | null }).at;
+      if (delayed === null) return lease;
+      if (lease === null) return delayed;
+      return Math.min(delayed, lease);
+    });
   }
 
   async sweepFinished(before: number): Promise<number> {
@@ -478,8 +489,14 @@ export class SqliteStore implements Store {
     return { ...this.#stats, batch_histogram: [...this.#stats.batch_histogram] };
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  close(): Promise<void> {
+    // Every caller waits for the same shutdown: a second close() must not resolve while the
+    // first is still draining, or a caller could reopen the file before the lock is released.
+    this.#closing ??= this.#shutDown();
+    return this.#closing;
+  }
+
+  async #shutDown(): Promise<void> {
     this.#closed = true;
     await this.#commits.drained();
     try {
@@ -487,6 +504,7 @@ export class SqliteStore implements Store {
     } catch {
       // A failed checkpoint loses nothing: the WAL is replayed at the next open.
     }
+    this.#dbClosed = true;
     this.#db.close();
     this.#lock?.close();
   }
@@ -498,6 +516,18 @@ export class SqliteStore implements Store {
       return Promise.reject(new TegamiError("unavailable", "Cannot write: the store is closed"));
     }
     return this.#commits.submit(operation);
+  }
+
+  /** Runs a read; a closed store or a failing statement rejects instead of throwing. */
+  #read<T>(query: () => T): Promise<T> {
+    if (this.#dbClosed) {
+      return Promise.reject(new TegamiError("unavailable", "Cannot read: the store is closed"));
+    }
+    try {
+      return Promise.resolve(query());
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   #countsOf(queue: string): StateCounts {

@@ -161,6 +161,9 @@ export interface Store {
   probeWritable(): Promise<void>;
   /** Commit figures so far. */
   commitStats(): CommitStats;
-  /** Flushes pending writes, checkpoints and closes. */
+  /**
+   * Flushes pending writes, checkpoints and closes. Later calls reject with `unavailable`; a
+   * repeated close() resolves only when the first has finished.
+   */
   close(): Promise<void>;
 }

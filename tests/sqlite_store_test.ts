@@ -1,0 +1,152 @@
+/**
+ * The SQLite store: the shared behaviour suite on a file in a temp directory, plus what only
+ * SQLite has — the one-server lock, WAL, and data surviving a close and reopen.
+ */
+
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { SqliteStore } from "../lib/store/sqlite_store.ts";
+import { exerciseStore, SUITE_POLICY } from "./store_suite.ts";
+
+const T0 = 1_700_000_000_000;
+
+/** A temp directory with a database path in it, removed on dispose. */
+async function tempDb(): Promise<{ dir: string; path: string } & AsyncDisposable> {
+  const dir = await Deno.makeTempDir({ prefix: "tegami_store_" });
+  return {
+    dir,
+    path: `${dir}/tegami.db`,
+    [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
+  };
+}
+
+exerciseStore("sqlite", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tegami_store_" });
+  const store = SqliteStore.open({ path: `${dir}/tegami.db`, policy: SUITE_POLICY });
+  return {
+    store,
+    async cleanup() {
+      await store.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+});
+
+const job = {
+  payload: '{"n":1}',
+  priority: 0,
+  key: null,
+  run_at: T0,
+  max_attempts: 5,
+  lease_ms: null,
+  backoff: null,
+};
+
+Deno.test("SqliteStore.open() refuses a file another server is using", async () => {
+  await using db = await tempDb();
+  const first = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    assert.throws(
+      () => SqliteStore.open({ path: db.path, policy: SUITE_POLICY }),
+      (error: unknown) => {
+        assert.ok(error instanceof Error);
+        assert.match(error.message, /another tegami server is using it/);
+        assert.ok(error.message.includes(db.path));
+        assert.ok(!error.message.includes("\n"));
+        return true;
+      },
+    );
+    // The failed attempt left the first store working.
+    const [out] = await first.enqueue("q", [job], T0);
+    assert.equal(out.deduplicated, false);
+  } finally {
+    await first.close();
+  }
+  // Once closed, the file is free again.
+  const second = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  await second.close();
+});
+
+Deno.test("SqliteStore keeps jobs, counts, leases and pauses across a close and reopen", async () => {
+  await using db = await tempDb();
+  const before = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  const [leasedOut, pendingOut, delayedOut] = await before.enqueue("q", [
+    { ...job, key: "a" },
+    { ...job, key: "b" },
+    { ...job, run_at: T0 + 60_000 },
+  ], T0);
+  const [delivery] = await before.claim("q", 1, 10_000, T0);
+  assert.equal(delivery.job.id, leasedOut.id);
+  await before.checkpoint(leasedOut.id, delivery.lease.token, '"half"', T0 + 1);
+  await before.setPaused("paused", true);
+  await before.close();
+
+  const after = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    const [stats] = await after.stats("q");
+    assert.deepEqual(stats.counts, {
+      pending: 1,
+      delayed: 1,
+      leased: 1,
+      done: 0,
+      dead: 0,
+      cancelled: 0,
+    });
+    assert.equal(stats.oldest_pending_at, T0);
+    assert.equal((await after.stats("paused"))[0].paused, true);
+    assert.equal((await after.get(pendingOut.id))?.state, "pending");
+    assert.equal((await after.get(delayedOut.id))?.run_at, T0 + 60_000);
+    assert.equal(await after.nextDeadline(), T0 + 10_000);
+    const [dup] = await after.enqueue("q", [{ ...job, key: "b" }], T0 + 2);
+    assert.deepEqual(dup, { id: pendingOut.id, deduplicated: true, state: "pending" });
+
+    // The consumer that held the lease before the restart can still finish within it.
+    assert.equal((await after.get(leasedOut.id))?.checkpoint, '"half"');
+    await after.ack(leasedOut.id, delivery.lease.token, '"ok"', T0 + 9_999);
+    assert.equal((await after.get(leasedOut.id))?.state, "done");
+    const [next] = await after.enqueue("q", [job], T0 + 3);
+    assert.ok(next.id > delayedOut.id);
+  } finally {
+    await after.close();
+  }
+});
+
+Deno.test("SqliteStore.open() puts the database in WAL mode", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    await store.enqueue("q", [job], T0);
+    const reader = new DatabaseSync(db.path, { readOnly: true });
+    try {
+      const row = reader.prepare("PRAGMA journal_mode").get() as { journal_mode: string };
+      assert.equal(row.journal_mode, "wal");
+    } finally {
+      reader.close();
+    }
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("SqliteStore.open() with sync normal opens and commits", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, sync: "normal", policy: SUITE_POLICY });
+  try {
+    const [out] = await store.enqueue("q", [job], T0);
+    assert.equal((await store.get(out.id))?.state, "pending");
+    await store.probeWritable();
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("SqliteStore.open() on :memory: needs no lock file", async () => {
+  const store = SqliteStore.open({ path: ":memory:", policy: SUITE_POLICY });
+  try {
+    const [out] = await store.enqueue("q", [job], T0);
+    assert.equal((await store.get(out.id))?.state, "pending");
+    assert.match(store.engine, /^SQLite \d+\.\d+/);
+  } finally {
+    await store.close();
+  }
+});
