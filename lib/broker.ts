@@ -348,7 +348,9 @@ export class Broker {
     if (!consumer.deliver(deliveries, reserved)) {
       // The consumer vanished between claim and hand-over: give the jobs back at once.
       for (const d of deliveries) this.#holders.delete(d.lease.token);
-      this.release(deliveries.map((d) => ({ id: d.job.id, token: d.lease.token }))).catch(
+      this.release(
+        deliveries.map((d) => ({ id: d.job.id, token: d.lease.token, undelivered: true })),
+      ).catch(
         (error) => this.#onError("release", error),
       );
       return false;

@@ -125,11 +125,12 @@ export function jobJson(job: Job): string {
     `"lease_expires_at":${job.lease_expires_at},"finished_at":${job.finished_at}}`;
 }
 
-/** A delivery as the JSON text of the API's delivery object: the job, `attempt` and `lease`. */
+/**
+ * A delivery as the JSON text of the API's delivery object: every field of the job (so a retry
+ * sees `last_error` and `checkpoint`), plus `attempt` (1-based) and `lease`.
+ */
 export function deliveryJson(delivery: Delivery): string {
   const { job, lease } = delivery;
-  return `{"id":${job.id},"queue":${JSON.stringify(job.queue)},"payload":${job.payload},` +
-    `"priority":${job.priority},"key":${JSON.stringify(job.key)},"attempt":${job.attempts},` +
-    `"max_attempts":${job.max_attempts},"checkpoint":${jsonOrNull(job.checkpoint)},` +
-    `"created_at":${job.created_at},"lease":{"token":"${lease.token}","expires_at":${lease.expires_at}}}`;
+  return `${jobJson(job).slice(0, -1)},"attempt":${job.attempts},` +
+    `"lease":{"token":"${lease.token}","expires_at":${lease.expires_at}}}`;
 }

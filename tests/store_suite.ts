@@ -1006,6 +1006,17 @@ export function exerciseStore(name: string, open: OpenStore): void {
     assert.deepEqual(await countsOf(store, "q"), counts({ dead: 1 }));
   });
 
+  test("release() of an undelivered lease does not count the attempt", async (store) => {
+    const id = await enqueueOne(store, "q", { max_attempts: 1 });
+    const { lease } = await claimOne(store, "q");
+    assert.deepEqual(
+      await store.release([{ id, token: lease.token, undelivered: true }], T0 + 10),
+      [{ id, queue: "q", token: lease.token, state: "pending" }],
+    );
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1 }));
+    assert.equal((await claimOne(store, "q", T0 + 10)).job.attempts, 1);
+  });
+
   test("release() ignores leases whose token does not hold the job", async (store) => {
     const a = await enqueueOne(store, "q");
     const b = await enqueueOne(store, "q");

@@ -447,9 +447,16 @@ export class SqliteStore implements Store {
   release(leases: LeaseRef[], now: number): Promise<EndedLease[]> {
     return this.#write(() => {
       const out: EndedLease[] = [];
-      for (const { id, token } of leases) {
+      for (const { id, token, undelivered } of leases) {
         const row = this.#s.byId.get(id) as JobRow | undefined;
         if (row === undefined || row.state !== "leased" || row.lease_token !== token) continue;
+        if (undelivered === true) {
+          // Nobody received this delivery: it does not count as an attempt.
+          this.#s.undeliver.run(now, id);
+          this.#moves.push([row.queue, "leased", "pending"]);
+          out.push({ id, queue: row.queue, token, state: "pending" });
+          continue;
+        }
         out.push(this.#endLease(row, now, "released"));
       }
       return out;
@@ -611,6 +618,10 @@ function prepare(db: DatabaseSync) {
     toRetry: p(
       `UPDATE jobs SET state = ?, run_at = ?, last_error = ?, lease_expires_at = NULL
        WHERE id = ?`,
+    ),
+    undeliver: p(
+      `UPDATE jobs SET state = 'pending', run_at = ?, attempts = attempts - 1,
+         lease_expires_at = NULL WHERE id = ?`,
     ),
     extend: p("UPDATE jobs SET lease_expires_at = ?, lease_len_ms = ? WHERE id = ?"),
     checkpoint: p("UPDATE jobs SET checkpoint = ? WHERE id = ?"),

@@ -97,6 +97,11 @@ export interface LeaseRef {
   id: number;
   /** The token that holds it. */
   token: string;
+  /**
+   * True when the delivery never reached anyone (its frame could not be sent, the long-poll
+   * caller had left): the job returns to pending with the attempt not counted.
+   */
+  undelivered?: boolean;
 }
 
 /** Figures about commits, for metrics and benchmarks. */
