@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ManualClock } from "../../lib/clock.ts";
+import { ManualClock, systemClock } from "../../lib/clock.ts";
 import { resolveServeConfig, type ServeConfig } from "../../lib/config.ts";
 import { silentLogger } from "../../lib/log.ts";
 import { type RunningServer, startServer } from "../../lib/server.ts";
@@ -26,6 +26,8 @@ export interface TestServerOptions {
   config?: Partial<ServeConfig>;
   /** The clock. @default a new ManualClock */
   clock?: ManualClock;
+  /** Run on the real clock instead (for clients with their own timers); `advance` then throws. */
+  realTime?: boolean;
   /** A directory to use (kept on close); a new temp dir otherwise (removed on close). */
   dir?: string;
 }
@@ -91,7 +93,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     port: 0,
     ...options.config,
   };
-  const server = await startServer({ config, clock, log: silentLogger });
+  const server = await startServer({
+    config,
+    clock: options.realTime === true ? systemClock : clock,
+    log: silentLogger,
+  });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -106,6 +112,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     server,
     request: (method, path, body, headers) => send(server.url, method, path, body, headers),
     advance: async (ms) => {
+      if (options.realTime === true) throw new Error("advance() needs the manual clock");
       clock.advance(ms);
       await settle();
     },

@@ -1,0 +1,392 @@
+/**
+ * The consumer side of the client: `consume(queue, handler, options)` holds a WebSocket,
+ * runs the handler for each pushed job and settles it — resolve → ack with the return value as
+ * the result, throw → nack with the error's message (a {@linkcode JobFailure} may ask for a
+ * delay or for the dead letters). While a handler runs its lease is extended well before it
+ * expires. Lost connections are retried with exponential backoff and full jitter, and the
+ * subscription is renewed.
+ *
+ * Acks survive reconnects: an ack (or nack, extend, checkpoint) whose reply did not arrive is
+ * sent again on the next connection with the same token. A repeated ack with the same token
+ * is answered the same by the server, so nothing is acked twice or lost; after a server restart
+ * the old token still acks while its lease lives.
+ *
+ * Uses only the standard `WebSocket`: runs in Deno, browsers and Node ≥ 22.
+ *
+ * @module
+ */
+
+import { type ErrorCode, TegamiError } from "../errors.ts";
+import type { ConnectionOptions } from "./producer.ts";
+
+/** What a handler knows about the job it runs. */
+export interface JobContext<T = unknown> {
+  /** The job's id. */
+  readonly id: number;
+  /** Its queue. */
+  readonly queue: string;
+  /** This delivery's number, 1-based. */
+  readonly attempt: number;
+  /** Deliveries allowed before the job is dead. */
+  readonly maxAttempts: number;
+  /** The payload. */
+  readonly payload: T;
+  /** The checkpoint saved by an earlier attempt, or null. */
+  readonly checkpoint: unknown;
+  /** The last error of an earlier attempt, or null. */
+  readonly lastError: string | null;
+  /** Aborted when the job is cancelled, its lease expires, or the consumer gives up on it. */
+  readonly signal: AbortSignal;
+  /** Durably records progress; the next delivery of the job carries it. */
+  saveCheckpoint(data: unknown): Promise<void>;
+  /** Extends the lease now (extension also happens automatically). */
+  extend(leaseMs?: number): Promise<void>;
+}
+
+/** Handles one job; its return value becomes the ack's result. */
+export type Handler<T = unknown> = (payload: T, context: JobContext<T>) => unknown;
+
+/** Thrown by a handler to nack with a specific delay, or straight to the dead letters. */
+export class JobFailure extends Error {
+  /** Retry after this many ms instead of the backoff. */
+  readonly delayMs?: number;
+  /** Send the job to the dead letters now. */
+  readonly dead: boolean;
+
+  /** Makes a failure; `options` chooses the delay or dead. */
+  constructor(message: string, options: { delayMs?: number; dead?: boolean } = {}) {
+    super(message);
+    this.name = "JobFailure";
+    if (options.delayMs !== undefined) this.delayMs = options.delayMs;
+    this.dead = options.dead ?? false;
+  }
+}
+
+/** Options of {@linkcode consume}. */
+export interface ConsumeOptions extends ConnectionOptions {
+  /** Handlers running at once. @default 1 */
+  concurrency?: number;
+  /** Jobs held at once (running or waiting to run). @default concurrency */
+  prefetch?: number;
+  /** Lease length asked for. @default the job's own, else the server's */
+  leaseMs?: number;
+  /** First reconnect delay, ms (doubles per failure, with full jitter). @default 100 */
+  reconnectInitialMs?: number;
+  /** Longest reconnect delay, ms. @default 10_000 */
+  reconnectMaxMs?: number;
+  /** Told about failures that do not stop the consumer (lost acks, refused subscribe). */
+  onError?: (error: unknown) => void;
+  /** The WebSocket constructor. @default globalThis.WebSocket */
+  WebSocket?: typeof WebSocket;
+}
+
+/** A running consumer. */
+export interface Consumer {
+  /** Handlers running now. */
+  readonly running: number;
+  /** True while the socket is open. */
+  readonly connected: boolean;
+  /** Resolves when the subscription is confirmed (each time after a reconnect, too). */
+  ready(): Promise<void>;
+  /**
+   * Stops taking jobs, gives back those not started, waits for running handlers (and their
+   * acks) up to `timeoutMs`, then aborts what is left and closes the socket.
+   */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+interface JobFrame {
+  id: number;
+  queue: string;
+  payload: unknown;
+  attempt: number;
+  max_attempts: number;
+  checkpoint: unknown;
+  last_error: string | null;
+  lease: { token: string; expires_at: number };
+}
+
+interface Pending {
+  frame: Record<string, unknown>;
+  resolve: (answer: Record<string, unknown>) => void;
+  reject: (error: unknown) => void;
+}
+
+interface Active {
+  id: number;
+  token: string;
+  abort: AbortController;
+  timer: ReturnType<typeof setInterval> | undefined;
+}
+
+/** Consumes `queue`, running `handler` for each job. */
+export function consume<T = unknown>(
+  queue: string,
+  handler: Handler<T>,
+  options: ConsumeOptions = {},
+): Consumer {
+  const concurrency = options.concurrency ?? 1;
+  const prefetch = options.prefetch ?? concurrency;
+  const Socket = options.WebSocket ?? globalThis.WebSocket;
+  const base = (options.url ?? "http://127.0.0.1:7700").replace(/\/+$/, "");
+  const wsUrl = base.replace(/^http/, "ws") + "/v1/ws";
+  const onError = options.onError ?? (() => {});
+  const initialDelay = options.reconnectInitialMs ?? 100;
+  const maxDelay = options.reconnectMaxMs ?? 10_000;
+
+  let ws: WebSocket | null = null;
+  let connected = false;
+  let closing = false;
+  let stopped = false;
+  let failures = 0;
+  let nextRef = 1;
+  let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  const pending = new Map<number, Pending>();
+  const waiting: JobFrame[] = [];
+  const active = new Map<string, Active>();
+  const settling = new Set<Promise<unknown>>();
+  let readyWaiters: (() => void)[] = [];
+  let subscribed = false;
+
+  const sendRaw = (frame: Record<string, unknown>) => {
+    if (ws !== null && connected) {
+      try {
+        ws.send(JSON.stringify(frame));
+      } catch {
+        // The close event follows; pending requests are resent after reconnecting.
+      }
+    }
+  };
+
+  /** Sends a request and awaits its reply; survives reconnects (resent with its ref). */
+  const call = (frame: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    const ref = nextRef++;
+    const full = { ...frame, ref };
+    return new Promise((resolve, reject) => {
+      pending.set(ref, { frame: full, resolve, reject });
+      sendRaw(full);
+    });
+  };
+
+  const onOpen = () => {
+    connected = true;
+    failures = 0;
+    if (options.token !== undefined) sendRaw({ op: "auth", token: options.token, ref: 0 });
+    const subscribe: Record<string, unknown> = { op: "subscribe", queue, prefetch, ref: -1 };
+    if (options.leaseMs !== undefined) subscribe.lease_ms = options.leaseMs;
+    if (!closing) sendRaw(subscribe);
+    for (const request of [...pending.values()]) sendRaw(request.frame);
+  };
+
+  const onFrame = (frame: Record<string, unknown>) => {
+    switch (frame.op) {
+      case "job":
+        return onJob(frame as unknown as JobFrame);
+      case "cancel":
+      case "expired": {
+        const id = frame.id as number;
+        const at = waiting.findIndex((job) => job.id === id);
+        if (at >= 0) waiting.splice(at, 1);
+        for (const job of active.values()) {
+          if (job.id === id) {
+            job.abort.abort(
+              new TegamiError(
+                "lease_lost",
+                `Job ${id} ${frame.op === "cancel" ? "was cancelled" : "lease expired"}`,
+              ),
+            );
+          }
+        }
+        return;
+      }
+      case "ok":
+      case "error": {
+        const ref = frame.ref as number | undefined;
+        if (ref === -1) {
+          if (frame.op === "ok") {
+            subscribed = true;
+            const waiters = readyWaiters;
+            readyWaiters = [];
+            for (const resolve of waiters) resolve();
+          } else onError(toError(frame));
+          return;
+        }
+        if (ref === 0) {
+          if (frame.op === "error") onError(toError(frame));
+          return;
+        }
+        if (ref === undefined) {
+          onError(toError(frame));
+          return;
+        }
+        const request = pending.get(ref);
+        if (request === undefined) return;
+        pending.delete(ref);
+        if (frame.op === "ok") request.resolve(frame);
+        else request.reject(toError(frame));
+        return;
+      }
+    }
+  };
+
+  const onJob = (job: JobFrame) => {
+    if (closing) {
+      track(call({ op: "nack", id: job.id, token: job.lease.token, delay_ms: 0 }));
+      return;
+    }
+    waiting.push(job);
+    pump();
+  };
+
+  const pump = () => {
+    while (!closing && active.size < concurrency && waiting.length > 0) start(waiting.shift()!);
+  };
+
+  const track = (promise: Promise<unknown>) => {
+    const settled = promise.catch(onError).finally(() => settling.delete(settled));
+    settling.add(settled);
+  };
+
+  const start = (job: JobFrame) => {
+    const abort = new AbortController();
+    const token = job.lease.token;
+    const leaseMs = options.leaseMs ?? Math.max(200, job.lease.expires_at - Date.now());
+    const entry: Active = { id: job.id, token, abort, timer: undefined };
+    active.set(token, entry);
+    const extend = async (ms?: number) => {
+      await call({ op: "extend", id: job.id, token, lease_ms: ms ?? leaseMs });
+    };
+    // Extend at a third of the lease: two chances before it would expire.
+    entry.timer = setInterval(() => {
+      extend().catch((error) => {
+        if (error instanceof TegamiError && error.code === "lease_lost") abort.abort(error);
+        else onError(error);
+      });
+    }, Math.max(50, Math.floor(leaseMs / 3)));
+    const context: JobContext<T> = {
+      id: job.id,
+      queue: job.queue,
+      attempt: job.attempt,
+      maxAttempts: job.max_attempts,
+      payload: job.payload as T,
+      checkpoint: job.checkpoint,
+      lastError: job.last_error,
+      signal: abort.signal,
+      saveCheckpoint: async (data) => {
+        await call({ op: "checkpoint", id: job.id, token, data: data ?? null });
+      },
+      extend,
+    };
+    const run = (async () => {
+      let outcome: Record<string, unknown>;
+      try {
+        const result = await handler(job.payload as T, context);
+        outcome = { op: "ack", id: job.id, token };
+        if (result !== undefined) outcome.result = result;
+      } catch (error) {
+        outcome = { op: "nack", id: job.id, token, error: errorText(error) };
+        if (error instanceof JobFailure) {
+          if (error.delayMs !== undefined) outcome.delay_ms = error.delayMs;
+          if (error.dead) outcome.dead = true;
+        }
+      } finally {
+        clearInterval(entry.timer);
+      }
+      try {
+        await call(outcome);
+      } finally {
+        active.delete(token);
+        pump();
+      }
+    })();
+    track(run);
+  };
+
+  const connect = () => {
+    if (stopped) return;
+    const socket = new Socket(wsUrl);
+    ws = socket;
+    socket.onopen = onOpen;
+    socket.onmessage = (event) => {
+      let frame: unknown;
+      try {
+        frame = JSON.parse(String(event.data));
+      } catch {
+        return;
+      }
+      if (typeof frame === "object" && frame !== null) onFrame(frame as Record<string, unknown>);
+    };
+    socket.onerror = () => {}; // the close event follows
+    socket.onclose = () => {
+      if (ws !== socket) return;
+      connected = false;
+      subscribed = false;
+      ws = null;
+      // Jobs not started were released by the server (or will be redelivered after a restart).
+      waiting.length = 0;
+      if (stopped) return;
+      const ceiling = Math.min(maxDelay, initialDelay * 2 ** failures++);
+      reconnectTimer = setTimeout(connect, Math.random() * ceiling);
+    };
+  };
+
+  connect();
+
+  return {
+    get running() {
+      return active.size;
+    },
+    get connected() {
+      return connected;
+    },
+    ready() {
+      if (subscribed) return Promise.resolve();
+      return new Promise((resolve) => readyWaiters.push(resolve));
+    },
+    async close(timeoutMs = 30_000) {
+      if (closing) return;
+      closing = true;
+      sendRaw({ op: "unsubscribe", queue, ref: -2 });
+      for (const job of waiting.splice(0)) {
+        track(call({ op: "nack", id: job.id, token: job.lease.token, delay_ms: 0 }));
+      }
+      const deadline = Date.now() + timeoutMs;
+      while (settling.size > 0 && Date.now() < deadline) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          Promise.allSettled([...settling]),
+          new Promise((resolve) => timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))),
+        ]);
+        clearTimeout(timer);
+      }
+      for (const job of active.values()) {
+        clearInterval(job.timer);
+        job.abort.abort(
+          new TegamiError("unavailable", "The consumer closed before the job finished"),
+        );
+      }
+      stopped = true;
+      clearTimeout(reconnectTimer);
+      for (const request of pending.values()) {
+        request.reject(new TegamiError("unavailable", "The consumer closed"));
+      }
+      pending.clear();
+      ws?.close(1000, "consumer closed");
+      ws = null;
+      connected = false;
+    },
+  };
+}
+
+function toError(frame: Record<string, unknown>): TegamiError {
+  return new TegamiError(
+    (frame.code as ErrorCode | undefined) ?? "internal",
+    String(frame.message ?? "Unknown error"),
+    typeof frame.id === "number" ? { id: frame.id } : undefined,
+  );
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  return String(error);
+}

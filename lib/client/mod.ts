@@ -1,0 +1,38 @@
+/**
+ * The tegami client, for Deno, browsers and Node ≥ 22: a producer over HTTP
+ * ({@linkcode TegamiClient}) and a consumer over WebSocket ({@linkcode consume}). It needs only
+ * the standard `fetch` and `WebSocket`.
+ *
+ * ```ts
+ * import { consume, TegamiClient } from "./lib/client/mod.ts";
+ *
+ * const client = new TegamiClient({ url: "http://127.0.0.1:7700" });
+ * await client.enqueue("email", { to: "ada@example.com" });
+ *
+ * const worker = consume("email", async (payload, ctx) => {
+ *   console.log(ctx.attempt, payload);
+ *   return { sent: true }; // becomes the ack's result
+ * });
+ * ```
+ *
+ * @module
+ */
+
+export {
+  consume,
+  type ConsumeOptions,
+  type Consumer,
+  type Handler,
+  type JobContext,
+  JobFailure,
+} from "./consumer.ts";
+export {
+  type BatchJob,
+  type ConnectionOptions,
+  type EnqueueResult,
+  type JobInfo,
+  type JobOptions,
+  type QueueStats,
+  TegamiClient,
+} from "./producer.ts";
+export { type ErrorCode, TegamiError } from "../errors.ts";

@@ -1,0 +1,247 @@
+/**
+ * The HTTP side of the client: enqueue (one or a batch), get, cancel, queue stats, dead letters,
+ * pause/resume. Uses only the standard `fetch`, so it runs in Deno, browsers and Node ≥ 22.
+ * Server errors come back as {@linkcode TegamiError} carrying the server's code.
+ *
+ * @module
+ */
+
+import { type ErrorCode, TegamiError } from "../errors.ts";
+
+/** Options of one job. */
+export interface JobOptions {
+  /** Higher first. @default 0 */
+  priority?: number;
+  /** Dedup key: a second enqueue with the same key answers the stored job's id. */
+  key?: string;
+  /** Run no sooner than this many ms from now (not with `runAt`). */
+  delayMs?: number;
+  /** Run no sooner than this time, ms since the epoch (not with `delayMs`). */
+  runAt?: number;
+  /** Deliveries allowed before the job is dead. @default 5 */
+  maxAttempts?: number;
+  /** The job's own lease length. @default the server's (30 s) */
+  leaseMs?: number;
+  /** The job's own retry backoff. @default the server's (1 s base, 1 h max) */
+  backoff?: { baseMs: number; maxMs: number };
+}
+
+/** A job of a batch: its payload and options. */
+export interface BatchJob<T = unknown> extends JobOptions {
+  /** The payload (any JSON value). */
+  payload: T;
+}
+
+/** The answer to an enqueue. */
+export interface EnqueueResult {
+  /** The job's id (the stored one's when deduplicated). */
+  id: number;
+  /** True when a job with the same key was already stored and nothing was added. */
+  deduplicated: boolean;
+}
+
+/** A stored job as the server shows it. */
+export interface JobInfo<T = unknown> {
+  /** Unique, increasing id. */
+  id: number;
+  /** Its queue. */
+  queue: string;
+  /** `pending`, `delayed`, `leased`, `done`, `dead` or `cancelled`. */
+  state: string;
+  /** The payload. */
+  payload: T;
+  /** Priority. */
+  priority: number;
+  /** Dedup key or null. */
+  key: string | null;
+  /** Deliveries so far. */
+  attempts: number;
+  /** Deliveries allowed. */
+  max_attempts: number;
+  /** When due, ms since the epoch. */
+  run_at: number;
+  /** The job's own lease length or null. */
+  lease_ms: number | null;
+  /** The job's own backoff or null. */
+  backoff: { base_ms: number; max_ms: number } | null;
+  /** When enqueued. */
+  created_at: number;
+  /** The last checkpoint or null. */
+  checkpoint: unknown;
+  /** The ack's result or null. */
+  result: unknown;
+  /** The last error or null. */
+  last_error: string | null;
+  /** When the current lease ends, while leased. */
+  lease_expires_at: number | null;
+  /** When it finished (done, dead, cancelled). */
+  finished_at: number | null;
+}
+
+/** A queue's numbers. */
+export interface QueueStats {
+  /** The queue. */
+  name: string;
+  /** Whether delivery is paused. */
+  paused: boolean;
+  /** Jobs by state. */
+  counts: Record<
+    "pending" | "delayed" | "leased" | "done" | "dead" | "cancelled",
+    number
+  >;
+  /** Age of the oldest pending job, ms (0 if none). */
+  oldest_pending_age_ms: number;
+  /** Connected consumers. */
+  consumers: number;
+}
+
+/** How to reach a server. */
+export interface ConnectionOptions {
+  /** Base URL. @default "http://127.0.0.1:7700" */
+  url?: string;
+  /** Bearer token, when the server uses `--tokens`. */
+  token?: string;
+  /** The `fetch` to use. @default globalThis.fetch */
+  fetch?: typeof fetch;
+}
+
+/** The wire form of a job's options. */
+export function jobBody(payload: unknown, options: JobOptions = {}): Record<string, unknown> {
+  const body: Record<string, unknown> = { payload };
+  if (options.priority !== undefined) body.priority = options.priority;
+  if (options.key !== undefined) body.key = options.key;
+  if (options.delayMs !== undefined) body.delay_ms = options.delayMs;
+  if (options.runAt !== undefined) body.run_at = options.runAt;
+  if (options.maxAttempts !== undefined) body.max_attempts = options.maxAttempts;
+  if (options.leaseMs !== undefined) body.lease_ms = options.leaseMs;
+  if (options.backoff !== undefined) {
+    body.backoff = { base_ms: options.backoff.baseMs, max_ms: options.backoff.maxMs };
+  }
+  return body;
+}
+
+/** Rebuilds a server error answer as a `TegamiError`. */
+export function errorFromAnswer(status: number, body: unknown): TegamiError {
+  const error = (body as { error?: { code?: string; message?: string } } | null)?.error;
+  if (error?.code !== undefined) {
+    return new TegamiError(error.code as ErrorCode, error.message ?? error.code);
+  }
+  return new TegamiError(
+    status >= 500 ? "unavailable" : "internal",
+    `The server answered ${status} without an error body`,
+  );
+}
+
+/** A client for the HTTP API. */
+export class TegamiClient {
+  /** The server's base URL, without a trailing slash. */
+  readonly url: string;
+  readonly #token: string | undefined;
+  readonly #fetch: typeof fetch;
+
+  /** Makes a client; nothing is sent until the first call. */
+  constructor(options: ConnectionOptions = {}) {
+    this.url = (options.url ?? "http://127.0.0.1:7700").replace(/\/+$/, "");
+    this.#token = options.token;
+    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  /** Sends one request; answers the parsed JSON or throws the server's error. */
+  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = {};
+    if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    let response: Response;
+    try {
+      response = await this.#fetch(this.url + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (cause) {
+      throw new TegamiError("unavailable", `Cannot reach ${this.url}: ${String(cause)}`, {
+        cause,
+      });
+    }
+    const text = await response.text();
+    let parsed: unknown = null;
+    try {
+      parsed = text === "" ? null : JSON.parse(text);
+    } catch {
+      parsed = null;
+    }
+    if (!response.ok) throw errorFromAnswer(response.status, parsed);
+    return parsed as T;
+  }
+
+  /** Enqueues one job. */
+  enqueue<T>(queue: string, payload: T, options?: JobOptions): Promise<EnqueueResult> {
+    return this.request(
+      "POST",
+      `/v1/queues/${encodeURIComponent(queue)}/jobs`,
+      jobBody(payload, options),
+    );
+  }
+
+  /** Enqueues a batch, all or nothing (at most the server's `--max-batch`, 1000 by default). */
+  async enqueueBatch<T>(queue: string, jobs: BatchJob<T>[]): Promise<EnqueueResult[]> {
+    const answer = await this.request<{ jobs: EnqueueResult[] }>(
+      "POST",
+      `/v1/queues/${encodeURIComponent(queue)}/jobs`,
+      { jobs: jobs.map(({ payload, ...options }) => jobBody(payload, options)) },
+    );
+    return answer.jobs;
+  }
+
+  /** Reads a job; throws `not_found` if there is none. */
+  get<T = unknown>(id: number): Promise<JobInfo<T>> {
+    return this.request("GET", `/v1/jobs/${id}`);
+  }
+
+  /** Cancels a waiting or leased job, or removes a finished one. */
+  cancel(id: number): Promise<{ id: number; state: string; removed: boolean }> {
+    return this.request("DELETE", `/v1/jobs/${id}`);
+  }
+
+  /** One queue's stats (zeros for an unknown queue). */
+  stats(queue: string): Promise<QueueStats> {
+    return this.request("GET", `/v1/queues/${encodeURIComponent(queue)}`);
+  }
+
+  /** Every queue's stats. */
+  async queues(): Promise<QueueStats[]> {
+    return (await this.request<{ queues: QueueStats[] }>("GET", "/v1/queues")).queues;
+  }
+
+  /** Dead jobs of a queue by id, `limit` at a time after the cursor `after`. */
+  listDead<T = unknown>(
+    queue: string,
+    options: { limit?: number; after?: number } = {},
+  ): Promise<{ jobs: JobInfo<T>[]; next_after: number | null }> {
+    const query = new URLSearchParams();
+    if (options.limit !== undefined) query.set("limit", String(options.limit));
+    if (options.after !== undefined) query.set("after", String(options.after));
+    const suffix = query.size > 0 ? `?${query}` : "";
+    return this.request("GET", `/v1/queues/${encodeURIComponent(queue)}/dead${suffix}`);
+  }
+
+  /** Makes dead jobs pending again (all of the queue's when `ids` is absent). */
+  async requeueDead(queue: string, ids?: number[]): Promise<number> {
+    const answer = await this.request<{ requeued: number }>(
+      "POST",
+      `/v1/queues/${encodeURIComponent(queue)}/dead/requeue`,
+      ids === undefined ? {} : { ids },
+    );
+    return answer.requeued;
+  }
+
+  /** Stops delivery from a queue (enqueues are still accepted). */
+  pause(queue: string): Promise<{ name: string; paused: boolean }> {
+    return this.request("POST", `/v1/queues/${encodeURIComponent(queue)}/pause`);
+  }
+
+  /** Restarts delivery from a queue. */
+  resume(queue: string): Promise<{ name: string; paused: boolean }> {
+    return this.request("POST", `/v1/queues/${encodeURIComponent(queue)}/resume`);
+  }
+}
