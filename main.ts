@@ -18,6 +18,7 @@ import {
   wantsHelp,
 } from "./lib/config.ts";
 import { startServer } from "./lib/server.ts";
+import { CLIENT_COMMANDS, runClientCommand } from "./lib/cli/client_commands.ts";
 
 /** The program's version (from deno.json, embedded at build time). */
 export const VERSION: string = meta.version;
@@ -49,6 +50,22 @@ async function serve(args: string[]): Promise<number> {
   return 0;
 }
 
+/** The process's own streams and signals, for the client commands. */
+function clientIO() {
+  const encoder = new TextEncoder();
+  const stopRequested = new Promise<void>((resolve) => {
+    for (const signal of ["SIGINT", "SIGTERM"] as const) Deno.addSignalListener(signal, resolve);
+  });
+  return {
+    stdin: Deno.stdin.readable,
+    out: (text: string) => Deno.stdout.writeSync(encoder.encode(text)),
+    err: (text: string) => Deno.stderr.writeSync(encoder.encode(text)),
+    isTerminal: Deno.stderr.isTerminal(),
+    env: Deno.env.toObject(),
+    stopRequested,
+  };
+}
+
 async function main(args: string[]): Promise<number> {
   const [command, ...rest] = args;
   switch (command) {
@@ -65,9 +82,18 @@ async function main(args: string[]): Promise<number> {
     case "-h":
       console.log(topLevelHelp(VERSION));
       return 0;
-    default:
-      console.error(`tegami: unknown command "${command}": see tegami --help`);
-      return 2;
+    default: {
+      const client = CLIENT_COMMANDS.find((name) => name === command);
+      if (client === undefined) {
+        console.error(`tegami: unknown command "${command}": see tegami --help`);
+        return 2;
+      }
+      if (wantsHelp(rest)) {
+        console.log(topLevelHelp(VERSION));
+        return 0;
+      }
+      return await runClientCommand(client, rest, clientIO());
+    }
   }
 }
 

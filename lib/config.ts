@@ -650,11 +650,16 @@ export function serveHelp(): string {
 export function topLevelHelp(version: string): string {
   const commands: [string, string][] = [
     ["serve", "run the server (see tegami serve --help)"],
-    ["enqueue QUEUE [JSON]", "add one job; without JSON, one job per line of NDJSON on stdin"],
-    ["stats [QUEUE]", "show the counts of one queue, or of every queue"],
+    ["enqueue QUEUE [JSON]", "add one job; without JSON, one payload per line of NDJSON on stdin"],
+    ["", "  --priority N --key K --delay 5m --max-attempts N for the job(s);"],
+    ["", "  --jobs: stdin lines are job objects {payload, key, …}; --batch-size N"],
+    ["stats [QUEUE]", "show the counts of one queue, or of every queue (--json)"],
     ["job ID", "show one job"],
-    ["dead list QUEUE", "list the dead jobs of a queue"],
-    ["dead requeue QUEUE", "put the dead jobs of a queue back to pending"],
+    ["dead list QUEUE", "list the dead jobs of a queue (--limit N --after ID)"],
+    ["dead requeue QUEUE", "put dead jobs back to pending (all, or --ids 1,2,3)"],
+    ["consume QUEUE --exec CMD", "run CMD for each job: payload on stdin, TEGAMI_JOB_ID and"],
+    ["", "  TEGAMI_ATTEMPT in its env; exit 0 acks with stdout as the result,"],
+    ["", "  else nacks with stderr's tail (--concurrency N --lease 30s)"],
     ["help", "show this help"],
   ];
   return [
@@ -663,9 +668,9 @@ export function topLevelHelp(version: string): string {
     "Usage: tegami <command> [flags] [arguments]",
     "",
     "Commands:",
-    ...commands.map(([usage, what]) => `  ${usage.padEnd(22)}${what}`),
+    ...commands.map(([usage, what]) => `  ${usage.padEnd(26)}${what}`),
     "",
-    "Flags of the client commands (enqueue, stats, job, dead):",
+    "Flags of the client commands (enqueue, stats, job, dead, consume):",
     flagHelp(CLIENT_FLAGS),
     "",
     "Other flags:",

@@ -1,0 +1,265 @@
+/**
+ * The client commands of the `tegami` program: `enqueue`, `stats`, `job`, `dead` and
+ * `consume --exec`. They talk to a running server through the client library, find it with
+ * `--url`/`TEGAMI_URL` and authenticate with `--token`/`TEGAMI_TOKEN`.
+ *
+ * @module
+ */
+
+import { consume, JobFailure, TegamiClient, TegamiError } from "../client/mod.ts";
+import { ConfigError, resolveClientConfig } from "../config.ts";
+import { parseDuration } from "../units.ts";
+import { enqueueStream } from "./enqueue_stream.ts";
+
+/** Where a command reads and writes; the process's own streams in production. */
+export interface CommandIO {
+  /** Standard input. */
+  stdin: ReadableStream<Uint8Array>;
+  /** Writes to standard output. */
+  out(text: string): void;
+  /** Writes to standard error. */
+  err(text: string): void;
+  /** True when stderr is a terminal (progress bars). */
+  isTerminal: boolean;
+  /** The environment. */
+  env: Record<string, string | undefined>;
+  /** Resolves when the user asks the command to stop (SIGINT/SIGTERM). */
+  stopRequested: Promise<void>;
+}
+
+/** The client commands, by name. */
+export const CLIENT_COMMANDS = ["enqueue", "stats", "job", "dead", "consume"] as const;
+
+/** Runs a client command; answers the exit code (0 ok, 1 failed, 2 usage error). */
+export async function runClientCommand(
+  command: (typeof CLIENT_COMMANDS)[number],
+  args: string[],
+  io: CommandIO,
+): Promise<number> {
+  try {
+    switch (command) {
+      case "enqueue":
+        return await enqueueCommand(args, io);
+      case "stats":
+        return await statsCommand(args, io);
+      case "job":
+        return await jobCommand(args, io);
+      case "dead":
+        return await deadCommand(args, io);
+      case "consume":
+        return await consumeCommand(args, io);
+    }
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof UsageError) {
+      io.err(`tegami ${command}: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof TegamiError) {
+      io.err(`tegami ${command}: ${error.code}: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+class UsageError extends Error {}
+
+function positionals(rest: string[], names: string[], optional = 0): string[] {
+  if (rest.length < names.length - optional || rest.length > names.length) {
+    throw new UsageError(`expected ${names.join(" ")}, got ${rest.length} arguments`);
+  }
+  return rest;
+}
+
+function integerFlag(value: unknown, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw new UsageError(`--${name} expects an integer`);
+  return n;
+}
+
+async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
+  const { config, rest, values } = resolveClientConfig(args, io.env, {
+    priority: { type: "string" },
+    key: { type: "string" },
+    delay: { type: "string" },
+    "max-attempts": { type: "string" },
+    "batch-size": { type: "string" },
+    jobs: { type: "boolean" },
+  });
+  const [queue, json] = positionals(rest, ["QUEUE", "[JSON]"], 1);
+  const client = new TegamiClient({ url: config.url, token: config.token ?? undefined });
+  const options = {
+    priority: integerFlag(values.priority, "priority"),
+    key: values.key as string | undefined,
+    delayMs: values.delay === undefined ? undefined : parseDuration(String(values.delay)),
+    maxAttempts: integerFlag(values["max-attempts"], "max-attempts"),
+  };
+  if (json !== undefined) {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(json);
+    } catch {
+      throw new UsageError(`JSON is not valid JSON: ${json.slice(0, 80)}`);
+    }
+    const answer = await client.enqueue(queue, payload, options);
+    io.out(JSON.stringify(answer) + "\n");
+    return 0;
+  }
+  if (options.key !== undefined) {
+    throw new UsageError("--key applies to one job; with NDJSON use --jobs and a key per line");
+  }
+  const summary = await enqueueStream(client, queue, io.stdin, {
+    batchSize: integerFlag(values["batch-size"], "batch-size") ?? 500,
+    linesAreJobs: values.jobs === true,
+    defaults: options,
+    progress: io.isTerminal ? (text) => io.err(`\r${text}`) : undefined,
+  });
+  if (io.isTerminal) io.err("\n");
+  io.out(summary.line + "\n");
+  return summary.failed ? 1 : 0;
+}
+
+async function statsCommand(args: string[], io: CommandIO): Promise<number> {
+  const { config, rest, values } = resolveClientConfig(args, io.env, {
+    json: { type: "boolean" },
+  });
+  const [queue] = positionals(rest, ["[QUEUE]"], 1);
+  const client = new TegamiClient({ url: config.url, token: config.token ?? undefined });
+  const queues = queue === undefined ? await client.queues() : [await client.stats(queue)];
+  if (values.json === true) {
+    io.out(JSON.stringify(queue === undefined ? { queues } : queues[0]) + "\n");
+    return 0;
+  }
+  const header = [
+    "queue",
+    "pending",
+    "delayed",
+    "leased",
+    "done",
+    "dead",
+    "cancelled",
+    "oldest",
+    "consumers",
+  ];
+  const rows = queues.map((q) => [
+    q.name + (q.paused ? " (paused)" : ""),
+    ...(["pending", "delayed", "leased", "done", "dead", "cancelled"] as const).map((s) =>
+      String(q.counts[s])
+    ),
+    `${(q.oldest_pending_age_ms / 1000).toFixed(1)}s`,
+    String(q.consumers),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])).join("  ");
+  io.out([line(header), ...rows.map(line)].join("\n") + "\n");
+  if (rows.length === 0) io.out("(no queues yet)\n");
+  return 0;
+}
+
+async function jobCommand(args: string[], io: CommandIO): Promise<number> {
+  const { config, rest } = resolveClientConfig(args, io.env);
+  const [id] = positionals(rest, ["ID"]);
+  const n = integerFlag(id, "ID");
+  const client = new TegamiClient({ url: config.url, token: config.token ?? undefined });
+  io.out(JSON.stringify(await client.get(n!), null, 2) + "\n");
+  return 0;
+}
+
+async function deadCommand(args: string[], io: CommandIO): Promise<number> {
+  const { config, rest, values } = resolveClientConfig(args, io.env, {
+    limit: { type: "string" },
+    after: { type: "string" },
+    ids: { type: "string" },
+  });
+  const [action, queue] = positionals(rest, ["list|requeue", "QUEUE"]);
+  const client = new TegamiClient({ url: config.url, token: config.token ?? undefined });
+  if (action === "list") {
+    const page = await client.listDead(queue, {
+      limit: integerFlag(values.limit, "limit"),
+      after: integerFlag(values.after, "after"),
+    });
+    for (const job of page.jobs) io.out(JSON.stringify(job) + "\n");
+    if (page.next_after !== null) io.err(`more: --after ${page.next_after}\n`);
+    return 0;
+  }
+  if (action === "requeue") {
+    const ids = values.ids === undefined
+      ? undefined
+      : String(values.ids).split(",").map((s) => integerFlag(s.trim(), "ids")!);
+    io.out(`requeued ${await client.requeueDead(queue, ids)} jobs\n`);
+    return 0;
+  }
+  throw new UsageError(`expected list or requeue, got "${action}"`);
+}
+
+async function consumeCommand(args: string[], io: CommandIO): Promise<number> {
+  const { config, rest, values } = resolveClientConfig(args, io.env, {
+    exec: { type: "string" },
+    concurrency: { type: "string" },
+    lease: { type: "string" },
+  });
+  const [queue] = positionals(rest, ["QUEUE"]);
+  if (typeof values.exec !== "string" || values.exec === "") {
+    throw new UsageError("--exec CMD is required: the command run for each job");
+  }
+  const command = values.exec;
+  const concurrency = integerFlag(values.concurrency, "concurrency") ?? 1;
+  const leaseMs = values.lease === undefined ? undefined : parseDuration(String(values.lease));
+  const worker = consume(queue, async (payload, ctx) => {
+    const child = new Deno.Command("sh", {
+      args: ["-c", command],
+      env: {
+        TEGAMI_JOB_ID: String(ctx.id),
+        TEGAMI_ATTEMPT: String(ctx.attempt),
+        TEGAMI_QUEUE: queue,
+      },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const kill = () => {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // already exited
+      }
+    };
+    ctx.signal.addEventListener("abort", kill, { once: true });
+    const writer = child.stdin.getWriter();
+    try {
+      await writer.write(new TextEncoder().encode(JSON.stringify(payload)));
+      await writer.close();
+    } catch {
+      // The command does not read its stdin: fine.
+    }
+    const output = await child.output();
+    ctx.signal.removeEventListener("abort", kill);
+    const stdout = new TextDecoder().decode(output.stdout).trim();
+    if (output.code !== 0) {
+      const tail = new TextDecoder().decode(output.stderr).trim().slice(-2000);
+      io.err(`job ${ctx.id} attempt ${ctx.attempt}: exit ${output.code}\n`);
+      throw new JobFailure(tail === "" ? `exit code ${output.code}` : tail);
+    }
+    io.err(`job ${ctx.id} attempt ${ctx.attempt}: done\n`);
+    if (stdout === "") return null;
+    try {
+      return JSON.parse(stdout);
+    } catch {
+      return stdout;
+    }
+  }, {
+    url: config.url,
+    token: config.token ?? undefined,
+    concurrency,
+    leaseMs,
+    onError: (error) => io.err(`tegami consume: ${String(error)}\n`),
+  });
+  await worker.ready();
+  io.err(`consuming ${queue} from ${config.url} (concurrency ${concurrency}); Ctrl-C to stop\n`);
+  await io.stopRequested;
+  io.err("stopping: waiting for running jobs\n");
+  await worker.close();
+  return 0;
+}
