@@ -1,0 +1,21 @@
+// deno run -A examples/quickstart.ts   (with a server running: deno task start)
+import { consume, TegamiClient } from "../lib/client/mod.ts";
+
+const url = Deno.env.get("TEGAMI_URL") ?? "http://127.0.0.1:7700";
+const client = new TegamiClient({ url });
+
+// Producer: enqueue two jobs; the key makes a repeated enqueue a no-op.
+for (const to of ["ada@example.com", "grace@example.com"]) {
+  const { id } = await client.enqueue("email", { to }, { key: `welcome:${to}` });
+  console.log(`enqueued job ${id} for ${to}`);
+}
+
+// Consumer: resolve → ack with the result; throw → nack and retry later with backoff.
+const worker = consume<{ to: string }>("email", (payload, ctx) => {
+  console.log(`sending to ${payload.to} (job ${ctx.id}, attempt ${ctx.attempt})`);
+  return { sentAt: new Date().toISOString() };
+}, { url, concurrency: 4 });
+
+while ((await client.stats("email")).counts.done < 2) await new Promise((r) => setTimeout(r, 50));
+await worker.close();
+console.log(await client.stats("email"));
