@@ -59,8 +59,8 @@ function percentile(sorted: number[], p: number): number {
 
 async function batchSizes(base: string): Promise<string> {
   const text = await (await fetch(base + "/metrics")).text();
-  const commits = Number(text.match(/^tegami_commits_total (\S+)/m)?.[1] ?? 0);
-  const ops = Number(text.match(/^tegami_commit_operations_total (\S+)/m)?.[1] ?? 0);
+  const commits = Number(text.match(/^tegami_commit_batch_size_count (\S+)/m)?.[1] ?? 0);
+  const ops = Number(text.match(/^tegami_commit_batch_size_sum (\S+)/m)?.[1] ?? 0);
   return `${(ops / Math.max(commits, 1)).toFixed(1)} ops/commit`;
 }
 

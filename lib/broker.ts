@@ -52,6 +52,19 @@ export interface Consumer {
   readonly holder: LeaseHolder | null;
 }
 
+/** How a lease ended, for metrics. */
+export type Outcome = "acked" | "nacked" | "dead" | "expired" | "cancelled" | "released";
+
+/** Sees what the broker does, for metrics. Every method must be cheap and must not throw. */
+export interface BrokerObserver {
+  /** Jobs were enqueued: `created` new, `deduplicated` answered with an existing id. */
+  enqueued(queue: string, created: number, deduplicated: number): void;
+  /** Jobs were leased; `waitedMs` is, per job, how long it had been available. */
+  delivered(queue: string, waitedMs: number[]): void;
+  /** A lease ended; `heldMs` is how long it was held, when known. */
+  settled(queue: string, outcome: Outcome, heldMs: number | null): void;
+}
+
 /** Settings the broker needs. */
 export interface BrokerOptions {
   /** The store. */
@@ -62,6 +75,8 @@ export interface BrokerOptions {
   retainDoneMs: number;
   /** Reports failures of background work (timer ticks, sweeps). */
   onBackgroundError?: (what: string, error: unknown) => void;
+  /** Sees deliveries and settlements, for metrics. */
+  observer?: BrokerObserver;
 }
 
 /** The longest single timer wait; longer deadlines re-arm (keeps setTimeout in range). */
@@ -79,6 +94,9 @@ export class Broker {
   readonly #again = new Set<string>();
   readonly #holders = new Map<string, { id: number; holder: LeaseHolder }>();
   readonly #longPolls = new Set<() => void>();
+  readonly #observer: BrokerObserver | null;
+  /** When each live lease began and its queue (for processing-time metrics). */
+  readonly #leaseStarts = new Map<string, { queue: string; at: number }>();
   #timer: TimerHandle | null = null;
   #timerAt = Infinity;
   #sweepTimer: TimerHandle | null = null;
@@ -90,6 +108,7 @@ export class Broker {
     this.#clock = options.clock;
     this.#retainDoneMs = options.retainDoneMs;
     this.#onError = options.onBackgroundError ?? (() => {});
+    this.#observer = options.observer ?? null;
   }
 
   /** Recovers whatever the last stop left (due jobs, expired leases) and arms the timers. */
@@ -120,11 +139,16 @@ export class Broker {
     const out = await this.#store.enqueue(queue, jobs, this.#clock.now());
     let pending = false;
     let earliest = Infinity;
+    let deduplicated = 0;
     for (let i = 0; i < out.length; i++) {
-      if (out[i].deduplicated) continue;
+      if (out[i].deduplicated) {
+        deduplicated++;
+        continue;
+      }
       if (out[i].state === "pending") pending = true;
       else if (jobs[i].run_at < earliest) earliest = jobs[i].run_at;
     }
+    this.#observer?.enqueued(queue, out.length - deduplicated, deduplicated);
     if (pending) this.wake(queue);
     if (earliest !== Infinity) this.#armAt(earliest);
     return out;
@@ -138,7 +162,10 @@ export class Broker {
   /** Cancels a waiting or leased job (telling its holder), or removes a finished one. */
   async cancel(id: number): Promise<CancelResult> {
     const result = await this.#store.cancel(id, this.#clock.now());
-    if (result.revoked_token !== null) this.#ended(result.revoked_token, "cancelled");
+    if (result.revoked_token !== null) {
+      this.#settled(result.revoked_token, result.queue, "cancelled");
+      this.#ended(result.revoked_token, "cancelled");
+    } else if (!result.removed) this.#observer?.settled(result.queue, "cancelled", null);
     return result;
   }
 
@@ -158,7 +185,10 @@ export class Broker {
     this.#refuseIfClosed();
     const now = this.#clock.now();
     const jobs = await this.#store.claim(queue, max, leaseMs, now);
-    if (jobs.length > 0) this.#armAt(jobs[0].lease.expires_at);
+    if (jobs.length > 0) {
+      this.#armAt(jobs[0].lease.expires_at);
+      this.#began(queue, jobs, now);
+    }
     if (jobs.length > 0 || waitMs <= 0 || this.#closed || signal?.aborted) return jobs;
     return await new Promise<Delivery[]>((resolve) => {
       let reserved = 0;
@@ -223,6 +253,7 @@ export class Broker {
   /** Completes a leased job. */
   async ack(id: number, token: string, result: string | null): Promise<{ id: number }> {
     const out = await this.#store.ack(id, token, result, this.#clock.now());
+    this.#settled(token, out.queue, "acked");
     this.#ended(token, "settled");
     return out;
   }
@@ -230,6 +261,7 @@ export class Broker {
   /** Fails a leased job: retry later (backoff or `delay_ms`) or dead. */
   async nack(id: number, token: string, request: NackRequest): Promise<NackResult> {
     const out = await this.#store.nack(id, token, request, this.#clock.now());
+    this.#settled(token, out.queue, out.state === "dead" ? "dead" : "nacked");
     this.#ended(token, "settled");
     if (out.state === "pending") this.wake(out.queue);
     else if (out.state === "delayed") this.#armAt(out.run_at);
@@ -256,6 +288,7 @@ export class Broker {
     const ended = await this.#store.release(leases, this.#clock.now());
     for (const lease of ended) {
       this.#holders.delete(lease.token);
+      this.#settled(lease.token, lease.queue, lease.state === "dead" ? "dead" : "released");
       if (lease.state === "pending") this.wake(lease.queue);
     }
     return ended;
@@ -340,7 +373,10 @@ export class Broker {
   }
 
   #handOver(consumer: Consumer, deliveries: Delivery[], reserved: number): boolean {
-    if (deliveries.length > 0) this.#armAt(deliveries[0].lease.expires_at);
+    if (deliveries.length > 0) {
+      this.#armAt(deliveries[0].lease.expires_at);
+      this.#began(consumer.queue, deliveries, this.#clock.now());
+    }
     const holder = consumer.holder;
     if (holder !== null) {
       for (const d of deliveries) this.#holders.set(d.lease.token, { id: d.job.id, holder });
@@ -356,6 +392,30 @@ export class Broker {
       return false;
     }
     return deliveries.length === reserved;
+  }
+
+  #began(queue: string, deliveries: Delivery[], now: number): void {
+    if (this.#observer === null) return;
+    const waited = new Array<number>(deliveries.length);
+    for (let i = 0; i < deliveries.length; i++) {
+      const d = deliveries[i];
+      this.#leaseStarts.set(d.lease.token, { queue, at: now });
+      waited[i] = Math.max(0, now - d.job.run_at);
+    }
+    this.#observer.delivered(queue, waited);
+  }
+
+  #settled(token: string, queue: string, outcome: Outcome): void {
+    if (this.#observer === null) return;
+    const start = this.#leaseStarts.get(token);
+    // A repeated ack finds no start: it was counted the first time.
+    if (start === undefined && outcome === "acked") return;
+    this.#leaseStarts.delete(token);
+    this.#observer.settled(
+      queue,
+      outcome,
+      start === undefined ? null : this.#clock.now() - start.at,
+    );
   }
 
   #ended(token: string, why: LeaseEnd): void {
@@ -391,7 +451,10 @@ export class Broker {
   async #tick(): Promise<void> {
     if (this.#closed) return;
     const result = await this.#store.tick(this.#clock.now());
-    for (const lease of result.expired) this.#ended(lease.token, "expired");
+    for (const lease of result.expired) {
+      this.#settled(lease.token, lease.queue, lease.state === "dead" ? "dead" : "expired");
+      this.#ended(lease.token, "expired");
+    }
     for (const queue of result.woken) this.wake(queue);
     const next = await this.#store.nextDeadline();
     if (next !== null) this.#armAt(next);

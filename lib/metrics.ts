@@ -1,104 +1,197 @@
 /**
- * Prometheus text exposition of tegami's figures: per-queue gauges, commit figures and HTTP
- * request counts. Names are `tegami_*`; every family has HELP and TYPE lines.
+ * A small Prometheus registry: counters, histograms and callback gauges with labels, rendered
+ * in the text exposition format (HELP and TYPE for every family). No dependency: the format is
+ * a few lines of string building, and the hot path is one Map lookup per observation.
  *
  * @module
  */
 
-import type { CommitStats, QueueCounts } from "./store/store.ts";
+type Labels = Record<string, string>;
 
-/** Counts HTTP answers by route and status. */
-export class RequestCounter {
-  readonly #counts = new Map<string, number>();
-  readonly #seconds = new Map<string, number>();
-
-  /** Records one answer. */
-  observe(route: string, status: number, ms: number): void {
-    const key = `${route}\u0000${status}`;
-    this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
-    this.#seconds.set(route, (this.#seconds.get(route) ?? 0) + ms / 1000);
-  }
-
-  /** The figures as `[route, status, count]`. */
-  entries(): [string, number, number][] {
-    return [...this.#counts].map(([key, n]) => {
-      const [route, status] = key.split("\u0000");
-      return [route, Number(status), n];
-    });
-  }
-
-  /** Seconds spent per route. */
-  seconds(): [string, number][] {
-    return [...this.#seconds];
-  }
-}
-
-function label(value: string): string {
+function escapeLabel(value: string): string {
   return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
 }
 
-/** What {@linkcode renderMetrics} shows. */
-export interface MetricsInput {
-  /** Per-queue stats. */
-  queues: QueueCounts[];
-  /** Consumers per queue. */
-  consumers: (queue: string) => number;
-  /** Commit figures. */
-  commits: CommitStats;
-  /** HTTP answers. */
-  requests: RequestCounter;
-  /** Now, ms. */
-  now: number;
+function labelText(names: readonly string[], values: readonly string[], extra = ""): string {
+  const parts = names.map((name, i) => `${name}="${escapeLabel(values[i])}"`);
+  if (extra !== "") parts.push(extra);
+  return parts.length === 0 ? "" : `{${parts.join(",")}}`;
 }
 
-/** The Prometheus text for `/metrics`. */
-export function renderMetrics(input: MetricsInput): string {
-  const out: string[] = [];
-  const family = (name: string, type: string, help: string) => {
-    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-  };
-  family("tegami_jobs", "gauge", "Jobs stored, by queue and state.");
-  for (const q of input.queues) {
-    for (const [state, n] of Object.entries(q.counts)) {
-      out.push(`tegami_jobs{queue="${label(q.name)}",state="${state}"} ${n}`);
+function numberText(n: number): string {
+  if (n === Infinity) return "+Inf";
+  if (n === -Infinity) return "-Inf";
+  return String(n);
+}
+
+interface Family {
+  render(out: string[]): void;
+}
+
+/** A monotonically increasing count, by label values. */
+export class Counter implements Family {
+  readonly #values = new Map<string, { labels: string[]; value: number }>();
+
+  /** Use {@linkcode Registry.counter}. */
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[] = [],
+  ) {}
+
+  /** Adds `n` (default 1) for the given label values (in `labelNames` order). */
+  inc(labels: readonly string[] = [], n = 1): void {
+    const key = labels.join("\u0000");
+    const entry = this.#values.get(key);
+    if (entry === undefined) this.#values.set(key, { labels: [...labels], value: n });
+    else entry.value += n;
+  }
+
+  /** The current value for the label values. */
+  get(labels: readonly string[] = []): number {
+    return this.#values.get(labels.join("\u0000"))?.value ?? 0;
+  }
+
+  /** Writes the family. */
+  render(out: string[]): void {
+    out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`);
+    for (const { labels, value } of this.#values.values()) {
+      out.push(`${this.name}${labelText(this.labelNames, labels)} ${numberText(value)}`);
     }
   }
-  family("tegami_oldest_pending_age_seconds", "gauge", "Age of the oldest pending job.");
-  for (const q of input.queues) {
-    const age = q.oldest_pending_at === null ? 0 : Math.max(0, input.now - q.oldest_pending_at);
-    out.push(`tegami_oldest_pending_age_seconds{queue="${label(q.name)}"} ${age / 1000}`);
+}
+
+/** A distribution of observed values in cumulative buckets, by label values. */
+export class Histogram implements Family {
+  readonly #series = new Map<
+    string,
+    { labels: string[]; counts: number[]; sum: number; n: number }
+  >();
+
+  /** Use {@linkcode Registry.histogram}. `buckets` are upper bounds, ascending. */
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly buckets: readonly number[],
+    readonly labelNames: readonly string[] = [],
+  ) {}
+
+  /** Records one value for the given label values. */
+  observe(labels: readonly string[], value: number): void {
+    const key = labels.join("\u0000");
+    let series = this.#series.get(key);
+    if (series === undefined) {
+      series = {
+        labels: [...labels],
+        counts: new Array(this.buckets.length).fill(0),
+        sum: 0,
+        n: 0,
+      };
+      this.#series.set(key, series);
+    }
+    // Non-cumulative per bucket here; rendering makes them cumulative.
+    let i = 0;
+    while (i < this.buckets.length && value > this.buckets[i]) i++;
+    if (i < this.buckets.length) series.counts[i]++;
+    series.sum += value;
+    series.n++;
   }
-  family("tegami_queue_paused", "gauge", "1 while delivery from the queue is paused.");
-  for (const q of input.queues) {
-    out.push(`tegami_queue_paused{queue="${label(q.name)}"} ${q.paused ? 1 : 0}`);
+
+  /** Writes the family. */
+  render(out: string[]): void {
+    out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`);
+    for (const s of this.#series.values()) {
+      let cumulative = 0;
+      for (let i = 0; i < this.buckets.length; i++) {
+        cumulative += s.counts[i];
+        out.push(
+          `${this.name}_bucket${
+            labelText(this.labelNames, s.labels, `le="${numberText(this.buckets[i])}"`)
+          } ${cumulative}`,
+        );
+      }
+      out.push(`${this.name}_bucket${labelText(this.labelNames, s.labels, 'le="+Inf"')} ${s.n}`);
+      out.push(`${this.name}_sum${labelText(this.labelNames, s.labels)} ${numberText(s.sum)}`);
+      out.push(`${this.name}_count${labelText(this.labelNames, s.labels)} ${s.n}`);
+    }
   }
-  family("tegami_consumers", "gauge", "Consumers (subscriptions and long-polls) per queue.");
-  for (const q of input.queues) {
-    out.push(`tegami_consumers{queue="${label(q.name)}"} ${input.consumers(q.name)}`);
+}
+
+/** A gauge whose samples are read when rendering. */
+class CallbackGauge implements Family {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly read: () => [Labels, number][],
+  ) {}
+
+  render(out: string[]): void {
+    out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`);
+    for (const [labels, value] of this.read()) {
+      const names = Object.keys(labels);
+      out.push(`${this.name}${labelText(names, names.map((n) => labels[n]))} ${numberText(value)}`);
+    }
   }
-  const c = input.commits;
-  family("tegami_commits_total", "counter", "Transactions committed by group commit.");
-  out.push(`tegami_commits_total ${c.commits}`);
-  family("tegami_commit_operations_total", "counter", "Operations carried by those commits.");
-  out.push(`tegami_commit_operations_total ${c.operations}`);
-  family("tegami_commit_seconds_total", "counter", "Time spent in transactions and fsync.");
-  out.push(`tegami_commit_seconds_total ${c.commit_ms / 1000}`);
-  family("tegami_commit_batch_size", "histogram", "Operations per committed transaction.");
-  let cumulative = 0;
-  for (let i = 0; i < c.batch_histogram.length; i++) {
-    cumulative += c.batch_histogram[i];
-    out.push(`tegami_commit_batch_size_bucket{le="${2 ** (i + 1) - 1}"} ${cumulative}`);
+}
+
+/** Buckets for latencies in seconds, 100 µs to 60 s. */
+export const LATENCY_BUCKETS: readonly number[] = [
+  0.0001,
+  0.00025,
+  0.0005,
+  0.001,
+  0.0025,
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  30,
+  60,
+];
+
+/** A set of metric families rendered together. */
+export class Registry {
+  readonly #families: Family[] = [];
+  readonly #names = new Set<string>();
+
+  #add<T extends Family & { name: string }>(family: T): T {
+    if (this.#names.has(family.name)) throw new Error(`Metric ${family.name} is registered twice`);
+    this.#names.add(family.name);
+    this.#families.push(family);
+    return family;
   }
-  out.push(`tegami_commit_batch_size_bucket{le="+Inf"} ${c.commits}`);
-  out.push(`tegami_commit_batch_size_sum ${c.operations}`);
-  out.push(`tegami_commit_batch_size_count ${c.commits}`);
-  family("tegami_http_requests_total", "counter", "HTTP answers by route and status.");
-  for (const [route, status, n] of input.requests.entries()) {
-    out.push(`tegami_http_requests_total{route="${label(route)}",status="${status}"} ${n}`);
+
+  /** Registers a counter. */
+  counter(name: string, help: string, labelNames: readonly string[] = []): Counter {
+    return this.#add(new Counter(name, help, labelNames));
   }
-  family("tegami_http_request_seconds_total", "counter", "Time spent answering, by route.");
-  for (const [route, s] of input.requests.seconds()) {
-    out.push(`tegami_http_request_seconds_total{route="${label(route)}"} ${s}`);
+
+  /** Registers a histogram. */
+  histogram(
+    name: string,
+    help: string,
+    buckets: readonly number[],
+    labelNames: readonly string[] = [],
+  ): Histogram {
+    return this.#add(new Histogram(name, help, buckets, labelNames));
   }
-  return out.join("\n") + "\n";
+
+  /** Registers a gauge read at render time. */
+  gauge(name: string, help: string, read: () => [Labels, number][]): void {
+    this.#add(new CallbackGauge(name, help, read));
+  }
+
+  /** The Prometheus text exposition of every family. */
+  render(): string {
+    const out: string[] = [];
+    for (const family of this.#families) family.render(out);
+    return out.join("\n") + "\n";
+  }
 }

@@ -14,7 +14,7 @@ import { DASHBOARD_HTML } from "./dashboard_page.ts";
 import { retryDelayMs } from "./backoff.ts";
 import { createApi, describeCause } from "./http/api.ts";
 import { createLogger, type Logger } from "./log.ts";
-import { renderMetrics, RequestCounter } from "./metrics.ts";
+import { ServerMetrics } from "./server_metrics.ts";
 import { SqliteStore } from "./store/sqlite_store.ts";
 import { Connection } from "./ws/connection.ts";
 import { upgradeToWebSocket } from "./ws/deno_socket.ts";
@@ -52,7 +52,7 @@ export interface RunningServer {
 }
 
 /** Opens the store named by `config.db`. */
-function openStore(config: ServeConfig): Store {
+function openStore(config: ServeConfig, metrics: ServerMetrics): Store {
   if (/^postgres(ql)?:\/\//.test(config.db)) {
     throw new Error(
       `Cannot open database "${redactUrl(config.db)}": the PostgreSQL store is not built yet`,
@@ -62,6 +62,7 @@ function openStore(config: ServeConfig): Store {
   return SqliteStore.open({
     path: config.db,
     sync: config.sync,
+    onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
     policy: {
       defaultLeaseMs: config.leaseMs,
       retryDelayMs: (attempt, own) => retryDelayMs(attempt, own ?? backoff),
@@ -92,16 +93,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
     tokens = TokenSet.parse(text);
   }
-  const store = openStore(config);
+  const metrics = new ServerMetrics();
+  const store = openStore(config, metrics);
   const broker = new Broker({
     store,
     clock,
     retainDoneMs: config.retainDoneMs,
     onBackgroundError: (what, error) =>
       log.error(`Background ${what} failed`, { cause: describeCause(error) }),
+    observer: metrics,
   });
   let accepting = true;
-  const requests = new RequestCounter();
   const connections = new Set<Connection>();
   const limits = { maxPayload: config.maxPayload, maxBatch: config.maxBatch };
   const upgrade = (request: Request, principal: Principal | null): Response => {
@@ -164,14 +166,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     accepting: () => accepting,
     dashboard: DASHBOARD_HTML,
     metrics: async () =>
-      renderMetrics({
+      metrics.render({
         queues: await broker.stats(),
         consumers: (q) => broker.consumerCount(q),
-        commits: store.commitStats(),
-        requests,
+        connections: connections.size,
         now: clock.now(),
+        files: store.fileSizes(),
       }),
-    onRequest: (route, status, ms) => requests.observe(route, status, ms),
+    onRequest: (route, status, ms) => metrics.request(route, status, ms),
   });
 
   let listening: Deno.HttpServer<Deno.NetAddr>;

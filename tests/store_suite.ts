@@ -409,7 +409,7 @@ export function exerciseStore(name: string, open: OpenStore): void {
   test("ack() completes the job and stores its result", async (store) => {
     const id = await enqueueOne(store, "q");
     const { lease } = await claimOne(store, "q");
-    assert.deepEqual(await store.ack(id, lease.token, '{"ok":true}', T0 + 10), { id });
+    assert.deepEqual(await store.ack(id, lease.token, '{"ok":true}', T0 + 10), { id, queue: "q" });
     const job = await store.get(id);
     assert.equal(job?.state, "done");
     assert.equal(job?.result, '{"ok":true}');
@@ -430,8 +430,8 @@ export function exerciseStore(name: string, open: OpenStore): void {
     const id = await enqueueOne(store, "q");
     const { lease } = await claimOne(store, "q");
     await store.ack(id, lease.token, '"r1"', T0 + 10);
-    assert.deepEqual(await store.ack(id, lease.token, '"r1"', T0 + 20), { id });
-    assert.deepEqual(await store.ack(id, lease.token, '"other"', T0 + 40_000), { id });
+    assert.deepEqual(await store.ack(id, lease.token, '"r1"', T0 + 20), { id, queue: "q" });
+    assert.deepEqual(await store.ack(id, lease.token, '"other"', T0 + 40_000), { id, queue: "q" });
     const job = await store.get(id);
     assert.equal(job?.result, '"r1"');
     assert.equal(job?.finished_at, T0 + 10);
@@ -463,7 +463,7 @@ export function exerciseStore(name: string, open: OpenStore): void {
     const a = await enqueueOne(store, "q");
     const b = await enqueueOne(store, "q");
     const [da, db] = await store.claim("q", 2, 1_000, T0);
-    assert.deepEqual(await store.ack(a, da.lease.token, null, T0 + 999), { id: a });
+    assert.deepEqual(await store.ack(a, da.lease.token, null, T0 + 999), { id: a, queue: "q" });
     // Expired at now = expires_at, even before a tick has ended the lease.
     await rejectsWith(store.ack(b, db.lease.token, null, T0 + 1_000), "lease_lost");
     assert.equal(await stateOf(store, b), "leased");

@@ -104,6 +104,7 @@ export class SqliteStore implements Store {
   readonly #db: DatabaseSync;
   readonly #lock: Deno.FsFile | null;
   readonly #policy: StorePolicy;
+  readonly #path: string;
   readonly #commits: GroupCommit;
   readonly #counts = new Map<string, StateCounts>();
   readonly #paused = new Set<string>();
@@ -133,6 +134,7 @@ export class SqliteStore implements Store {
     this.#db = db;
     this.#lock = lock;
     this.#policy = options.policy;
+    this.#path = options.path;
     const observer = options.onCommit;
     this.#s = prepare(db);
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
@@ -296,15 +298,20 @@ export class SqliteStore implements Store {
     });
   }
 
-  ack(id: number, token: string, result: string | null, now: number): Promise<{ id: number }> {
+  ack(
+    id: number,
+    token: string,
+    result: string | null,
+    now: number,
+  ): Promise<{ id: number; queue: string }> {
     return this.#write(() => {
       const row = this.#s.ack.get(result, now, id, token, now) as { queue: string } | undefined;
       if (row !== undefined) {
         this.#moves.push([row.queue, "leased", "done"]);
-        return { id };
+        return { id, queue: row.queue };
       }
       const job = this.#row(id);
-      if (job.state === "done" && job.lease_token === token) return { id }; // a repeated ack
+      if (job.state === "done" && job.lease_token === token) return { id, queue: job.queue }; // a repeated ack
       throw leaseLost(id, "ack");
     });
   }
@@ -490,6 +497,18 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       this.#s.probe.run(Date.now());
     });
+  }
+
+  fileSizes(): { database: number; wal: number } | null {
+    if (this.#path === ":memory:") return null;
+    const size = (file: string) => {
+      try {
+        return Deno.statSync(file).size;
+      } catch {
+        return 0;
+      }
+    };
+    return { database: size(this.#path), wal: size(`${this.#path}-wal`) };
   }
 
   commitStats(): CommitStats {

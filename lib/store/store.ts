@@ -130,7 +130,12 @@ export interface Store {
    */
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]>;
   /** Completes a leased job; repeating the same token's ack answers the same. */
-  ack(id: number, token: string, result: string | null, now: number): Promise<{ id: number }>;
+  ack(
+    id: number,
+    token: string,
+    result: string | null,
+    now: number,
+  ): Promise<{ id: number; queue: string }>;
   /** Gives a leased job back for a retry later, or to dead. */
   nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult>;
   /** Moves a lease's expiry to now + `lease_ms` (null: the length in force). */
@@ -166,6 +171,8 @@ export interface Store {
   probeWritable(): Promise<void>;
   /** Commit figures so far. */
   commitStats(): CommitStats;
+  /** Bytes of the database file and its WAL, or null for a store without local files. */
+  fileSizes(): { database: number; wal: number } | null;
   /**
    * Flushes pending writes, checkpoints and closes. Later calls reject with `unavailable`; a
    * repeated close() resolves only when the first has finished.

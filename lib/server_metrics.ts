@@ -1,0 +1,195 @@
+/**
+ * tegami's metrics: what `/metrics` shows. Counters and histograms are fed by the broker (as its
+ * {@linkcode BrokerObserver}), the HTTP layer and group commit; per-queue gauges are read from
+ * the store when scraped.
+ *
+ * @module
+ */
+
+import type { BrokerObserver, Outcome } from "./broker.ts";
+import { type Counter, type Histogram, LATENCY_BUCKETS, Registry } from "./metrics.ts";
+import type { QueueCounts } from "./store/store.ts";
+
+/** What a scrape reads besides the counters. */
+export interface ScrapeInput {
+  /** Per-queue stats. */
+  queues: QueueCounts[];
+  /** Consumers per queue. */
+  consumers: (queue: string) => number;
+  /** Open WebSocket connections. */
+  connections: number;
+  /** Now, ms. */
+  now: number;
+  /** Bytes of the database file and its WAL, when the store has files. */
+  files: { database: number; wal: number } | null;
+}
+
+/** Every metric tegami exports. */
+export class ServerMetrics implements BrokerObserver {
+  readonly #registry = new Registry();
+  #scrape: ScrapeInput | null = null;
+  readonly #enqueued: Counter;
+  readonly #deduplicated: Counter;
+  readonly #delivered: Counter;
+  readonly #outcomes: Record<Outcome, Counter>;
+  readonly #waited: Histogram;
+  readonly #held: Histogram;
+  readonly #http: Histogram;
+  readonly #requests: Counter;
+  readonly #batch: Histogram;
+  readonly #commit: Histogram;
+  readonly #commitFailures: Counter;
+
+  /** Registers every family. */
+  constructor() {
+    const r = this.#registry;
+    const q = ["queue"];
+    const snapshot = () => this.#scrape!;
+    const perQueue = (pick: (s: QueueCounts) => number) => () =>
+      snapshot().queues.map((s): [Record<string, string>, number] => [{ queue: s.name }, pick(s)]);
+    r.gauge(
+      "tegami_jobs",
+      "Jobs stored, by queue and state.",
+      () =>
+        snapshot().queues.flatMap((s) =>
+          Object.entries(s.counts).map((
+            [state, n],
+          ): [Record<string, string>, number] => [{ queue: s.name, state }, n])
+        ),
+    );
+    r.gauge(
+      "tegami_oldest_pending_age_seconds",
+      "How long the oldest pending job has been available, by queue.",
+      perQueue((s) =>
+        s.oldest_pending_at === null ? 0 : Math.max(0, snapshot().now - s.oldest_pending_at) / 1000
+      ),
+    );
+    r.gauge(
+      "tegami_queue_paused",
+      "1 while delivery from the queue is paused.",
+      perQueue((s) => s.paused ? 1 : 0),
+    );
+    r.gauge(
+      "tegami_consumers",
+      "Subscriptions and waiting long-polls, by queue.",
+      perQueue((s) => snapshot().consumers(s.name)),
+    );
+    r.gauge(
+      "tegami_websocket_connections",
+      "Open WebSocket connections.",
+      () => [[{}, snapshot().connections]],
+    );
+    r.gauge("tegami_database_bytes", "Size of the database file.", () => {
+      const files = snapshot().files;
+      return files === null ? [] : [[{}, files.database]];
+    });
+    r.gauge("tegami_wal_bytes", "Size of the write-ahead log.", () => {
+      const files = snapshot().files;
+      return files === null ? [] : [[{}, files.wal]];
+    });
+    this.#enqueued = r.counter("tegami_enqueued_total", "Jobs stored by enqueues.", q);
+    this.#deduplicated = r.counter(
+      "tegami_deduplicated_total",
+      "Enqueues answered with an existing job's id (same key).",
+      q,
+    );
+    this.#delivered = r.counter("tegami_delivered_total", "Deliveries (leases taken).", q);
+    this.#outcomes = {
+      acked: r.counter("tegami_acked_total", "Jobs completed by an ack.", q),
+      nacked: r.counter("tegami_nacked_total", "Nacks that scheduled a retry.", q),
+      expired: r.counter(
+        "tegami_expired_total",
+        "Leases that expired and returned the job to pending.",
+        q,
+      ),
+      released: r.counter(
+        "tegami_released_total",
+        "Leases given back because the consumer went away.",
+        q,
+      ),
+      dead: r.counter("tegami_dead_lettered_total", "Jobs moved to the dead letters.", q),
+      cancelled: r.counter("tegami_cancelled_total", "Jobs cancelled before finishing.", q),
+    };
+    this.#waited = r.histogram(
+      "tegami_delivery_wait_seconds",
+      "Time from a job becoming available to its delivery.",
+      LATENCY_BUCKETS,
+      q,
+    );
+    this.#held = r.histogram(
+      "tegami_processing_seconds",
+      "Time from delivery to ack, nack, expiry or cancel.",
+      LATENCY_BUCKETS,
+      q,
+    );
+    this.#http = r.histogram(
+      "tegami_http_request_duration_seconds",
+      "HTTP request duration, by route and status class.",
+      LATENCY_BUCKETS,
+      ["route", "status"],
+    );
+    this.#requests = r.counter(
+      "tegami_http_requests_total",
+      "HTTP requests answered, by route and status.",
+      ["route", "status"],
+    );
+    this.#batch = r.histogram(
+      "tegami_commit_batch_size",
+      "Operations per committed transaction (group commit).",
+      [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096],
+    );
+    this.#commit = r.histogram(
+      "tegami_commit_duration_seconds",
+      "Time to run and commit (fsync) one group-committed transaction.",
+      LATENCY_BUCKETS,
+    );
+    this.#commitFailures = r.counter(
+      "tegami_commit_failures_total",
+      "Transactions that could not be committed (every caller got 503 unavailable).",
+    );
+  }
+
+  /** @inheritdoc */
+  enqueued(queue: string, created: number, deduplicated: number): void {
+    if (created > 0) this.#enqueued.inc([queue], created);
+    if (deduplicated > 0) this.#deduplicated.inc([queue], deduplicated);
+  }
+
+  /** @inheritdoc */
+  delivered(queue: string, waitedMs: number[]): void {
+    this.#delivered.inc([queue], waitedMs.length);
+    for (const ms of waitedMs) this.#waited.observe([queue], ms / 1000);
+  }
+
+  /** @inheritdoc */
+  settled(queue: string, outcome: Outcome, heldMs: number | null): void {
+    this.#outcomes[outcome].inc([queue]);
+    if (heldMs !== null) this.#held.observe([queue], heldMs / 1000);
+  }
+
+  /** Records an answered HTTP request. */
+  request(route: string, status: number, ms: number): void {
+    this.#http.observe([route, `${Math.floor(status / 100)}xx`], ms / 1000);
+    this.#requests.inc([route, String(status)]);
+  }
+
+  /** Records a group commit. */
+  commit(size: number, ms: number, failed: boolean): void {
+    if (failed) {
+      this.#commitFailures.inc();
+      return;
+    }
+    this.#batch.observe([], size);
+    this.#commit.observe([], ms / 1000);
+  }
+
+  /** The Prometheus text for a scrape. */
+  render(input: ScrapeInput): string {
+    this.#scrape = input;
+    try {
+      return this.#registry.render();
+    } finally {
+      this.#scrape = null;
+    }
+  }
+}
