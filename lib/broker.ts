@@ -186,7 +186,7 @@ export class Broker {
     const now = this.#clock.now();
     const jobs = await this.#store.claim(queue, max, leaseMs, now);
     if (jobs.length > 0) {
-      this.#armAt(jobs[0].lease.expires_at);
+      this.#armForLeases(jobs);
       this.#began(queue, jobs, now);
     }
     if (jobs.length > 0 || waitMs <= 0 || this.#closed || signal?.aborted) return jobs;
@@ -274,7 +274,10 @@ export class Broker {
     token: string,
     leaseMs: number | null,
   ): Promise<{ id: number; expires_at: number }> {
-    return await this.#store.extend(id, token, leaseMs, this.#clock.now());
+    const out = await this.#store.extend(id, token, leaseMs, this.#clock.now());
+    // A shorter lease may now end before the armed deadline.
+    this.#armAt(out.expires_at);
+    return out;
   }
 
   /** Records a checkpoint (JSON text) on a leased job. */
@@ -336,6 +339,8 @@ export class Broker {
     this.#dispatching.add(queue);
     this.#dispatch(queue).catch((error) => this.#onError("dispatch", error)).finally(() => {
       this.#dispatching.delete(queue);
+      // A wake() that came after the last check of #again would otherwise be lost.
+      if (this.#again.has(queue)) this.wake(queue);
     });
   }
 
@@ -349,32 +354,36 @@ export class Broker {
       const start = (this.#rotation.get(queue) ?? 0) % list.length;
       this.#rotation.set(queue, start + 1);
       const now = this.#clock.now();
-      const claims: Promise<boolean>[] = [];
+      const takers: Consumer[] = [];
+      const wants: { max: number; lease_ms: number | null }[] = [];
       for (let i = 0; i < list.length; i++) {
         const consumer = list[(start + i) % list.length];
         const n = consumer.credit();
         if (n <= 0) continue;
         consumer.reserve(n);
-        claims.push(
-          this.#store.claim(queue, n, consumer.leaseMs, now).then(
-            (deliveries) => this.#handOver(consumer, deliveries, n),
-            (error) => {
-              consumer.deliver([], n);
-              throw error;
-            },
-          ),
-        );
+        takers.push(consumer);
+        wants.push({ max: n, lease_ms: consumer.leaseMs });
       }
-      if (claims.length === 0) return;
-      const full = await Promise.all(claims);
-      // A claim that got all it asked for may have left more jobs behind: go round again.
-      if (full.some((f) => f)) this.#again.add(queue);
+      if (takers.length === 0) return;
+      let lists: Delivery[][];
+      try {
+        lists = await this.#store.claimFair(queue, wants, now);
+      } catch (error) {
+        for (let i = 0; i < takers.length; i++) takers[i].deliver([], wants[i].max);
+        throw error;
+      }
+      let full = false;
+      for (let i = 0; i < takers.length; i++) {
+        if (this.#handOver(takers[i], lists[i], wants[i].max)) full = true;
+      }
+      // A consumer that got all it asked for may have left jobs behind: go round again.
+      if (full) this.#again.add(queue);
     } while (this.#again.has(queue));
   }
 
   #handOver(consumer: Consumer, deliveries: Delivery[], reserved: number): boolean {
     if (deliveries.length > 0) {
-      this.#armAt(deliveries[0].lease.expires_at);
+      this.#armForLeases(deliveries);
       this.#began(consumer.queue, deliveries, this.#clock.now());
     }
     const holder = consumer.holder;
@@ -431,6 +440,13 @@ export class Broker {
   }
 
   // ---- time ----
+
+  /** Arms the timer for the earliest expiry among new leases (their lengths may differ). */
+  #armForLeases(deliveries: Delivery[]): void {
+    let earliest = Infinity;
+    for (const d of deliveries) if (d.lease.expires_at < earliest) earliest = d.lease.expires_at;
+    this.#armAt(earliest);
+  }
 
   #armAt(at: number): void {
     if (this.#closed || at >= this.#timerAt) return;

@@ -152,6 +152,11 @@ export function parseJob(
     if (typeof body.key !== "string" || body.key.length === 0) {
       throw invalid(prefix + "key", "expected a non-empty string");
     }
+    // A lone surrogate cannot be stored as UTF-8: SQLite would turn every one into U+FFFD,
+    // so two different keys would collide and one job would be wrongly deduplicated.
+    if (!body.key.isWellFormed()) {
+      throw invalid(prefix + "key", "expected well-formed Unicode (it holds a lone surrogate)");
+    }
     if (utf8Length(body.key) > MAX_KEY_BYTES) {
       throw invalid(prefix + "key", `longer than ${MAX_KEY_BYTES} bytes`);
     }
@@ -304,7 +309,13 @@ export function parseRequeue(value: unknown): { ids: number[] | null } {
   if (body.ids.length > MAX_REQUEUE_IDS) {
     throw invalid("ids", `more than ${MAX_REQUEUE_IDS} ids`);
   }
-  return { ids: body.ids.map((id, i) => jobId(id, `ids[${i}]`)) };
+  return {
+    ids: body.ids.map((id, i) => {
+      // Ids in a body are JSON numbers; only path segments spell them as text.
+      if (typeof id !== "number") throw invalid(`ids[${i}]`, "expected a positive integer job id");
+      return jobId(id, `ids[${i}]`);
+    }),
+  };
 }
 
 /** Parses the dead-letter list's query string. */
@@ -321,4 +332,10 @@ export function parseDeadQuery(params: URLSearchParams): { limit: number; after:
     limit: read("limit", 100, 1, MAX_LIST_LIMIT),
     after: read("after", 0, 0, Number.MAX_SAFE_INTEGER),
   };
+}
+
+/** Checks a body that takes no fields (absent, or `{}`). */
+export function parseEmpty(value: unknown): void {
+  if (value === undefined) return;
+  rejectUnknown(asObject(value), new Set());
 }

@@ -1006,6 +1006,30 @@ export function exerciseStore(name: string, open: OpenStore): void {
     assert.deepEqual(await countsOf(store, "q"), counts({ dead: 1 }));
   });
 
+  test("claimFair() deals a burst round-robin, each want within its max and lease", async (store) => {
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await enqueueOne(store, "q", { priority: 5 - i }));
+    const [a, b, c] = await store.claimFair("q", [
+      { max: 10, lease_ms: 1000 },
+      { max: 1, lease_ms: 2000 },
+      { max: 10, lease_ms: null },
+    ], T0);
+    assert.deepEqual(a.map((d) => d.job.id), [ids[0], ids[3]]);
+    assert.deepEqual(b.map((d) => d.job.id), [ids[1]]);
+    assert.deepEqual(c.map((d) => d.job.id), [ids[2], ids[4]]);
+    assert.equal(a[0].lease.expires_at, T0 + 1000);
+    assert.equal(b[0].lease.expires_at, T0 + 2000);
+    assert.equal(c[0].lease.expires_at, T0 + SUITE_POLICY.defaultLeaseMs);
+    assert.deepEqual(await countsOf(store, "q"), counts({ leased: 5 }));
+    assert.deepEqual(await store.claimFair("q", [{ max: 3, lease_ms: null }], T0), [[]]);
+  });
+
+  test("claimFair() gives nothing from a paused queue", async (store) => {
+    await enqueueOne(store, "q");
+    await store.setPaused("q", true);
+    assert.deepEqual(await store.claimFair("q", [{ max: 1, lease_ms: null }], T0), [[]]);
+  });
+
   test("release() of an undelivered lease does not count the attempt", async (store) => {
     const id = await enqueueOne(store, "q", { max_attempts: 1 });
     const { lease } = await claimOne(store, "q");

@@ -317,13 +317,15 @@ export function consume<T = unknown>(
       if (typeof frame === "object" && frame !== null) onFrame(frame as Record<string, unknown>);
     };
     socket.onerror = () => {}; // the close event follows
-    socket.onclose = () => {
+    socket.onclose = (event) => {
       if (ws !== socket) return;
       connected = false;
       subscribed = false;
       ws = null;
-      // Jobs not started were released by the server (or will be redelivered after a restart).
-      waiting.length = 0;
+      // On any close but a server shutdown (1001) the server released our leases: jobs not yet
+      // started will be redelivered, so drop them. After a shutdown the leases live on and the
+      // tokens still ack once we are back, so keep working through them.
+      if (event.code !== 1001) waiting.length = 0;
       if (stopped) return;
       const ceiling = Math.min(maxDelay, initialDelay * 2 ** failures++);
       reconnectTimer = setTimeout(connect, Math.random() * ceiling);

@@ -8,7 +8,7 @@
 import { bearerToken, OPEN_ACCESS, type Principal, type Scope, type TokenSet } from "../auth.ts";
 import type { Broker } from "../broker.ts";
 import type { Clock } from "../clock.ts";
-import { jobNotFound, TegamiError, toTegamiError } from "../errors.ts";
+import { invalid, jobNotFound, TegamiError, toTegamiError } from "../errors.ts";
 import { deliveryJson, jobJson } from "../job.ts";
 import type { Logger } from "../log.ts";
 import {
@@ -16,6 +16,7 @@ import {
   parseAck,
   parseCheckpoint,
   parseDeadQuery,
+  parseEmpty,
   parseEnqueue,
   parseExtend,
   parseLease,
@@ -86,7 +87,16 @@ export function statsView(stats: QueueCounts, now: number, consumers: number): u
 export function createApi(options: ApiOptions): (request: Request) => Promise<Response> {
   const { broker, clock, limits, tokens, log } = options;
 
-  const body = (ctx: Context) => readJsonBody(ctx.request, limits.maxBody);
+  const body = async (ctx: Context): Promise<unknown> => {
+    try {
+      return await readJsonBody(ctx.request, limits.maxBody);
+    } catch (error) {
+      // Shutdown stops the reading of bodies still arriving: that caller should retry, not fix
+      // its request.
+      if (!options.accepting()) throw shuttingDown(error);
+      throw error;
+    }
+  };
 
   /** Checks the caller may act on a job's queue; answers the job's queue. */
   const jobAccess = async (ctx: Context, id: number): Promise<void> => {
@@ -123,7 +133,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         const jobs = await broker.lease(queue, req.max, req.wait_ms, req.lease_ms, signal);
         if (signal.aborted && jobs.length > 0) {
           // The caller left while we waited: give the leases back instead of letting them expire.
-          await broker.release(jobs.map((d) => ({ id: d.job.id, token: d.lease.token })));
+          await broker.release(
+            jobs.map((d) => ({ id: d.job.id, token: d.lease.token, undelivered: true })),
+          );
           return json(200, { jobs: [] });
         }
         return jsonText(200, `{"jobs":[${jobs.map(deliveryJson).join(",")}]}`);
@@ -225,7 +237,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "queues", ":queue", "pause"],
       access: "admin",
       handle: async (ctx) => {
-        await body(ctx);
+        parseEmpty(await body(ctx));
         await broker.setPaused(ctx.params[0], true);
         return json(200, { name: ctx.params[0], paused: true });
       },
@@ -235,7 +247,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "queues", ":queue", "resume"],
       access: "admin",
       handle: async (ctx) => {
-        await body(ctx);
+        parseEmpty(await body(ctx));
         await broker.setPaused(ctx.params[0], false);
         return json(200, { name: ctx.params[0], paused: false });
       },
@@ -340,12 +352,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       pathMatched = true;
       if (r.method !== request.method) continue;
       seen.pattern = "/" + r.path.join("/");
-      if (!options.accepting() && r.access !== "open") {
-        throw new TegamiError(
-          "unavailable",
-          "Cannot take the request: the server is shutting down",
-        );
-      }
+      if (!options.accepting() && r.access !== "open") throw shuttingDown();
       let principal = OPEN_ACCESS;
       if (r.access !== "open") {
         const found = authenticate(request);
@@ -366,17 +373,18 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
 
   return async (request: Request): Promise<Response> => {
     const started = performance.now();
-    const url = new URL(request.url);
     const seen = { pattern: "unmatched" };
+    let url: URL | null = null;
     let response: Response;
     try {
+      url = requestUrl(request);
       response = await route(request, url, seen);
     } catch (thrown) {
       const error = toTegamiError(thrown);
       if (error.status >= 500) {
         log.error("Request failed", {
           method: request.method,
-          path: url.pathname,
+          path: url?.pathname ?? "?",
           code: error.code,
           cause: describeCause(error.cause ?? thrown),
         });
@@ -404,6 +412,24 @@ function match(pattern: string[], segments: string[]): string[] | null {
     } else if (pattern[i] !== segments[i]) return null;
   }
   return params;
+}
+
+/**
+ * The request's URL. The runtime builds it from the `Host` header, so a malformed one (`a b`,
+ * `x:99999`) makes it unparsable: that is the client's bad request (RFC 9112 §3.2), not a 500.
+ */
+function requestUrl(request: Request): URL {
+  try {
+    return new URL(request.url);
+  } catch {
+    throw invalid("Host", "not a valid host name and port");
+  }
+}
+
+function shuttingDown(cause?: unknown): TegamiError {
+  return new TegamiError("unavailable", "Cannot take the request: the server is shutting down", {
+    cause,
+  });
 }
 
 function notFound(request: Request, url: URL): TegamiError {

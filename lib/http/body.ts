@@ -37,7 +37,19 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
   let size = 0;
   const reader = request.body.getReader();
   for (;;) {
-    const { done, value } = await reader.read();
+    let chunk: ReadableStreamReadResult<Uint8Array>;
+    try {
+      chunk = await reader.read();
+    } catch (error) {
+      // The client's framing broke off (a body shorter than its Content-Length, a connection
+      // closed mid-body): a bad request, not a server fault, so it must never become a 500.
+      throw new TegamiError(
+        "invalid_json",
+        "Cannot read the request body: the connection ended before the body was complete",
+        { cause: error },
+      );
+    }
+    const { done, value } = chunk;
     if (done) break;
     size += value.byteLength;
     if (size > limit) {

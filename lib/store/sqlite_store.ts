@@ -19,6 +19,7 @@ import { type CommitObserver, GroupCommit, type Transactor } from "./group_commi
 import { migrate } from "./sqlite_schema.ts";
 import type {
   CancelResult,
+  ClaimWant,
   CommitStats,
   EndedLease,
   LeaseRef,
@@ -277,14 +278,23 @@ export class SqliteStore implements Store {
   }
 
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]> {
+    return this.claimFair(queue, [{ max, lease_ms }], now).then((lists) => lists[0]);
+  }
+
+  claimFair(queue: string, wants: ClaimWant[], now: number): Promise<Delivery[][]> {
     return this.#write(() => {
-      if (this.#paused.has(queue)) return [];
+      const out: Delivery[][] = wants.map(() => []);
+      if (this.#paused.has(queue)) return out;
+      let total = 0;
+      for (const want of wants) total += want.max;
+      if (total === 0) return out;
       const s = this.#s;
-      const rows = s.selectPending.all(queue, max) as unknown as JobRow[];
-      const out: Delivery[] = new Array(rows.length);
-      for (let i = 0; i < rows.length; i++) {
-        const row = rows[i];
-        const length = lease_ms ?? row.lease_ms ?? this.#policy.defaultLeaseMs;
+      const rows = s.selectPending.all(queue, total) as unknown as JobRow[];
+      // Deal the jobs out one at a time, round-robin over the wants that still have room.
+      let w = 0;
+      for (const row of rows) {
+        while (out[w].length >= wants[w].max) w = (w + 1) % wants.length;
+        const length = wants[w].lease_ms ?? row.lease_ms ?? this.#policy.defaultLeaseMs;
         const token = newLeaseToken();
         const expires = now + length;
         s.lease.run(token, length, expires, row.id);
@@ -292,7 +302,8 @@ export class SqliteStore implements Store {
         row.attempts++;
         row.lease_expires_at = expires;
         this.#moves.push([queue, "pending", "leased"]);
-        out[i] = { job: rowToJob(row), lease: { token, expires_at: expires } };
+        out[w].push({ job: rowToJob(row), lease: { token, expires_at: expires } });
+        w = (w + 1) % wants.length;
       }
       return out;
     });

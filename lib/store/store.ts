@@ -20,6 +20,14 @@ export interface StorePolicy {
   retryDelayMs(attempt: number, backoff: Backoff | null): number;
 }
 
+/** One consumer's share of a {@linkcode Store.claimFair}. */
+export interface ClaimWant {
+  /** Most jobs it takes. */
+  max: number;
+  /** Its lease length, or null for each job's own or the server's. */
+  lease_ms: number | null;
+}
+
 /** Counts of a queue's jobs by state. */
 export type StateCounts = Record<JobState, number>;
 
@@ -129,6 +137,12 @@ export interface Store {
    * queue is paused. `lease_ms` null means each job's own lease length, else the server's.
    */
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]>;
+  /**
+   * Leases pending jobs for several consumers at once, in one atomic step: the jobs (in claim
+   * order) are dealt round-robin over `wants`, each taking at most its `max`, so a burst of
+   * fewer jobs than the total credit is spread evenly. Answers one list per want.
+   */
+  claimFair(queue: string, wants: ClaimWant[], now: number): Promise<Delivery[][]>;
   /** Completes a leased job; repeating the same token's ack answers the same. */
   ack(
     id: number,

@@ -9,12 +9,16 @@
  * When the connection goes away, every lease it held returns to pending at once — except at
  * server shutdown, when leases are kept so consumers can ack after the restart.
  *
+ * With auth on, a socket that did not authenticate on the upgrade must send `auth` first, and
+ * within {@linkcode AUTH_TIMEOUT_MS}: otherwise sockets without a token could hold every
+ * connection slot (they answer pings, so the heartbeat alone never ends them).
+ *
  * @module
  */
 
 import type { Principal, Scope, TokenSet } from "../auth.ts";
 import type { Broker, Consumer, LeaseEnd, LeaseHolder } from "../broker.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock, TimerHandle } from "../clock.ts";
 import { invalid, TegamiError, toTegamiError } from "../errors.ts";
 import type { Delivery } from "../job.ts";
 import { MAX_LEASE_MS, MIN_LEASE_MS } from "../limits.ts";
@@ -26,6 +30,7 @@ import {
   parseExtend,
   parseNack,
   type RequestLimits,
+  utf8Length,
 } from "../requests.ts";
 import {
   cancelFrame,
@@ -52,6 +57,10 @@ export interface SocketLike {
 export const MAX_PREFETCH = 1000;
 /** Frames being processed at once per connection before `rate_limited`. */
 export const MAX_PENDING_FRAMES = 4096;
+/** How long a socket may stay open without authenticating when auth is on, ms. */
+export const AUTH_TIMEOUT_MS = 10_000;
+/** How often a connection paused for a full send buffer looks whether it has drained, ms. */
+export const DRAIN_CHECK_MS = 25;
 
 /** Close codes used by the server. */
 export const CLOSE = {
@@ -85,6 +94,11 @@ export interface ConnectionOptions {
   log: Logger;
   /** Called once when the connection is finished. */
   onFinished?: () => void;
+  /**
+   * How long an unauthenticated socket may wait before sending `auth`; it is then closed with
+   * 1008, so sockets without a token cannot hold connection slots. @default AUTH_TIMEOUT_MS
+   */
+  authTimeoutMs?: number;
 }
 
 class Subscription implements Consumer {
@@ -121,6 +135,8 @@ export class Connection implements LeaseHolder {
   readonly #subs = new Map<string, Subscription>();
   readonly #leases = new Map<number, { token: string; sub: Subscription }>();
   #pending = 0;
+  #drainTimer: ReturnType<typeof setTimeout> | null = null;
+  #authTimer: TimerHandle | null = null;
   #finished = false;
 
   /** Binds protocol state to a socket. */
@@ -128,6 +144,18 @@ export class Connection implements LeaseHolder {
     this.#socket = socket;
     this.#o = options;
     this.#principal = options.principal;
+    if (options.tokens !== null && options.principal === null) {
+      const wait = options.authTimeoutMs ?? AUTH_TIMEOUT_MS;
+      this.#authTimer = options.clock.setTimer(() => {
+        this.#authTimer = null;
+        if (this.#principal !== null || this.#finished) return;
+        this.#send(errorFrame(
+          undefined,
+          new TegamiError("unauthorized", `Cannot authenticate: no auth frame within ${wait} ms`),
+        ));
+        this.#close(CLOSE.policy, "authentication timed out", true);
+      }, wait);
+    }
   }
 
   /** How many leases this connection holds. */
@@ -135,16 +163,21 @@ export class Connection implements LeaseHolder {
     return this.#leases.size;
   }
 
-  /** True while jobs may be pushed: open, and the socket is keeping up. */
+  /**
+   * True while jobs may be pushed: open, and the socket is keeping up. When it is not keeping
+   * up, watches for the buffer to drain so delivery resumes by itself.
+   */
   canPush(): boolean {
-    return !this.#finished && this.#socket.bufferedAmount < this.#o.pauseBuffered;
+    if (this.#finished) return false;
+    if (this.#socket.bufferedAmount < this.#o.pauseBuffered) return true;
+    this.#watchDrain();
+    return false;
   }
 
   /** Handles one incoming frame (text, or bytes read as UTF-8). */
   onMessage(data: string | Uint8Array): void {
     if (this.#finished) return;
-    const size = typeof data === "string" ? data.length : data.byteLength;
-    if (size > this.#o.maxFrame) {
+    if (frameBytes(data, this.#o.maxFrame) > this.#o.maxFrame) {
       this.#close(CLOSE.tooBig, `frame over ${this.#o.maxFrame} bytes`, true);
       return;
     }
@@ -226,8 +259,10 @@ export class Connection implements LeaseHolder {
       try {
         this.#socket.send(jobFrame(d));
       } catch {
-        // The socket is gone: what was sent is released with the connection, the rest by the
-        // broker. Register the sent ones so the close releases them.
+        // The socket is gone. The frames already sent may have reached the consumer: #finish
+        // releases them (registered below as they went out) with the attempt counted. Answering
+        // false makes the broker release the whole batch as undelivered; its release is queued
+        // after ours, so it finds the sent ones no longer leased and only puts back the rest.
         this.#finish(true);
         return false;
       }
@@ -330,6 +365,7 @@ export class Connection implements LeaseHolder {
       throw new TegamiError("unauthorized", "Cannot authenticate: the token is not valid");
     }
     this.#principal = principal;
+    this.#clearAuthTimer();
     return { name: principal.name };
   }
 
@@ -373,6 +409,33 @@ export class Connection implements LeaseHolder {
 
   // ---- lifecycle ----
 
+  #clearAuthTimer(): void {
+    if (this.#authTimer !== null) this.#o.clock.clearTimer(this.#authTimer);
+    this.#authTimer = null;
+  }
+
+  /**
+   * Offers this connection's queues again once its send buffer has drained. No runtime tells
+   * when a WebSocket's buffer empties, so look again shortly; without this, a consumer paused
+   * for reading slowly would wait for the next enqueue, ack or expiry on its queues, which may
+   * never come (all its leases may have expired meanwhile). Real time, not the injected clock:
+   * this waits on socket I/O, not on anything a job's schedule depends on.
+   */
+  #watchDrain(): void {
+    if (this.#drainTimer !== null || this.#finished) return;
+    this.#drainTimer = setTimeout(() => {
+      this.#drainTimer = null;
+      if (this.#finished) return;
+      if (this.#socket.bufferedAmount >= this.#o.pauseBuffered) {
+        this.#watchDrain();
+        return;
+      }
+      for (const sub of this.#subs.values()) {
+        if (sub.active) this.#o.broker.wake(sub.queue);
+      }
+    }, DRAIN_CHECK_MS);
+  }
+
   #send(text: string): void {
     if (this.#finished) return;
     try {
@@ -395,6 +458,9 @@ export class Connection implements LeaseHolder {
   #finish(releaseLeases: boolean): void {
     if (this.#finished) return;
     this.#finished = true;
+    if (this.#drainTimer !== null) clearTimeout(this.#drainTimer);
+    this.#drainTimer = null;
+    this.#clearAuthTimer();
     const broker = this.#o.broker;
     for (const sub of this.#subs.values()) {
       sub.active = false;
@@ -414,6 +480,17 @@ export class Connection implements LeaseHolder {
     }
     this.#o.onFinished?.();
   }
+}
+
+/**
+ * A frame's size in bytes as it came over the wire: text frames are UTF-8, so a string's length
+ * in UTF-16 units undercounts non-ASCII text up to threefold. Counted exactly only when the
+ * answer could cross `limit`.
+ */
+function frameBytes(data: string | Uint8Array, limit: number): number {
+  if (typeof data !== "string") return data.byteLength;
+  if (data.length > limit || data.length * 3 <= limit) return data.length;
+  return utf8Length(data);
 }
 
 /** Parses a subscribe frame's fields. */
