@@ -188,11 +188,30 @@ Deno.test("consume() survives a server restart mid-stream without losing or doub
     await server.stop();
     server = await startTestServer({ dir, realTime: true, config: { port } });
     try {
-      await until(
-        async () => (await client.stats("r")).counts.done === 200,
-        15_000,
-        "all 200 done after the restart",
-      );
+      try {
+        await until(
+          async () => (await client.stats("r")).counts.done === 200,
+          15_000,
+          "all 200 done after the restart",
+        );
+      } catch (error) {
+        const stuck = [];
+        for (let id = 1; id <= 200; id++) {
+          const job = await client.get(id);
+          if (job.state !== "done") {
+            stuck.push(`${id}:${job.state}:${job.attempts}:${handled.get(job.payload as number)}`);
+          }
+        }
+        console.log(
+          "STUCK",
+          stuck.join(" "),
+          "running",
+          worker.running,
+          "connected",
+          worker.connected,
+        );
+        throw error;
+      }
       assert.equal(handled.size, 200);
       const stats = await client.stats("r");
       assert.equal(stats.counts.pending + stats.counts.leased + stats.counts.dead, 0);

@@ -534,8 +534,13 @@ export class SqliteStore implements Store {
   }
 
   async #shutDown(): Promise<void> {
+    // Writes that follow from the last commits (a lease released because its consumer is
+    // gone, say) are still taken: drain until a macrotask passes with nothing new.
+    do {
+      await this.#commits.drained();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    } while (this.#commits.waiting > 0);
     this.#closed = true;
-    await this.#commits.drained();
     try {
       this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     } catch {
