@@ -136,7 +136,12 @@ export class Broker {
   /** Stores jobs (all-or-nothing) and wakes consumers of the queue. */
   async enqueue(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
     this.#refuseIfClosed();
-    const out = await this.#store.enqueue(queue, jobs, this.#clock.now());
+    const now = this.#clock.now();
+    const stored = this.#store.enqueue(queue, jobs, now);
+    // Offer the queue at once: the claim joins the same group commit right after the insert,
+    // so a waiting consumer gets the job with one commit and one fsync, not two.
+    if (jobs.some((job) => job.run_at <= now)) this.wake(queue);
+    const out = await stored;
     let pending = false;
     let earliest = Infinity;
     let deduplicated = 0;
@@ -349,10 +354,9 @@ export class Broker {
       this.#again.delete(queue);
       const list = this.#consumers.get(queue);
       if (list === undefined || this.#closed) return;
-      // Round-robin: each pass starts one consumer further along, so when there are fewer jobs
-      // than credit, they spread across consumers instead of going to the first every time.
+      // Round-robin: a pass starts after the consumer that was dealt the first job of the last
+      // pass that dealt any, so jobs arriving one at a time go to each consumer in turn.
       const start = (this.#rotation.get(queue) ?? 0) % list.length;
-      this.#rotation.set(queue, start + 1);
       const now = this.#clock.now();
       const takers: Consumer[] = [];
       const wants: { max: number; lease_ms: number | null }[] = [];
@@ -373,6 +377,11 @@ export class Broker {
         throw error;
       }
       let full = false;
+      const first = lists.findIndex((l) => l.length > 0);
+      if (first >= 0) {
+        const at = list.indexOf(takers[first]);
+        if (at >= 0) this.#rotation.set(queue, at + 1);
+      }
       for (let i = 0; i < takers.length; i++) {
         if (this.#handOver(takers[i], lists[i], wants[i].max)) full = true;
       }

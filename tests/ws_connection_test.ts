@@ -212,8 +212,11 @@ Deno.test("Connection gives back a job claimed for a subscription that was just 
   const socket = new FakeSocket();
   const connection = h.connect(socket);
   await subscribe(socket, connection, "w", 1);
-  const [id] = await h.enqueue("w", [1]); // the claim is under way, not yet committed
+  // The enqueue wakes the queue at once: its claim joins the same commit. Unsubscribe before
+  // that commit lands, so the claimed job finds its subscription gone.
+  const enqueued = h.enqueue("w", [1]);
   connection.onMessage(frame({ op: "unsubscribe", ref: 2, queue: "w" }));
+  const [id] = await enqueued;
   await settle();
   await until(async () => (await h.job(id)).state === "pending", "the release");
   assert.deepEqual(socket.frames((f) => f.op === "job"), []);

@@ -1,0 +1,105 @@
+/**
+ * Durability off the event loop. SQLite runs with `synchronous=NORMAL` (a commit writes its WAL
+ * frames but does not fsync), and this module fsyncs the WAL on Deno's blocking thread pool
+ * before any caller of a commit is answered. The event loop keeps parsing requests and running
+ * the next group commit while the disk flushes; one `fdatasync` covers every commit made before
+ * it started, so concurrent commits share fsyncs too.
+ *
+ * The guarantee is the same as `synchronous=FULL`: an answered write is on stable storage. A
+ * process crash between COMMIT and the fsync loses nothing either (the frames are in the page
+ * cache); only power loss can drop a commit whose callers were never answered.
+ *
+ * @module
+ */
+
+import { TegamiError } from "../errors.ts";
+
+interface Waiter {
+  seq: number;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** Tracks commits and makes them durable with shared, asynchronous fsyncs of one file. */
+export class WalSync {
+  readonly #path: string;
+  #file: Deno.FsFile | null = null;
+  #committed = 0;
+  #synced = 0;
+  #syncing = false;
+  #waiters: Waiter[] = [];
+  #syncs = 0;
+
+  /** Syncs the file at `path` (the `-wal` file; opened on first use, once it exists). */
+  constructor(path: string) {
+    this.#path = path;
+  }
+
+  /** Records that a commit finished; call right after COMMIT returns. */
+  committed(): void {
+    this.#committed++;
+  }
+
+  /** fsyncs done so far. */
+  get syncs(): number {
+    return this.#syncs;
+  }
+
+  /** Resolves once every commit recorded so far is on stable storage. */
+  durable(): Promise<void> {
+    const seq = this.#committed;
+    if (this.#synced >= seq) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.#waiters.push({ seq, resolve, reject });
+      this.#kick();
+    });
+  }
+
+  /** True while a sync runs or callers wait for one. */
+  get busy(): boolean {
+    return this.#syncing || this.#waiters.length > 0;
+  }
+
+  /** Waits for pending syncs and closes the file. */
+  async close(): Promise<void> {
+    while (this.busy) await new Promise((resolve) => setTimeout(resolve, 1));
+    this.#file?.close();
+    this.#file = null;
+  }
+
+  #kick(): void {
+    if (this.#syncing) return; // the running sync re-checks the waiters when it ends
+    this.#syncing = true;
+    const target = this.#committed;
+    this.#sync().then(
+      () => {
+        this.#syncs++;
+        this.#synced = Math.max(this.#synced, target);
+        this.#syncing = false;
+        const waiting = this.#waiters;
+        this.#waiters = [];
+        for (const w of waiting) {
+          if (w.seq <= this.#synced) w.resolve();
+          else this.#waiters.push(w);
+        }
+        if (this.#waiters.length > 0) this.#kick();
+      },
+      (error) => {
+        this.#syncing = false;
+        const waiting = this.#waiters;
+        this.#waiters = [];
+        const failure = new TegamiError(
+          "unavailable",
+          "Cannot make the write durable: fsync of the write-ahead log failed; retry later",
+          { cause: error },
+        );
+        for (const w of waiting) w.reject(failure);
+      },
+    );
+  }
+
+  async #sync(): Promise<void> {
+    this.#file ??= await Deno.open(this.#path, { read: true });
+    await this.#file.syncData();
+  }
+}
