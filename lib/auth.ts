@@ -34,6 +34,8 @@ export interface Principal {
   allows(scope: Scope): boolean;
   /** Whether this principal may use `queue` according to its queue globs. */
   allowsQueue(queue: string): boolean;
+  /** True when its queue globs leave some queues out: then what spans all queues is closed to it. */
+  readonly limited: boolean;
 }
 
 const SCOPES: readonly Scope[] = ["produce", "consume", "admin"];
@@ -54,11 +56,18 @@ class TokenPrincipal implements Principal {
   readonly name: string;
   readonly scopes: ReadonlySet<Scope>;
   readonly #queues: readonly RegExp[] | null;
+  readonly limited: boolean;
 
-  constructor(name: string, scopes: ReadonlySet<Scope>, queues: readonly RegExp[] | null) {
+  constructor(
+    name: string,
+    scopes: ReadonlySet<Scope>,
+    queues: readonly RegExp[] | null,
+    limited: boolean,
+  ) {
     this.name = name;
     this.scopes = scopes;
     this.#queues = queues;
+    this.limited = limited;
   }
 
   allows(scope: Scope): boolean {
@@ -72,7 +81,7 @@ class TokenPrincipal implements Principal {
 
 /** The principal used when auth is off: "anonymous", every scope, every queue. */
 export const OPEN_ACCESS: Principal = Object.freeze(
-  new TokenPrincipal("anonymous", new Set(SCOPES), null),
+  new TokenPrincipal("anonymous", new Set(SCOPES), null, false),
 );
 
 interface Entry {
@@ -138,7 +147,10 @@ function parseEntry(raw: unknown, index: number): { name: string; entry: Entry }
   for (const [i, scope] of scopes.entries()) {
     if (typeof scope !== "string") fail(`${label} scopes[${i}] must be a string`);
     if (!(SCOPES as readonly string[]).includes(scope)) {
-      fail(`${label} has unknown scope ${JSON.stringify(scope)}; use ${SCOPES.join(", ")}`);
+      // Echo a typo ("consumer"), but nothing as long as a token: a token pasted into the
+      // wrong field must not end up in the startup error (found by log_secrets_test.ts).
+      const shown = scope.length < MIN_TOKEN_LENGTH ? ` ${JSON.stringify(scope)}` : "";
+      fail(`${label} has unknown scope${shown} in scopes[${i}]; use ${SCOPES.join(", ")}`);
     }
     if (scopeSet.has(scope as Scope)) fail(`${label} lists scope "${scope}" twice`);
     scopeSet.add(scope as Scope);
@@ -159,7 +171,9 @@ function parseEntry(raw: unknown, index: number): { name: string; entry: Entry }
     });
   }
 
-  const principal = Object.freeze(new TokenPrincipal(name, scopeSet, queues));
+  // A glob of stars alone matches every queue, so a list holding one limits nothing.
+  const limited = Array.isArray(globs) && !globs.some((glob) => /^\*+$/.test(glob));
+  const principal = Object.freeze(new TokenPrincipal(name, scopeSet, queues, limited));
   return { name, entry: { digest, principal } };
 }
 

@@ -144,6 +144,14 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
     "WebSocket ping interval; two unanswered pings close the connection",
     { min: 10, max: HOUR },
   ),
+  flag(
+    "unsafe-fault",
+    "enum",
+    null,
+    "TEST ONLY, never in production: breaks the server on purpose (ack-before-commit answers " +
+      "writes before COMMIT; any-token lets an ack present any lease token)",
+    { choices: ["ack-before-commit", "any-token"], placeholder: "FAULT" },
+  ),
 ];
 
 /** The settings of `tegami serve`, validated; sizes in bytes, durations in ms. */
@@ -188,6 +196,11 @@ export interface ServeConfig {
   tlsKey: string | null;
   /** WebSocket ping interval in ms. */
   pingIntervalMs: number;
+  /**
+   * TEST ONLY: a fault the server commits on purpose (see the `unsafe-fault` flag), or null.
+   * The server logs a loud warning line at startup when it is set.
+   */
+  unsafeFault: "ack-before-commit" | "any-token" | null;
 }
 
 /** Every flag shared by the client subcommands (`enqueue`, `stats`, `job`, `dead`). */
@@ -490,6 +503,7 @@ export function resolveServeConfig(
     tlsCert,
     tlsKey,
     pingIntervalMs: get("ping-interval").value as number,
+    unsafeFault: get("unsafe-fault").value as ServeConfig["unsafeFault"],
   };
 }
 

@@ -1,6 +1,19 @@
 /**
- * Logs: one line per event that matters, `pretty` for people or `json` for machines. Callers
- * pass structured fields; never a token or a payload.
+ * Logs: one line per event that matters, `pretty` for people or `json` for machines (one JSON
+ * object per line with `time`, `level`, `msg` and the fields). Callers pass structured fields;
+ * never a token or a payload.
+ *
+ * As a safety net, fields whose name says they hold a secret or user data (`token`,
+ * `authorization`, `payload`, …) are written as `[redacted]`, and every line is kept to one
+ * line: a newline inside a message cannot forge a second entry.
+ *
+ * What is logged, and at which level:
+ *
+ * - info: startup (address, database, sync mode, engine and version, auth on or off), shutdown,
+ *   queue paused or resumed, dead letters requeued, a job cancelled or removed by hand.
+ * - warn: a WebSocket connection cut by the server (failed auth, too slow, oversized frame).
+ * - error: every 5xx answer with its cause, failures of background work (timers, sweeps, the
+ *   dashboard feed, releasing a closed connection's leases).
  *
  * @module
  */
@@ -42,6 +55,26 @@ export interface LoggerOptions {
   now?: () => number;
 }
 
+/** Field names never written as they are (compared lowercase). */
+const REDACTED: ReadonlySet<string> = new Set([
+  "token",
+  "tokens",
+  "authorization",
+  "password",
+  "secret",
+  "payload",
+  "checkpoint",
+  "result",
+  "data",
+]);
+
+function safeValue(
+  name: string,
+  value: string | number | boolean | null,
+): string | number | boolean | null {
+  return REDACTED.has(name.toLowerCase()) ? "[redacted]" : value;
+}
+
 function prettyValue(value: string | number | boolean | null): string {
   if (typeof value === "string" && /^[^\s"=]+$/.test(value)) return value;
   return JSON.stringify(value);
@@ -60,12 +93,16 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     if (RANK[level] < min) return;
     const time = new Date(now()).toISOString();
     if (format === "json") {
-      write(JSON.stringify({ time, level, msg: message, ...fields }));
+      const entry: Record<string, unknown> = { time, level, msg: message };
+      for (const [name, value] of Object.entries(fields)) {
+        if (value !== undefined && !(name in entry)) entry[name] = safeValue(name, value);
+      }
+      write(JSON.stringify(entry));
       return;
     }
-    let line = `${time} ${level.toUpperCase().padEnd(5)} ${message}`;
+    let line = `${time} ${level.toUpperCase().padEnd(5)} ${message.replace(/[\r\n]+/g, " ")}`;
     for (const [name, value] of Object.entries(fields)) {
-      if (value !== undefined) line += ` ${name}=${prettyValue(value)}`;
+      if (value !== undefined) line += ` ${name}=${prettyValue(safeValue(name, value))}`;
     }
     write(line);
   };

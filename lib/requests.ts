@@ -157,6 +157,11 @@ export function parseJob(
     if (!body.key.isWellFormed()) {
       throw invalid(prefix + "key", "expected well-formed Unicode (it holds a lone surrogate)");
     }
+    // Nor can a NUL: SQLite keeps it, but reads the text back cut at the first one, so the
+    // key shown and delivered would differ from the key stored (found by fuzz_http_test.ts).
+    if (body.key.includes("\u0000")) {
+      throw invalid(prefix + "key", "expected no NUL (U+0000) characters");
+    }
     if (utf8Length(body.key) > MAX_KEY_BYTES) {
       throw invalid(prefix + "key", `longer than ${MAX_KEY_BYTES} bytes`);
     }
@@ -262,9 +267,12 @@ export function parseNack(
   let error: string | null = null;
   if (has(body, "error") && body.error !== null) {
     if (typeof body.error !== "string") throw invalid("error", "expected a string");
-    error = body.error.length > MAX_ERROR_CHARS
+    const cut = body.error.length > MAX_ERROR_CHARS
       ? body.error.slice(0, MAX_ERROR_CHARS) + "…[cut]"
       : body.error;
+    // Stored as SQLite text, which is read back cut at a NUL and turns a lone surrogate into
+    // U+FFFD: make both U+FFFD here so the error kept is exactly the one recorded, whole.
+    error = cut.replaceAll("\u0000", "\uFFFD").toWellFormed();
   }
   if (has(body, "dead") && typeof body.dead !== "boolean") {
     throw invalid("dead", "expected true or false");

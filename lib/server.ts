@@ -13,10 +13,12 @@ import type { ServeConfig } from "./config.ts";
 import { DASHBOARD_HTML } from "./dashboard_page.ts";
 import { retryDelayMs } from "./backoff.ts";
 import { createApi, describeCause } from "./http/api.ts";
+import { eventStreamResponse } from "./http/event_stream.ts";
+import { LiveFeed } from "./live_feed.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { ServerMetrics } from "./server_metrics.ts";
 import { SqliteStore } from "./store/sqlite_store.ts";
-import { Connection } from "./ws/connection.ts";
+import { CLOSE, Connection, type SocketLike } from "./ws/connection.ts";
 import { upgradeToWebSocket } from "./ws/deno_socket.ts";
 import { originAllowed } from "./ws/origin.ts";
 import { TegamiError } from "./errors.ts";
@@ -63,6 +65,7 @@ function openStore(config: ServeConfig, metrics: ServerMetrics): Store {
     path: config.db,
     sync: config.sync,
     onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
+    unsafeFault: config.unsafeFault,
     policy: {
       defaultLeaseMs: config.leaseMs,
       retryDelayMs: (attempt, own) => retryDelayMs(attempt, own ?? backoff),
@@ -92,6 +95,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       );
     }
     tokens = TokenSet.parse(text);
+  }
+  if (config.unsafeFault !== null) {
+    // Logged at error level, which no --log-level hides: this server must never pass unnoticed.
+    log.error(
+      `UNSAFE FAULT "${config.unsafeFault}" IS ON: this server breaks its guarantees on purpose ` +
+        "(test only); acknowledged writes may be lost or stale tokens accepted",
+      { fault: config.unsafeFault },
+    );
   }
   const metrics = new ServerMetrics();
   const store = openStore(config, metrics);
@@ -133,7 +144,25 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ),
       );
     }
-    return upgradeToWebSocket(request, config.pingIntervalMs, (socket) => {
+    return upgradeToWebSocket(request, config.pingIntervalMs, (raw) => {
+      const socket: SocketLike = {
+        send: (text) => raw.send(text),
+        close: (code, reason) => {
+          // The server cuts a connection for failing auth, reading too slowly or an oversized
+          // frame: worth a look. Closes for shutdown (1001) are not.
+          if (code === CLOSE.policy || code === CLOSE.tooBig) {
+            log.warn("WebSocket connection closed by the server", {
+              code,
+              reason,
+              client: principal?.name,
+            });
+          }
+          raw.close(code, reason);
+        },
+        get bufferedAmount() {
+          return raw.bufferedAmount;
+        },
+      };
       const connection: Connection = new Connection(socket, {
         broker,
         clock,
@@ -156,6 +185,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await store.close();
     throw error;
   }
+  const feed = new LiveFeed({
+    clock,
+    version: options.version,
+    sources: {
+      stats: () => broker.stats(),
+      consumers: (queue) => broker.consumerCount(queue),
+      totals: () => metrics.queueTotals(),
+      connections: () => connections.size,
+    },
+    onError: (error) => log.error("Background live feed failed", { cause: describeCause(error) }),
+  });
+  feed.start();
   const api = createApi({
     broker,
     clock,
@@ -165,6 +206,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     upgrade,
     accepting: () => accepting,
     dashboard: DASHBOARD_HTML,
+    events: (principal) => eventStreamResponse(feed, (queue) => principal.allowsQueue(queue)),
     metrics: async () =>
       metrics.render({
         queues: await broker.stats(),
@@ -191,6 +233,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ...tls,
     }, api);
   } catch (error) {
+    feed.close();
     broker.close();
     await store.close();
     throw new Error(
@@ -217,6 +260,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       accepting = false;
       broker.close();
       for (const connection of [...connections]) connection.shutdown();
+      // Event streams never end by themselves: end them, or shutdown() would wait for ever.
+      feed.close();
       await listening.shutdown();
       await store.close();
       log.info("tegami stopped: database closed cleanly");

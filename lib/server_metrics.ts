@@ -24,10 +24,26 @@ export interface ScrapeInput {
   files: { database: number; wal: number } | null;
 }
 
+/** One queue's job counters since the server started (the dashboard's throughput). */
+export interface QueueTotals {
+  /** The queue. */
+  queue: string;
+  /** Jobs stored by enqueues. */
+  enqueued: number;
+  /** Deliveries (leases taken). */
+  delivered: number;
+  /** Jobs completed by an ack. */
+  acked: number;
+  /** Deliveries that ended in a nack, an expired lease or the dead letters. */
+  failed: number;
+}
+
 /** Every metric tegami exports. */
 export class ServerMetrics implements BrokerObserver {
   readonly #registry = new Registry();
   #scrape: ScrapeInput | null = null;
+  /** Queues with any counter moved since start, for {@linkcode ServerMetrics.queueTotals}. */
+  readonly #seen = new Set<string>();
   readonly #enqueued: Counter;
   readonly #deduplicated: Counter;
   readonly #delivered: Counter;
@@ -151,18 +167,21 @@ export class ServerMetrics implements BrokerObserver {
 
   /** @inheritdoc */
   enqueued(queue: string, created: number, deduplicated: number): void {
+    this.#seen.add(queue);
     if (created > 0) this.#enqueued.inc([queue], created);
     if (deduplicated > 0) this.#deduplicated.inc([queue], deduplicated);
   }
 
   /** @inheritdoc */
   delivered(queue: string, waitedMs: number[]): void {
+    this.#seen.add(queue);
     this.#delivered.inc([queue], waitedMs.length);
     for (const ms of waitedMs) this.#waited.observe([queue], ms / 1000);
   }
 
   /** @inheritdoc */
   settled(queue: string, outcome: Outcome, heldMs: number | null): void {
+    this.#seen.add(queue);
     this.#outcomes[outcome].inc([queue]);
     if (heldMs !== null) this.#held.observe([queue], heldMs / 1000);
   }
@@ -181,6 +200,21 @@ export class ServerMetrics implements BrokerObserver {
     }
     this.#batch.observe([], size);
     this.#commit.observe([], ms / 1000);
+  }
+
+  /** The job counters of every queue that has moved since start (read from memory, cheap). */
+  queueTotals(): QueueTotals[] {
+    const o = this.#outcomes;
+    return [...this.#seen].map((queue) => {
+      const q = [queue];
+      return {
+        queue,
+        enqueued: this.#enqueued.get(q),
+        delivered: this.#delivered.get(q),
+        acked: o.acked.get(q),
+        failed: o.nacked.get(q) + o.expired.get(q) + o.dead.get(q),
+      };
+    });
   }
 
   /** The Prometheus text for a scrape. */

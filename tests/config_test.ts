@@ -130,6 +130,7 @@ Deno.test("resolveServeConfig() fills every default", () => {
     tlsCert: null,
     tlsKey: null,
     pingIntervalMs: 10_000,
+    unsafeFault: null,
   };
   assert.deepEqual(resolveServeConfig([], {}), expected);
 });
@@ -180,6 +181,7 @@ Deno.test("resolveServeConfig() reads every flag from its env var", () => {
     TEGAMI_TLS_CERT: "cert.pem",
     TEGAMI_TLS_KEY: "key.pem",
     TEGAMI_PING_INTERVAL: "2s",
+    TEGAMI_UNSAFE_FAULT: "any-token",
   };
   assert.deepEqual(Object.keys(env).sort(), SERVE_FLAGS.map((s) => s.env).sort());
   assert.deepEqual(resolveServeConfig([], env), {
@@ -203,6 +205,7 @@ Deno.test("resolveServeConfig() reads every flag from its env var", () => {
     tlsCert: "cert.pem",
     tlsKey: "key.pem",
     pingIntervalMs: 2000,
+    unsafeFault: "any-token",
   });
 });
 

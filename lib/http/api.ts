@@ -47,6 +47,8 @@ export interface ApiOptions {
   metrics: () => Promise<string>;
   /** The dashboard page's HTML. */
   dashboard: string;
+  /** The live feed as an event stream for `GET /v1/events`, for a caller seeing some queues. */
+  events?: (principal: Principal) => Response;
   /** Handles `GET /v1/ws` once the caller is authenticated (or auth is left to the first frame). */
   upgrade?: (request: Request, principal: Principal | null) => Response;
   /** Sees every answered request (route pattern, status, duration). */
@@ -207,6 +209,12 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         const id = jobId(ctx.params[0]);
         await jobAccess(ctx, id);
         const out = await broker.cancel(id);
+        log.info(out.removed ? "Job removed" : "Job cancelled", {
+          id,
+          queue: out.queue,
+          state: out.state,
+          by: ctx.principal.name,
+        });
         return json(200, { id, state: out.state, removed: out.removed });
       },
     },
@@ -239,6 +247,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       handle: async (ctx) => {
         parseEmpty(await body(ctx));
         await broker.setPaused(ctx.params[0], true);
+        log.info("Queue paused", { queue: ctx.params[0], by: ctx.principal.name });
         return json(200, { name: ctx.params[0], paused: true });
       },
     },
@@ -249,6 +258,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       handle: async (ctx) => {
         parseEmpty(await body(ctx));
         await broker.setPaused(ctx.params[0], false);
+        log.info("Queue resumed", { queue: ctx.params[0], by: ctx.principal.name });
         return json(200, { name: ctx.params[0], paused: false });
       },
     },
@@ -269,7 +279,23 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       access: "admin",
       handle: async (ctx) => {
         const { ids } = parseRequeue(await body(ctx));
-        return json(200, { requeued: await broker.requeueDead(ctx.params[0], ids) });
+        const requeued = await broker.requeueDead(ctx.params[0], ids);
+        log.info("Dead letters requeued", {
+          queue: ctx.params[0],
+          requeued,
+          asked: ids === null ? "all" : ids.length,
+          by: ctx.principal.name,
+        });
+        return json(200, { requeued });
+      },
+    },
+    {
+      method: "GET",
+      path: ["v1", "events"],
+      access: "read",
+      handle: (ctx) => {
+        if (options.events === undefined) throw notFound(ctx.request, ctx.url);
+        return options.events(ctx.principal);
       },
     },
     {
@@ -300,10 +326,19 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       method: "GET",
       path: ["metrics"],
       access: "admin",
-      handle: async () =>
-        new Response(await options.metrics(), {
+      handle: async (ctx) => {
+        // The metrics name and count every queue; GET /v1/queues hides the others from a token
+        // limited to some queues, so /metrics must not show them either.
+        if (ctx.principal.limited) {
+          throw new TegamiError(
+            "forbidden",
+            `Cannot read the metrics with token "${ctx.principal.name}": it is limited to some queues`,
+          );
+        }
+        return new Response(await options.metrics(), {
           headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
-        }),
+        });
+      },
     },
     {
       method: "GET",

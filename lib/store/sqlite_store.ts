@@ -43,7 +43,17 @@ export interface SqliteStoreOptions {
   policy: StorePolicy;
   /** Sees every commit (batch size, duration, failure). */
   onCommit?: CommitObserver;
+  /**
+   * TEST ONLY, breaks the store on purpose so the crash campaign can prove its checker fails:
+   * `ack-before-commit` answers writes before COMMIT and commits up to 500 ms later;
+   * `any-token` lets ack complete a leased job whatever token (and expiry) it presents.
+   * @default null
+   */
+  unsafeFault?: "ack-before-commit" | "any-token" | null;
 }
+
+/** How long `ack-before-commit` keeps answered writes uncommitted, ms. */
+const UNSAFE_COMMIT_DELAY_MS = 500;
 
 interface JobRow {
   id: number;
@@ -128,6 +138,7 @@ export class SqliteStore implements Store {
     commit_ms: 0,
   };
   readonly #s: ReturnType<typeof prepare>;
+  readonly #anyToken: boolean;
   /** The engine and its version. */
   readonly engine: string;
 
@@ -145,6 +156,7 @@ export class SqliteStore implements Store {
       : new WalSync(`${options.path}-wal`);
     const observer = options.onCommit;
     this.#s = prepare(db);
+    this.#anyToken = options.unsafeFault === "any-token";
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
     this.#commits = new GroupCommit(this.#transactor(), (size, ms, error) => {
       if (error === null) {
@@ -158,6 +170,10 @@ export class SqliteStore implements Store {
         stats.batch_histogram[bucket]++;
       }
       observer?.(size, ms, error);
+    }, {
+      unsafeAnswerBeforeCommitMs: options.unsafeFault === "ack-before-commit"
+        ? UNSAFE_COMMIT_DELAY_MS
+        : 0,
     });
     for (const row of this.#s.countAll.all() as { queue: string; state: JobState; n: number }[]) {
       this.#countsOf(row.queue)[row.state] = row.n;
@@ -328,13 +344,17 @@ export class SqliteStore implements Store {
     now: number,
   ): Promise<{ id: number; queue: string }> {
     return this.#write(() => {
-      const row = this.#s.ack.get(result, now, id, token, now) as { queue: string } | undefined;
+      const row = (this.#anyToken
+        ? this.#s.unsafeAckAnyToken.get(result, now, id)
+        : this.#s.ack.get(result, now, id, token, now)) as { queue: string } | undefined;
       if (row !== undefined) {
         this.#moves.push([row.queue, "leased", "done"]);
         return { id, queue: row.queue };
       }
       const job = this.#row(id);
-      if (job.state === "done" && job.lease_token === token) return { id, queue: job.queue }; // a repeated ack
+      if (job.state === "done" && job.lease_token === token) {
+        return { id, queue: job.queue }; // a repeated ack
+      }
       throw leaseLost(id, "ack");
     });
   }
@@ -671,6 +691,10 @@ function prepare(db: DatabaseSync) {
       `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
        WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?
        RETURNING queue`,
+    ),
+    unsafeAckAnyToken: p(
+      `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
+       WHERE id = ? AND state = 'leased' RETURNING queue`,
     ),
     byId: p("SELECT * FROM jobs WHERE id = ?"),
     toDead: p(

@@ -187,6 +187,11 @@ export class Connection implements LeaseHolder {
       try {
         text = new TextDecoder("utf-8", { fatal: true }).decode(data);
       } catch {
+        // Before auth, nothing but a good auth frame is taken: garbage too ends the socket.
+        if (this.#principal === null) {
+          this.#refuseUnauthenticated(undefined);
+          return;
+        }
         this.#send(
           errorFrame(
             undefined,
@@ -236,7 +241,14 @@ export class Connection implements LeaseHolder {
           this.#o.log.error("WebSocket frame failed", { op: frame.op, cause: String(error) });
         }
         this.#send(errorFrame(frame.ref, failure));
-        if (frame.op === "auth") this.#close(CLOSE.policy, "authentication failed", true);
+        // A wrong token ends the session; so does any failed auth before one succeeded. A
+        // malformed auth frame on a socket already authenticated (or with auth off) is just
+        // a malformed frame: an error reply, never a dropped connection.
+        if (
+          frame.op === "auth" && (failure.code === "unauthorized" || this.#principal === null)
+        ) {
+          this.#close(CLOSE.policy, "authentication failed", true);
+        }
       },
     ).finally(() => this.#pending--);
   }

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { TegamiError } from "../errors.ts";
 import type { Connection, SocketLike } from "./connection.ts";
 
 /** Upgrades `request`; `connect` builds the protocol state for the socket. */
@@ -15,9 +16,18 @@ export function upgradeToWebSocket(
   pingIntervalMs: number,
   connect: (socket: SocketLike) => Connection,
 ): Response {
-  const { socket, response } = Deno.upgradeWebSocket(request, {
-    idleTimeout: pingIntervalMs / 1000,
-  });
+  let upgraded: { socket: WebSocket; response: Response };
+  try {
+    upgraded = Deno.upgradeWebSocket(request, { idleTimeout: pingIntervalMs / 1000 });
+  } catch (error) {
+    // The runtime refuses a handshake without `Connection: Upgrade` or `Sec-WebSocket-Key`:
+    // the client's malformed request, not a server fault (found by fuzz_http_test.ts).
+    throw new TegamiError(
+      "validation_failed",
+      `Cannot upgrade: not a valid WebSocket handshake (${(error as Error).message.slice(0, 100)})`,
+    );
+  }
+  const { socket, response } = upgraded;
   socket.binaryType = "arraybuffer";
   const connection = connect({
     send: (text) => socket.send(text),

@@ -203,6 +203,11 @@ export class RawWs implements AsyncDisposable {
     return new RawWs(wire);
   }
 
+  /** Writes bytes as they are, framed or not (protocol fuzzing). */
+  async writeRaw(bytes: Uint8Array): Promise<void> {
+    await this.#wire.write(bytes);
+  }
+
   /** Sends one masked frame. */
   async sendFrame(opcode: number, payload: Uint8Array, fin = true): Promise<void> {
     const n = payload.length;

@@ -1,0 +1,583 @@
+/**
+ * The crash campaign: a real server (`main.ts serve` in a child process) under load from HTTP
+ * producers and WebSocket consumers, disrupted again and again — SIGKILLed and restarted on the
+ * same file, or SIGSTOPped and SIGCONTed — with every operation recorded in a
+ * {@linkcode History}. After the last disruption the queue is drained, the server stopped
+ * cleanly, and the database read with `node:sqlite`; then {@linkcode check} judges the history.
+ *
+ * Producers send single jobs and small batches, half of them with a dedup key; a connection
+ * error or timeout is an unknown outcome, and the same jobs are sent again until a definite
+ * answer (a keyed job then deduplicates; an unkeyed one may be stored twice, which is allowed).
+ * Consumers — over a WebSocket, and a few over HTTP long-polls — take jobs with short leases
+ * and, per delivery, ack after a short random work time, nack, never answer, work past their
+ * lease, send a forged token first, or (WebSocket) drop their socket.
+ *
+ * @module
+ */
+
+import { DatabaseSync } from "node:sqlite";
+import { type ServerProcess, spawnServer } from "../helpers/process_server.ts";
+import { check, type CheckReport } from "./checker.ts";
+import { type Event, History, payloadFor, payloadIntact, type SentJob } from "./history.ts";
+
+/**
+ * How the server is disrupted: SIGKILL and restart, SIGTERM (a graceful stop under load) and
+ * restart, SIGSTOP and SIGCONT, or a random mix (70% kill, 15% each of the others).
+ */
+export type Disruption = "kill" | "term" | "pause" | "mixed";
+
+/** Options of {@linkcode runCampaign}. */
+export interface CampaignOptions {
+  /** How many times the server is disrupted. */
+  cycles: number;
+  /** How the server is disrupted. @default "kill" */
+  disruption?: Disruption;
+  /** How long the server runs under load before each disruption, ms (uniform). @default [250, 1000] */
+  upMs?: [number, number];
+  /** How long a SIGSTOP lasts, ms. @default [200, 1500] */
+  pauseMs?: [number, number];
+  /** HTTP producers. @default 4 */
+  producers?: number;
+  /** WebSocket consumers. @default 4 */
+  consumers?: number;
+  /** HTTP consumers: long-poll leases, HTTP acks and nacks. @default 1 */
+  pollers?: number;
+  /** Subscription lease length per consumer, ms (uniform). @default [300, 1000] */
+  leaseMs?: [number, number];
+  /** Value of `--unsafe-fault` (a positive control), or null. @default null */
+  fault?: string | null;
+  /** More `serve` flags. @default [] */
+  serverArgs?: string[];
+  /** Seed of the random choices (timings still vary). @default Date.now() */
+  seed?: number;
+  /** The database file; a temp dir is made (and removed) when absent. */
+  db?: string;
+  /** The queue the campaign uses. @default "torture" */
+  queue?: string;
+  /** How long the final drain may take, ms. @default 60_000 */
+  drainTimeoutMs?: number;
+  /** Stops the disruptions early (the drain and check still run). */
+  signal?: AbortSignal;
+  /** Progress lines. @default none */
+  log?: (line: string) => void;
+}
+
+/** What a campaign did and found. */
+export interface CampaignResult {
+  /** Every event. */
+  history: Event[];
+  /** The checker's verdict. */
+  report: CheckReport;
+  /** Disruptions carried out. */
+  cycles: number;
+  /** Wall time, ms. */
+  wallMs: number;
+  /** Whether the final SIGTERM stopped the server with exit code 0. */
+  cleanExit: boolean;
+  /** The server's stderr of its last run. */
+  lastStderr: string;
+}
+
+/** A small seeded PRNG (mulberry32). */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** How a settle ended: answered ok, answered an error, no answer, or not sent at all. */
+type Settled = "ok" | "fail" | "info" | "none";
+
+/** Sends an ack or nack for a consumer and answers how it ended. */
+type Settle = (
+  kind: "ack" | "nack",
+  id: number,
+  token: string,
+  forged: boolean,
+) => Promise<Settled>;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** How long one HTTP request may take before its outcome counts as unknown, ms. */
+const REQUEST_TIMEOUT_MS = 5000;
+
+/** Runs a campaign; see the module doc. */
+export async function runCampaign(options: CampaignOptions): Promise<CampaignResult> {
+  const started = Date.now();
+  const random = seededRandom(options.seed ?? started);
+  const between = ([low, high]: [number, number]) => low + random() * (high - low);
+  const log = options.log ?? (() => {});
+  const queue = options.queue ?? "torture";
+  const ownDir = options.db === undefined
+    ? await Deno.makeTempDir({ prefix: "tegami-torture-" })
+    : null;
+  const db = options.db ?? `${ownDir}/tegami.db`;
+  const history = new History();
+  const args = ["--db", db, ...(options.serverArgs ?? [])];
+  if (options.fault) args.push("--unsafe-fault", options.fault);
+
+  // ---- the server ----
+  let server: ServerProcess | null = null;
+  let url = "";
+  let epoch = 0;
+  const start = async () => {
+    server = await spawnServer(args);
+    url = server.url;
+    history.add({ type: "server_start", epoch: ++epoch });
+  };
+
+  // ---- producers ----
+  let producing = true;
+  const enqueue = async (jobs: SentJob[], batch: boolean) => {
+    const toJob = (job: SentJob) => ({
+      payload: payloadFor(job.uid),
+      ...(job.keyed ? { key: job.uid } : {}),
+      max_attempts: 1000,
+    });
+    const body = JSON.stringify(batch ? { jobs: jobs.map(toJob) } : toJob(jobs[0]));
+    for (;;) {
+      const op = history.nextOp();
+      history.add({ type: "enqueue", op, jobs, batch });
+      try {
+        const response = await fetch(`${url}/v1/queues/${queue}/jobs`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
+        const text = await response.text();
+        if (response.ok) {
+          const answer = JSON.parse(text);
+          const results = (batch ? answer.jobs : [answer]) as {
+            id: number;
+            deduplicated: boolean;
+          }[];
+          history.add({
+            type: "enqueue_ok",
+            op,
+            results: results.map(({ id, deduplicated }) => ({ id, deduplicated })),
+          });
+          return;
+        }
+        let code = "";
+        try {
+          code = JSON.parse(text).error.code;
+        } catch {
+          code = text.slice(0, 80);
+        }
+        history.add({ type: "enqueue_fail", op, status: response.status, code });
+        if (response.status !== 503) return; // a definite refusal; the checker reports it
+      } catch (error) {
+        history.add({ type: "enqueue_info", op, error: String(error).slice(0, 120) });
+      }
+      await sleep(20 + random() * 80);
+    }
+  };
+  const producer = async (p: number) => {
+    let n = 0;
+    while (producing) {
+      const size = random() < 0.2 ? 2 + Math.floor(random() * 4) : 1;
+      const jobs = Array.from({ length: size }, () => ({
+        uid: `${queue}/p${p}/${n++}`,
+        keyed: random() < 0.5,
+      }));
+      await enqueue(jobs, size > 1 || random() < 0.1);
+      await sleep(2 + random() * 18);
+    }
+  };
+
+  // ---- consumers ----
+  let draining = false;
+  let consuming = true;
+  let connSeq = 0;
+  /** Handlers still working, across every consumer. */
+  let working = 0;
+
+  /**
+   * Plays out one delivery: never answer (4%), nack (8%), work past the lease (5%), else ack
+   * after 0–30 ms; 3% send a forged token first; half the acks without an answer are sent
+   * again. While draining: ack at once.
+   */
+  const handle = async (
+    id: number,
+    token: string,
+    leaseMs: number,
+    settle: Settle,
+  ) => {
+    working++;
+    try {
+      const r = random();
+      if (!draining && r < 0.04) return; // never answered: the lease runs out
+      const nack = !draining && r < 0.12;
+      const slow = !draining && r >= 0.12 && r < 0.17;
+      await sleep(
+        draining ? random() * 5 : slow ? leaseMs * (0.9 + random() * 0.7) : random() * 30,
+      );
+      if (!draining && random() < 0.03) {
+        await settle("ack", id, crypto.randomUUID().replaceAll("-", ""), true);
+      }
+      const outcome = await settle(nack ? "nack" : "ack", id, token, false);
+      // An ack without an answer is sent again with the same token, as the client library
+      // does after a reconnect: if the first was committed, the server answers the same ok.
+      if (outcome === "info" && !nack && random() < 0.5) await settle("ack", id, token, false);
+    } finally {
+      working--;
+    }
+  };
+
+  /** Records a job frame or a leased job (the same shape over HTTP and WebSocket). */
+  const delivered = (conn: number, job: Record<string, unknown>) => {
+    const lease = job.lease as { token: string; expires_at: number };
+    const payload = job.payload as { uid?: unknown };
+    history.add({
+      type: "deliver",
+      conn,
+      id: job.id as number,
+      uid: typeof payload?.uid === "string" ? payload.uid : "?",
+      token: lease.token,
+      attempt: job.attempt as number,
+      expires_at: lease.expires_at,
+      payload_ok: payloadIntact(payload),
+    });
+    return lease;
+  };
+
+  /** An HTTP consumer: long-polls for jobs and settles them over HTTP. */
+  const poller = async (index: number) => {
+    const conn = -(index + 1); // a pseudo-connection: HTTP has no socket whose loss frees leases
+    const leaseMs = Math.round(between(options.leaseMs ?? [300, 1000]));
+    const post = (path: string, body: unknown) =>
+      fetch(`${url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+    const settle: Settle = async (kind, id, token, forged) => {
+      const op = history.nextOp();
+      history.add({ type: "settle", op, conn, kind, id, token, forged });
+      const body: Record<string, unknown> = { token };
+      if (kind === "nack") {
+        body.delay_ms = Math.floor(random() * 100);
+        body.error = "torture nack";
+      }
+      try {
+        const response = await post(`/v1/jobs/${id}/${kind}`, body);
+        const answer = await response.json();
+        if (response.ok) {
+          history.add({ type: "settle_ok", op, state: String(answer.state) });
+          return "ok";
+        }
+        history.add({ type: "settle_fail", op, code: String(answer?.error?.code) });
+        return "fail";
+      } catch (error) {
+        history.add({ type: "settle_info", op, error: String(error).slice(0, 120) });
+        return "info";
+      }
+    };
+    let mine = 0;
+    while (consuming) {
+      if (mine >= 10) {
+        await sleep(10);
+        continue;
+      }
+      let jobs: Record<string, unknown>[] = [];
+      try {
+        const response = await post(`/v1/queues/${queue}/leases`, {
+          max: 1 + Math.floor(random() * 5),
+          wait_ms: 300,
+          lease_ms: leaseMs,
+        });
+        const answer = await response.json();
+        if (response.ok) jobs = answer.jobs;
+      } catch {
+        // A lost answer may have leased jobs no one saw: they come back when the lease ends.
+        await sleep(50 + random() * 100);
+        continue;
+      }
+      for (const job of jobs) {
+        const lease = delivered(conn, job);
+        mine++;
+        handle(job.id as number, lease.token, leaseMs, settle).finally(() => mine--);
+      }
+    }
+  };
+  const consumers: ConsumerActor[] = [];
+  class ConsumerActor {
+    readonly index: number;
+    readonly leaseMs: number;
+    readonly prefetch: number;
+    socket: WebSocket | null = null;
+    conn = 0;
+    /** Set by stop(): the last close is ours, not a loss. */
+    stopping = false;
+    readonly #waiting = new Map<number, (outcome: Settled) => void>();
+    #loop: Promise<void> | null = null;
+
+    constructor(index: number) {
+      this.index = index;
+      this.leaseMs = Math.round(between(options.leaseMs ?? [300, 1000]));
+      this.prefetch = 1 + Math.floor(random() * 10);
+    }
+
+    /** Settles still waiting for an answer. */
+    get busy(): number {
+      return this.#waiting.size;
+    }
+
+    run(): void {
+      this.#loop = (async () => {
+        while (consuming) {
+          await this.#session();
+          if (consuming) await sleep(50 + random() * 150);
+        }
+      })();
+    }
+
+    async stop(): Promise<void> {
+      this.stopping = true;
+      this.socket?.close();
+      await this.#loop;
+    }
+
+    /** One socket's life: resolves when it closes (or fails to open). */
+    #session(): Promise<void> {
+      return new Promise((resolve) => {
+        let socket: WebSocket;
+        try {
+          socket = new WebSocket(url.replace(/^http/, "ws") + "/v1/ws");
+        } catch {
+          resolve();
+          return;
+        }
+        let conn = 0;
+        let dropped = false;
+        const openTimer = setTimeout(() => socket.close(), REQUEST_TIMEOUT_MS);
+        socket.onopen = () => {
+          clearTimeout(openTimer);
+          conn = ++connSeq;
+          this.conn = conn;
+          this.socket = socket;
+          history.add({ type: "connect", conn, consumer: this.index });
+          socket.send(JSON.stringify({
+            op: "subscribe",
+            ref: "subscribe",
+            queue,
+            prefetch: this.prefetch,
+            lease_ms: this.leaseMs,
+          }));
+        };
+        socket.onmessage = (event) => {
+          const frame = JSON.parse(String(event.data)) as Record<string, unknown>;
+          this.#onFrame(frame, conn, () => {
+            dropped = true;
+            history.add({ type: "disconnect", conn, cause: "dropped" });
+            socket.close();
+          });
+        };
+        socket.onerror = () => {};
+        socket.onclose = () => {
+          clearTimeout(openTimer);
+          if (conn !== 0) {
+            if (!dropped) {
+              history.add({ type: "disconnect", conn, cause: this.stopping ? "dropped" : "lost" });
+            }
+            this.socket = null;
+            for (const [op, answer] of this.#waiting) {
+              this.#waiting.delete(op);
+              history.add({ type: "settle_info", op, error: "socket closed" });
+              answer("info");
+            }
+          }
+          resolve();
+        };
+      });
+    }
+
+    #onFrame(frame: Record<string, unknown>, conn: number, drop: () => void): void {
+      switch (frame.op) {
+        case "job": {
+          const lease = delivered(conn, frame);
+          handle(frame.id as number, lease.token, this.leaseMs, (...args) => this.#settle(...args));
+          if (!draining && random() < 0.01) drop();
+          return;
+        }
+        case "expired":
+          history.add({ type: "expired", conn, id: frame.id as number });
+          return;
+        case "ok":
+        case "error": {
+          if (typeof frame.ref !== "number") {
+            if (frame.op === "error") log(`consumer ${this.index}: ${JSON.stringify(frame)}`);
+            return;
+          }
+          const answer = this.#waiting.get(frame.ref);
+          if (answer === undefined) return;
+          this.#waiting.delete(frame.ref);
+          if (frame.op === "ok") {
+            history.add({ type: "settle_ok", op: frame.ref, state: String(frame.state) });
+          } else {
+            history.add({ type: "settle_fail", op: frame.ref, code: String(frame.code) });
+          }
+          answer(frame.op === "ok" ? "ok" : "fail");
+        }
+      }
+    }
+
+    async #settle(
+      kind: "ack" | "nack",
+      id: number,
+      token: string,
+      forged: boolean,
+    ): Promise<Settled> {
+      // Wait for a socket (after a restart, the ack goes on the new one: leases survive).
+      while (this.socket === null || this.socket.readyState !== WebSocket.OPEN) {
+        if (!consuming) return "none";
+        await sleep(25);
+      }
+      const socket = this.socket;
+      const op = history.nextOp();
+      const frame: Record<string, unknown> = { op: kind, ref: op, id, token };
+      if (kind === "nack") {
+        frame.delay_ms = Math.floor(random() * 100);
+        frame.error = "torture nack";
+      }
+      history.add({ type: "settle", op, conn: this.conn, kind, id, token, forged });
+      const answered = new Promise<Settled>((resolve) => this.#waiting.set(op, resolve));
+      socket.send(JSON.stringify(frame));
+      // An answer that never comes on an open socket is an unknown outcome too.
+      const timer = setTimeout(() => {
+        const answer = this.#waiting.get(op);
+        if (answer === undefined) return;
+        this.#waiting.delete(op);
+        history.add({ type: "settle_info", op, error: "no answer in time" });
+        answer("info");
+      }, REQUEST_TIMEOUT_MS);
+      const outcome = await answered;
+      clearTimeout(timer);
+      return outcome;
+    }
+  }
+
+  // ---- the run ----
+  let cycles = 0;
+  let cleanExit = false;
+  let lastStderr = "";
+  try {
+    await start();
+    for (let i = 0; i < (options.consumers ?? 4); i++) {
+      const consumer = new ConsumerActor(i);
+      consumers.push(consumer);
+      consumer.run();
+    }
+    const pollers = Array.from({ length: options.pollers ?? 1 }, (_, i) => poller(i));
+    const producers = Array.from({ length: options.producers ?? 4 }, (_, p) => producer(p));
+    const disruption = options.disruption ?? "kill";
+    while (cycles < options.cycles && !options.signal?.aborted) {
+      await sleep(between(options.upMs ?? [250, 1000]));
+      const running = server!;
+      const r = random();
+      const what = disruption !== "mixed"
+        ? disruption
+        : r < 0.7
+        ? "kill"
+        : r < 0.85
+        ? "term"
+        : "pause";
+      if (what === "kill") {
+        history.add({ type: "server_kill", epoch });
+        running.kill("SIGKILL");
+        await running.exited();
+        await start();
+      } else if (what === "term") {
+        history.add({ type: "server_stop", epoch });
+        running.kill("SIGTERM");
+        const { code } = await running.exited();
+        history.add({ type: "server_exit", epoch, code });
+        await start();
+      } else {
+        history.add({ type: "server_pause", epoch });
+        running.kill("SIGSTOP");
+        await sleep(between(options.pauseMs ?? [200, 1500]));
+        running.kill("SIGCONT");
+        history.add({ type: "server_resume", epoch });
+      }
+      cycles++;
+      if (cycles % 10 === 0) log(`${cycles} ${disruption} cycles, ${history.events.length} events`);
+    }
+
+    // ---- drain ----
+    draining = true;
+    producing = false;
+    await Promise.all(producers);
+    const deadline = Date.now() + (options.drainTimeoutMs ?? 60_000);
+    let quiet = 0;
+    while (quiet < 3 && Date.now() < deadline) {
+      await sleep(100);
+      try {
+        const response = await fetch(`${url}/v1/queues/${queue}`);
+        const stats = await response.json();
+        const c = stats.counts;
+        const busy = working + consumers.reduce((n, consumer) => n + consumer.busy, 0);
+        quiet = c.pending + c.delayed + c.leased === 0 && busy === 0 ? quiet + 1 : 0;
+      } catch {
+        quiet = 0;
+      }
+    }
+    if (quiet < 3) log("drain timed out");
+    consuming = false;
+    await Promise.all([...consumers.map((consumer) => consumer.stop()), ...pollers]);
+    const last = server!;
+    last.kill("SIGTERM");
+    const exit = await last.exited();
+    cleanExit = exit.code === 0;
+    lastStderr = exit.stderr;
+    server = null;
+
+    // ---- the database, read after the server stopped ----
+    const database = new DatabaseSync(db, { readOnly: true });
+    try {
+      const integrity = database.prepare("PRAGMA integrity_check").all()
+        .map((row) => Object.values(row as Record<string, string>)[0]).join("; ");
+      const jobs = (database.prepare(
+        "SELECT id, state, payload, attempts FROM jobs WHERE queue = ? ORDER BY id",
+      ).all(queue) as { id: number; state: string; payload: string; attempts: number }[])
+        .map((row) => {
+          let uid = "?";
+          try {
+            uid = JSON.parse(row.payload).uid ?? "?";
+          } catch {
+            // a payload that is not JSON: reported as unexpected
+          }
+          return { id: row.id, uid, state: row.state, attempts: row.attempts };
+        });
+      history.add({ type: "final", integrity, jobs });
+    } finally {
+      database.close();
+    }
+  } finally {
+    producing = false;
+    consuming = false;
+    for (const consumer of consumers) consumer.socket?.close();
+    const left = server as ServerProcess | null;
+    if (left !== null) {
+      left.kill("SIGCONT");
+      await left[Symbol.asyncDispose]();
+    }
+    if (ownDir !== null) await Deno.remove(ownDir, { recursive: true });
+  }
+  const report = check(history.events);
+  return {
+    history: history.events,
+    report,
+    cycles,
+    wallMs: Date.now() - started,
+    cleanExit,
+    lastStderr,
+  };
+}

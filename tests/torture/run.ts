@@ -1,0 +1,165 @@
+/**
+ * `deno task torture`: the long crash campaign. Runs rounds of SIGKILL cycles on one database
+ * file (each round on its own queue, drained and checked before the next), prints each round's
+ * figures and a total, and exits 1 on any finding.
+ *
+ * ```sh
+ * deno task torture                          # 500 cycles in rounds of 50
+ * deno task torture --cycles 20 --round 20   # one short round
+ * deno task torture --minutes 40             # stop starting rounds after 40 minutes
+ * deno task torture --disruption pause       # SIGSTOP/SIGCONT instead of SIGKILL
+ * deno task torture --fault any-token        # a positive control: must fail
+ * ```
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { type Disruption, runCampaign } from "./campaign.ts";
+import { type Figures, FINDING_KINDS, type FindingKind, formatReport } from "./checker.ts";
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    cycles: { type: "string", default: "500" },
+    round: { type: "string", default: "50" },
+    minutes: { type: "string", default: "0" },
+    disruption: { type: "string", default: "kill" },
+    fault: { type: "string" },
+    producers: { type: "string", default: "4" },
+    consumers: { type: "string", default: "4" },
+    pollers: { type: "string", default: "1" },
+    lease: { type: "string", default: "300-1000" },
+    up: { type: "string", default: "250-1000" },
+    seed: { type: "string" },
+    sync: { type: "string", default: "full" },
+    dir: { type: "string" },
+    keep: { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
+  },
+});
+
+if (values.help) {
+  console.log(`Usage: deno task torture [flags]
+
+  --cycles N         disruptions in all (default 500)
+  --round N          disruptions per round; each round drains and checks (default 50)
+  --minutes M        stop the disruptions after M minutes; the round under way is still
+                     drained and checked (default 0: no limit; SIGINT does the same)
+  --disruption D     kill (SIGKILL + restart), term (SIGTERM + restart), pause (SIGSTOP +
+                     SIGCONT) or mixed (70% kill, 15% term, 15% pause) (default kill)
+  --fault F          run the server with --unsafe-fault F (a positive control: must fail)
+  --producers N      HTTP producers (default 4)
+  --consumers N      WebSocket consumers (default 4)
+  --pollers N        HTTP long-poll consumers (default 1)
+  --lease MIN-MAX    consumers' lease lengths, ms (default 300-1000)
+  --up MIN-MAX       how long the server runs between disruptions, ms (default 250-1000)
+  --seed N           seed of the random choices (default: the time)
+  --sync full|normal the server's --sync (default full)
+  --dir DIR          where the database goes (default: a temp dir)
+  --keep             keep the database afterwards`);
+  Deno.exit(0);
+}
+
+/** `300-1000` → [300, 1000]. */
+function range(text: string): [number, number] {
+  const [low, high] = text.split("-").map(Number);
+  return [low, high ?? low];
+}
+
+const total = Number(values.cycles);
+const perRound = Math.min(Number(values.round), total);
+const minutes = Number(values.minutes);
+const seed = values.seed === undefined ? Date.now() : Number(values.seed);
+const dir = values.dir ?? await Deno.makeTempDir({ prefix: "tegami-torture-" });
+const db = `${dir}/torture.db`;
+const started = Date.now();
+const say = (line: string) =>
+  console.log(`[${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`);
+say(
+  `crash campaign: ${total} ${values.disruption} cycles in rounds of ${perRound}, seed ${seed}, db ${db}`,
+);
+
+const sums: Partial<Record<keyof Figures, number>> = {};
+const reasons: Record<string, number> = {};
+const findings: Record<FindingKind, number> = Object.fromEntries(
+  FINDING_KINDS.map((kind) => [kind, 0]),
+) as Record<FindingKind, number>;
+let done = 0;
+let round = 0;
+let unclean = 0;
+// SIGINT, SIGTERM or the time limit end the disruptions; the round under way still drains and
+// is checked, so the figures cover every cycle that ran.
+const stop = new AbortController();
+const timeLimit = minutes > 0
+  ? setTimeout(() => {
+    say(`time limit of ${minutes} minutes reached: finishing the round under way`);
+    stop.abort();
+  }, minutes * 60_000)
+  : undefined;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  Deno.addSignalListener(signal, () => {
+    say(`${signal}: finishing the round under way`);
+    stop.abort();
+  });
+}
+while (done < total && !stop.signal.aborted) {
+  round++;
+  const result = await runCampaign({
+    cycles: Math.min(perRound, total - done),
+    disruption: values.disruption as Disruption,
+    fault: values.fault ?? null,
+    producers: Number(values.producers),
+    consumers: Number(values.consumers),
+    pollers: Number(values.pollers),
+    leaseMs: range(values.lease),
+    upMs: range(values.up),
+    seed: seed + round,
+    db,
+    queue: `torture-${seed.toString(36)}-${round}`, // unique, so a reused --dir cannot mix runs
+    serverArgs: ["--sync", values.sync],
+    log: (line) => say(`round ${round}: ${line}`),
+    signal: stop.signal,
+  });
+  done += result.cycles;
+  if (!result.cleanExit) unclean++;
+  say(
+    `round ${round}: ${result.cycles} cycles in ${(result.wallMs / 1000).toFixed(1)} s, ` +
+      `${result.report.ok ? "OK" : "FAILED"}${result.cleanExit ? "" : " (unclean final stop)"}\n` +
+      formatReport(result.report),
+  );
+  for (const [name, value] of Object.entries(result.report.figures)) {
+    if (typeof value === "number") {
+      sums[name as keyof Figures] = (sums[name as keyof Figures] ?? 0) + value;
+    }
+  }
+  for (const [reason, n] of Object.entries(result.report.figures.reasons)) {
+    reasons[reason] = (reasons[reason] ?? 0) + n;
+  }
+  for (const kind of FINDING_KINDS) findings[kind] += result.report.counts[kind];
+}
+
+clearTimeout(timeLimit);
+const failed = Object.values(findings).some((n) => n > 0) || unclean > 0;
+const s = (name: keyof Figures) => sums[name] ?? 0;
+say(
+  [
+    `TOTAL: ${done} ${values.disruption} cycles in ${round} rounds (SIGKILL ${s("kills")}, ` +
+    `SIGTERM ${s("stops")}, SIGSTOP ${s("pauses")}), ` +
+    `${((Date.now() - started) / 60_000).toFixed(1)} min, ${failed ? "FAILED" : "OK"}`,
+    `  enqueue calls ${s("enqueue_calls")} (ok ${s("enqueue_ok")}, 503 ${s("enqueue_failed")}, ` +
+    `unknown ${s("enqueue_unknown")}); jobs acknowledged ${s("jobs_acknowledged")}; ` +
+    `deduplicated ${s("deduplicated")}`,
+    `  deliveries ${s("deliveries")} (HTTP ${s("http_deliveries")}) of ${s("jobs_delivered")} ` +
+    `jobs; duplicates ` +
+    `${s("duplicates")} (${Object.entries(reasons).map(([r, n]) => `${r} ${n}`).join(", ")})`,
+    `  acks ok ${s("acks_ok")}, refused ${s("acks_refused")}, unknown ${s("acks_unknown")}; ` +
+    `acks across a restart ${s("acks_across_restart")}; nacks ok ${s("nacks_ok")}; ` +
+    `forged tokens refused ${s("forged_refused")}/${s("forged_sent")}`,
+    `  sockets ${s("connections")} (dropped ${s("drops")}, lost ${s("lost_connections")}); ` +
+    `unclean final stops ${unclean}`,
+    `  findings: ${FINDING_KINDS.map((kind) => `${kind} ${findings[kind]}`).join(", ")}`,
+  ].join("\n"),
+);
+if (!values.keep && values.dir === undefined) await Deno.remove(dir, { recursive: true });
+Deno.exit(failed ? 1 : 0);
