@@ -112,10 +112,16 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
     max: DAY,
   }),
   flag("backoff-max", "duration", HOUR, "longest delay between retries", { min: 1, max: 30 * DAY }),
-  flag("max-connections", "int", 10_000, "most open connections, HTTP and WebSocket together", {
-    min: 1,
-    max: 1_000_000,
-  }),
+  flag(
+    "max-connections",
+    "int",
+    10_000,
+    "most open WebSocket connections (the upgrade past it answers 503)",
+    {
+      min: 1,
+      max: 1_000_000,
+    },
+  ),
   flag(
     "allowed-origins",
     "list",

@@ -28,7 +28,7 @@ Deno.test("WalSync shares one fsync among commits made before it started", async
   }
 });
 
-Deno.test("WalSync rejects waiters with unavailable when the fsync fails", async () => {
+Deno.test("WalSync rejects waiters with unavailable when the fsync fails, and every write after", async () => {
   const sync = new WalSync("/nonexistent/dir/x-wal");
   sync.committed();
   await assert.rejects(sync.durable(), (error: unknown) => {
@@ -36,4 +36,7 @@ Deno.test("WalSync rejects waiters with unavailable when the fsync fails", async
     assert.equal(error.code, "unavailable");
     return true;
   });
+  assert.ok(sync.failure !== null);
+  sync.committed();
+  await assert.rejects(sync.durable(), /no more writes until it is restarted/);
 });

@@ -29,6 +29,7 @@ export class WalSync {
   #syncing = false;
   #waiters: Waiter[] = [];
   #syncs = 0;
+  #failed: TegamiError | null = null;
 
   /** Syncs the file at `path` (the `-wal` file; opened on first use, once it exists). */
   constructor(path: string) {
@@ -45,14 +46,25 @@ export class WalSync {
     return this.#syncs;
   }
 
-  /** Resolves once every commit recorded so far is on stable storage. */
+  /**
+   * Resolves once every commit recorded so far is on stable storage. After one failed fsync it
+   * always rejects: the kernel may have dropped the dirty pages of the WAL, so a later "good"
+   * fsync proves nothing about the frames before it (WAL replay stops at the first bad frame).
+   * Nothing is acknowledged again until a restart recovers from what is really on disk.
+   */
   durable(): Promise<void> {
+    if (this.#failed !== null) return Promise.reject(this.#failed);
     const seq = this.#committed;
     if (this.#synced >= seq) return Promise.resolve();
     return new Promise((resolve, reject) => {
       this.#waiters.push({ seq, resolve, reject });
       this.#kick();
     });
+  }
+
+  /** The fsync failure that stopped all writes, if any. */
+  get failure(): TegamiError | null {
+    return this.#failed;
   }
 
   /** True while a sync runs or callers wait for one. */
@@ -90,9 +102,11 @@ export class WalSync {
         this.#waiters = [];
         const failure = new TegamiError(
           "unavailable",
-          "Cannot make the write durable: fsync of the write-ahead log failed; retry later",
+          "Cannot make the write durable: fsync of the write-ahead log failed; " +
+            "the server takes no more writes until it is restarted",
           { cause: error },
         );
+        this.#failed = failure;
         for (const w of waiting) w.reject(failure);
       },
     );
