@@ -8,6 +8,7 @@
 
 import { consume, JobFailure, TegamiClient, TegamiError } from "../client/mod.ts";
 import { ConfigError, resolveClientConfig } from "../config.ts";
+import { JOB_STATES } from "../job.ts";
 import { parseDuration } from "../units.ts";
 import { enqueueStream } from "./enqueue_stream.ts";
 
@@ -131,22 +132,10 @@ async function statsCommand(args: string[], io: CommandIO): Promise<number> {
     io.out(JSON.stringify(queue === undefined ? { queues } : queues[0]) + "\n");
     return 0;
   }
-  const header = [
-    "queue",
-    "pending",
-    "delayed",
-    "leased",
-    "done",
-    "dead",
-    "cancelled",
-    "oldest",
-    "consumers",
-  ];
+  const header = ["queue", ...JOB_STATES, "oldest", "consumers"];
   const rows = queues.map((q) => [
     q.name + (q.paused ? " (paused)" : ""),
-    ...(["pending", "delayed", "leased", "done", "dead", "cancelled"] as const).map((s) =>
-      String(q.counts[s])
-    ),
+    ...JOB_STATES.map((s) => String(q.counts[s])),
     `${(q.oldest_pending_age_ms / 1000).toFixed(1)}s`,
     String(q.consumers),
   ]);
