@@ -28,15 +28,8 @@ async function serve(args: string[]): Promise<number> {
     console.log(serveHelp());
     return 0;
   }
-  let server;
-  try {
-    const config = resolveServeConfig(args, Deno.env.toObject());
-    server = await startServer({ config, version: VERSION });
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    console.error(`tegami: ${message.split("\n")[0]}`);
-    return 1;
-  }
+  // Listen for signals before starting: a SIGTERM that lands while the server starts (or just
+  // after its startup line) must still mean a clean stop, not the default kill.
   const { promise: stopped, resolve } = Promise.withResolvers<string>();
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
   const handlers = signals.map((signal) => {
@@ -44,9 +37,22 @@ async function serve(args: string[]): Promise<number> {
     Deno.addSignalListener(signal, handler);
     return [signal, handler] as const;
   });
+  const removeHandlers = () => {
+    for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
+  };
+  let server;
+  try {
+    const config = resolveServeConfig(args, Deno.env.toObject());
+    server = await startServer({ config, version: VERSION });
+  } catch (error) {
+    removeHandlers();
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`tegami: ${message.split("\n")[0]}`);
+    return 1;
+  }
   await stopped;
   await server.close();
-  for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
+  removeHandlers();
   return 0;
 }
 

@@ -184,3 +184,17 @@ Deno.test("a bad flag exits 1 with a one-line reason naming it", async () => {
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /--port/);
 });
+
+Deno.test("SIGTERM the instant the server has started still stops it cleanly", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tegami-term-early-" });
+  try {
+    for (let i = 0; i < 3; i++) {
+      const server = await spawnServer(["--db", `${dir}/tegami.db`]);
+      server.kill("SIGTERM");
+      const { code, stderr } = await server.exited();
+      assert.equal(code, 0, stderr);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -108,6 +108,9 @@ function zeroCounts(): StateCounts {
 
 type Move = [queue: string, from: JobState | null, to: JobState | null];
 
+/** Without fsyncs to watch (`sync: "normal"`), a write counts as idle this long after a flush. */
+const IDLE_AFTER_MS = 1;
+
 /** How many finished jobs one sweep transaction deletes at most (keeps each commit short). */
 const SWEEP_CHUNK = 5000;
 
@@ -120,6 +123,7 @@ export class SqliteStore implements Store {
   /** fsyncs the WAL before answers when `sync` is `full` on a file; null otherwise. */
   readonly #walSync: WalSync | null;
   #flushSoon = false;
+  #lastFlushAt = 0;
   readonly #commits: GroupCommit;
   readonly #counts = new Map<string, StateCounts>();
   readonly #paused = new Set<string>();
@@ -592,12 +596,17 @@ export class SqliteStore implements Store {
       return Promise.reject(new TegamiError("unavailable", "Cannot write: the store is closed"));
     }
     const committed = this.#commits.submit(operation);
-    if (!this.#flushSoon && this.#walSync?.busy !== true) {
+    const idle = this.#walSync === null
+      ? performance.now() - this.#lastFlushAt > IDLE_AFTER_MS // no fsync to watch: use the clock
+      : !this.#walSync.busy;
+    if (!this.#flushSoon && idle) {
       // Nothing in flight: commit as soon as this task ends instead of waiting for a timer
-      // tick (latency). Under load the fsync is busy and the timer batches more per commit.
+      // tick (latency). Under load the fsync is busy (or commits are recent) and the timer
+      // batches more per commit.
       this.#flushSoon = true;
       queueMicrotask(() => {
         this.#flushSoon = false;
+        this.#lastFlushAt = performance.now();
         this.#commits.flush();
       });
     }
