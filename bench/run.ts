@@ -1,176 +1,321 @@
 /**
- * `deno task bench`: starts a tegami server as users run it (default `--sync full`), drives it
- * from this separate process, and prints one table. Absolute numbers on a shared machine are
- * noisy; compare runs made side by side.
+ * `deno task bench`: starts tegami as users run it (`main.ts serve`, default `--sync full`, a temp
+ * database) and the peers it is measured against, drives each from this process over loopback,
+ * and prints one markdown table (`--json` for machines). Progress goes to stderr.
  *
- * Workloads (all with 100-byte JSON payloads):
- * - enqueue: HTTP producers, `--producers` × `--inflight` requests in flight
- * - lease+ack: HTTP consumers leasing one job and acking it
- * - e2e ws: HTTP producers and WebSocket consumers (prefetch 32) at once; enqueue→receipt latency
- * - batch enqueue: 100 jobs per request
+ * Every system gets a fresh instance per workload (RabbitMQ, shared, a fresh quorum queue), so
+ * no workload inherits another's backlog. Workloads, all with 100-byte JSON payloads:
+ *
+ * - W1 end to end: 4 producers × 32 sends in flight, 4 consumers with prefetch 32 acking at once
+ * - W2 drain: a pre-filled backlog drained by 4 consumers (the RSS shown is with it waiting)
+ * - W3 enqueue only, 4 × 32 in flight; W3b the same over tegami's WebSocket `enqueue` frames
+ * - W4 batch enqueue, 100 jobs per request (tegami)
+ * - W5 idle push latency: one consumer, one job at a time
+ * - idle RSS of each system; with `--scale`, W1 and W5 with 100 000 and 1 000 000 jobs waiting
+ *
+ * Absolute numbers on a shared machine are noisy: compare rows of the same run.
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { spawnServer } from "../tests/helpers/process_server.ts";
+import { beanstalkdPeer } from "./peers/beanstalkd.ts";
+import { bullmqPeer } from "./peers/bullmq.ts";
+import type { Peer, Target } from "./peers/peer.ts";
+import { rabbitmqPeer } from "./peers/rabbitmq.ts";
+import { tegamiPeer, TegamiTarget } from "./peers/tegami.ts";
+import { Runner, type Workload } from "./runner.ts";
+import { cpuMeter, totalRss } from "./proc.ts";
+import { jsonRows, markdownTable, type Row } from "./report.ts";
+import { checkTargets, describeTargets } from "./targets.ts";
+import { batchEnqueue } from "./workloads/batch_enqueue.ts";
+import { drain } from "./workloads/drain.ts";
+import { endToEnd } from "./workloads/end_to_end.ts";
+import { enqueue } from "./workloads/enqueue.ts";
+import { pushLatency } from "./workloads/push_latency.ts";
+import { scaling } from "./workloads/scaling.ts";
 
-const args = parseArgs({
-  options: {
-    jobs: { type: "string", default: "20000" },
-    producers: { type: "string", default: "4" },
-    inflight: { type: "string", default: "32" },
-    consumers: { type: "string", default: "4" },
-    sync: { type: "string", default: "full" },
-  },
-});
-const JOBS = Number(args.values.jobs);
-const PRODUCERS = Number(args.values.producers);
-const INFLIGHT = Number(args.values.inflight);
-const CONSUMERS = Number(args.values.consumers);
-const PAYLOAD = { kind: "bench", body: "x".repeat(60), n: 0 };
+const WORKLOADS = ["RSS", "W1", "W2", "W3", "W3b", "W4", "W5", "scale"] as const;
+type WorkloadKey = typeof WORKLOADS[number];
+const PEER_KEYS = ["rabbitmq", "beanstalkd", "bullmq"] as const;
+const ROOT = new URL("..", import.meta.url).pathname;
 
-type Row = { workload: string; jobs: number; seconds: number; extra: string };
-const rows: Row[] = [];
+const HELP = `deno task bench [options]
 
-async function post(url: string, body: unknown): Promise<unknown> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
+Starts a tegami server (main.ts serve, --sync full, temp db) and the peers, drives them from this
+process and prints one markdown table. Progress goes to stderr.
+
+  --only LIST        parts to run, comma separated, of ${WORKLOADS.join(",")}
+                     (default: all but scale; RSS is the idle RSS of each system)
+  --jobs N           jobs of W1, W3 and W3b (default 20000)
+  --backlog N        jobs of W2 (pre-filled, then drained) and W4 (default 50000)
+  --samples N        W5 samples (default 2000)
+  --repeat N         run each workload N times on each system, interleaved, and keep the
+                     median run (default 1)
+  --peers LIST       none, all, or some of ${PEER_KEYS.join(",")} (default all)
+  --scale            also run the scale part: W1 and W5 with jobs waiting in another queue and
+                     in the same queue, and startup with them on disk (takes minutes)
+  --scale-sizes LIST backlog sizes for --scale (default 100000,1000000)
+  --sync MODE        tegami's --sync: full or normal (default full)
+  --fetch            tegami's HTTP producers use fetch instead of the bench's lean HTTP/1.1
+                     client (same requests, more driver CPU)
+  --cold             measure fresh instances without the warm-up (a 5000-job W1 on a queue of
+                     its own, run on each instance before measuring)
+  --json             print JSON instead of the table
+  -h, --help         this text
+
+Peers: RabbitMQ at 127.0.0.1:5672 guest/guest (TEGAMI_BENCH_AMQP_URL overrides; a fresh quorum
+queue per workload), beanstalkd (apt-get install -y beanstalkd; run with -f 0 and with its
+default -f 50) and BullMQ on a redis-server the bench starts with appendfsync always. A peer that
+cannot be started is skipped with the reason.`;
+
+/** A command-line mistake: printed with the help hint, exit code 2. */
+class UsageError extends Error {}
+
+interface Options {
+  only: Set<WorkloadKey>;
+  jobs: number;
+  backlog: number;
+  samples: number;
+  repeat: number;
+  peers: Set<string>;
+  scaleSizes: number[];
+  sync: "full" | "normal";
+  json: boolean;
+  fetch: boolean;
+  cold: boolean;
+}
+
+function count(name: string, text: string): number {
+  const value = Number(text.replaceAll("_", ""));
+  if (!Number.isInteger(value) || value < 1) {
+    throw new UsageError(`Invalid --${name}: expected a positive integer, got "${text}"`);
+  }
+  return value;
+}
+
+function parseOptions(args: string[]): Options | null {
+  const { values } = parseArgs({
+    args,
+    options: {
+      only: { type: "string" },
+      jobs: { type: "string", default: "20000" },
+      backlog: { type: "string", default: "50000" },
+      samples: { type: "string", default: "2000" },
+      repeat: { type: "string", default: "1" },
+      peers: { type: "string", default: "all" },
+      scale: { type: "boolean", default: false },
+      "scale-sizes": { type: "string", default: "100000,1000000" },
+      sync: { type: "string", default: "full" },
+      json: { type: "boolean", default: false },
+      fetch: { type: "boolean", default: false },
+      cold: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
   });
-  const answer = await response.json();
-  if (!response.ok) throw new Error(`${url}: ${response.status} ${JSON.stringify(answer)}`);
-  return answer;
-}
-
-/** Runs `total` calls of `task` with `concurrency` in flight. */
-async function pool(total: number, concurrency: number, task: (i: number) => Promise<void>) {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < total) await task(next++);
-  }));
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
-}
-
-async function batchSizes(base: string): Promise<string> {
-  const text = await (await fetch(base + "/metrics")).text();
-  const commits = Number(text.match(/^tegami_commit_batch_size_count (\S+)/m)?.[1] ?? 0);
-  const ops = Number(text.match(/^tegami_commit_batch_size_sum (\S+)/m)?.[1] ?? 0);
-  return `${(ops / Math.max(commits, 1)).toFixed(1)} ops/commit`;
-}
-
-const dir = await Deno.makeTempDir({ prefix: "tegami-bench-" });
-try {
-  await using server = await spawnServer([
-    "--db",
-    `${dir}/bench.db`,
-    "--sync",
-    String(args.values.sync),
-  ]);
-  const base = server.url;
-
-  // enqueue over HTTP
-  let started = performance.now();
-  await pool(JOBS, PRODUCERS * INFLIGHT, async (i) => {
-    await post(`${base}/v1/queues/enq/jobs`, { payload: { ...PAYLOAD, n: i } });
-  });
-  rows.push({
-    workload: `enqueue HTTP (${PRODUCERS}×${INFLIGHT} in flight)`,
-    jobs: JOBS,
-    seconds: (performance.now() - started) / 1000,
-    extra: await batchSizes(base),
-  });
-
-  // lease + ack over HTTP, draining what was enqueued
-  started = performance.now();
-  let drained = 0;
-  await Promise.all(Array.from({ length: PRODUCERS * INFLIGHT }, async () => {
-    for (;;) {
-      const { jobs } = await post(`${base}/v1/queues/enq/leases`, { max: 1 }) as {
-        jobs: { id: number; lease: { token: string } }[];
-      };
-      if (jobs.length === 0) return;
-      await post(`${base}/v1/jobs/${jobs[0].id}/ack`, { token: jobs[0].lease.token });
-      drained++;
+  if (values.help) return null;
+  const only = new Set<WorkloadKey>();
+  const all = WORKLOADS.filter((w) => w !== "scale").join(",");
+  for (const name of (values.only ?? all).split(",").filter((s) => s !== "")) {
+    const key = WORKLOADS.find((w) => w.toLowerCase() === name.trim().toLowerCase());
+    if (key === undefined) {
+      throw new UsageError(`Invalid --only: unknown workload "${name}" (${WORKLOADS.join(", ")})`);
     }
-  }));
-  rows.push({
-    workload: `lease+ack HTTP (${PRODUCERS * INFLIGHT} consumers)`,
-    jobs: drained,
-    seconds: (performance.now() - started) / 1000,
-    extra: await batchSizes(base),
-  });
-
-  // end to end: HTTP producers, WebSocket consumers
-  const latencies: number[] = [];
-  const sentAt = new Map<number, number>();
-  let received = 0;
-  const { promise: allReceived, resolve } = Promise.withResolvers<void>();
-  const sockets = await Promise.all(Array.from({ length: CONSUMERS }, async () => {
-    const ws = new WebSocket(base.replace("http", "ws") + "/v1/ws");
-    await new Promise((r) => ws.onopen = r);
-    ws.onmessage = (event) => {
-      const frame = JSON.parse(event.data);
-      if (frame.op !== "job") return;
-      const at = sentAt.get(frame.payload.n);
-      if (at !== undefined) latencies.push(performance.now() - at);
-      ws.send(JSON.stringify({ op: "ack", id: frame.id, token: frame.lease.token }));
-      if (++received === JOBS) resolve();
-    };
-    ws.send(JSON.stringify({ op: "subscribe", queue: "e2e", prefetch: 32 }));
-    return ws;
-  }));
-  started = performance.now();
-  await pool(JOBS, PRODUCERS * INFLIGHT, async (i) => {
-    sentAt.set(i, performance.now());
-    await post(`${base}/v1/queues/e2e/jobs`, { payload: { ...PAYLOAD, n: i } });
-  });
-  await allReceived;
-  const e2eSeconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  rows.push({
-    workload: `e2e: HTTP producers → ${CONSUMERS} WS consumers (prefetch 32)`,
-    jobs: JOBS,
-    seconds: e2eSeconds,
-    extra: `p50 ${percentile(latencies, 0.5).toFixed(2)} ms, p99 ${
-      percentile(latencies, 0.99).toFixed(2)
-    } ms, ${await batchSizes(base)}`,
-  });
-  for (const ws of sockets) ws.close();
-
-  // batch enqueue
-  started = performance.now();
-  const batches = Math.ceil(JOBS / 100);
-  await pool(batches, PRODUCERS, async (b) => {
-    await post(`${base}/v1/queues/batch/jobs`, {
-      jobs: Array.from({ length: 100 }, (_, i) => ({ payload: { ...PAYLOAD, n: b * 100 + i } })),
-    });
-  });
-  rows.push({
-    workload: `batch enqueue HTTP (100/request, ${PRODUCERS} in flight)`,
-    jobs: batches * 100,
-    seconds: (performance.now() - started) / 1000,
-    extra: "",
-  });
-
-  server.kill("SIGTERM");
-  await server.exited();
-} finally {
-  await Deno.remove(dir, { recursive: true });
+    only.add(key);
+  }
+  if (values.scale) only.add("scale");
+  const peers = new Set<string>();
+  for (const name of values.peers.split(",").map((s) => s.trim().toLowerCase())) {
+    if (name === "all") PEER_KEYS.forEach((key) => peers.add(key));
+    else if (name === "none" || name === "") continue;
+    else if ((PEER_KEYS as readonly string[]).includes(name)) peers.add(name);
+    else {
+      throw new UsageError(`Invalid --peers: unknown peer "${name}" (none, all, ${PEER_KEYS})`);
+    }
+  }
+  if (values.sync !== "full" && values.sync !== "normal") {
+    throw new UsageError(`Invalid --sync: expected full or normal, got "${values.sync}"`);
+  }
+  return {
+    only,
+    jobs: count("jobs", values.jobs),
+    backlog: count("backlog", values.backlog),
+    samples: count("samples", values.samples),
+    repeat: count("repeat", values.repeat),
+    peers,
+    scaleSizes: values["scale-sizes"].split(",").map((s) => count("scale-sizes", s.trim()))
+      .sort((a, b) => a - b),
+    sync: values.sync,
+    json: values.json,
+    fetch: values.fetch,
+    cold: values.cold,
+  };
 }
 
-console.log(`\ntegami bench — sync ${args.values.sync}, ${JOBS} jobs per workload\n`);
-console.log("| workload | jobs | seconds | jobs/s | notes |");
-console.log("|---|---:|---:|---:|---|");
-for (const row of rows) {
-  console.log(
-    `| ${row.workload} | ${row.jobs} | ${row.seconds.toFixed(2)} | ${
-      Math.round(row.jobs / row.seconds)
-    } | ${row.extra} |`,
+function asTegami(target: Target): TegamiTarget {
+  if (target instanceof TegamiTarget) return target;
+  throw new Error(`Cannot run a tegami-only workload on ${target.name}`);
+}
+
+function progress(text: string): void {
+  console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${text}`);
+}
+
+/** The commit measured, and whether the server's code had uncommitted changes. */
+async function revision(): Promise<string> {
+  const git = async (...args: string[]) => {
+    const out = await new Deno.Command("git", { args, cwd: ROOT, stdout: "piped", stderr: "null" })
+      .output().catch(() => null);
+    return out?.success ? new TextDecoder().decode(out.stdout).trim() : null;
+  };
+  const head = await git("rev-parse", "--short", "HEAD");
+  if (head === null) return "unknown revision";
+  const dirty = await git("status", "--porcelain", "--", "main.ts", "lib");
+  return dirty ? `${head} + uncommitted changes in main.ts/lib` : head;
+}
+
+/** Describes the machine, for the header and for JSON. */
+async function machine(): Promise<Record<string, string>> {
+  const cpuinfo = await Deno.readTextFile("/proc/cpuinfo").catch(() => "");
+  const model = cpuinfo.match(/^model name\s*:\s*(.+)$/m)?.[1] ?? "unknown CPU";
+  const mem = (await Deno.readTextFile("/proc/meminfo").catch(() => "")).match(
+    /^MemTotal:\s+(\d+)/m,
   );
+  // What the rest of the machine is doing right now, measured over a second.
+  const busy = cpuMeter([], false);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  return {
+    revision: await revision(),
+    busy: `${busy().machine.toFixed(2)} cores busy before the run`,
+    cpu: `${model} × ${navigator.hardwareConcurrency}`,
+    memory: mem === null ? "?" : `${Math.round(Number(mem[1]) / 1024 / 1024)} GiB`,
+    kernel: Deno.osRelease(),
+    deno: Deno.version.deno,
+    load: Deno.loadavg().map((l) => l.toFixed(2)).join(" "),
+    date: new Date().toISOString(),
+  };
 }
+
+async function main(): Promise<number> {
+  let options: Options | null;
+  try {
+    options = parseOptions(Deno.args);
+  } catch (error) {
+    console.error(`bench: ${(error as Error).message}; see --help`);
+    return 2;
+  }
+  if (options === null) {
+    console.log(HELP);
+    return 0;
+  }
+  const o = options;
+  const startedAt = performance.now();
+  const host = await machine();
+  const tegami = tegamiPeer({ sync: o.sync, http: o.fetch ? "fetch" : "lean" });
+  const peers: Peer[] = [];
+  const amqpUrl = Deno.env.get("TEGAMI_BENCH_AMQP_URL") ?? "amqp://guest:guest@127.0.0.1:5672";
+  if (o.peers.has("rabbitmq")) peers.push(rabbitmqPeer(amqpUrl));
+  if (o.peers.has("beanstalkd")) peers.push(beanstalkdPeer(0), beanstalkdPeer(50));
+  if (o.peers.has("bullmq")) peers.push(bullmqPeer());
+
+  const runner = new Runner(progress, !o.cold);
+  const timings: Record<string, number> = {};
+  const everyone = [tegami, ...peers];
+  const plan: [Exclude<WorkloadKey, "scale">, Peer[], Workload][] = [
+    ["RSS", everyone, {
+      label: "RSS idle",
+      throughput: false,
+      warm: false,
+      run: async (target) => {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        return { jobs: 0, seconds: 0, rssBytes: totalRss(target.pids), notes: [] };
+      },
+    }],
+    ["W1", everyone, {
+      label: "W1 end to end",
+      run: (t) => endToEnd(t, { queue: "w1", jobs: o.jobs }),
+    }],
+    ["W2", everyone, {
+      label: "W2 drain",
+      run: (t) => drain(t, { queue: "w2", backlog: o.backlog }),
+    }],
+    ["W3", everyone, {
+      label: "W3 enqueue",
+      run: (t) => enqueue(t, { queue: "w3", jobs: o.jobs }),
+    }],
+    ["W3b", [tegami], {
+      label: "W3b enqueue over WebSocket",
+      run: (t) =>
+        enqueue(t, { queue: "w3b", jobs: o.jobs, producer: (q) => asTegami(t).wsProducer(q) }),
+    }],
+    ["W4", [tegami], {
+      label: "W4 batch enqueue",
+      run: (t) => batchEnqueue(asTegami(t), { queue: "w4", jobs: o.backlog }),
+    }],
+    ["W5", everyone, {
+      label: "W5 idle push latency",
+      throughput: false,
+      run: (t) => pushLatency(t, { queue: "w5", samples: o.samples }),
+    }],
+  ];
+
+  for (const [key, systems, workload] of plan) {
+    if (!o.only.has(key)) continue;
+    const partAt = performance.now();
+    await runner.run(workload, systems, key === "RSS" ? 1 : o.repeat);
+    timings[key] = (performance.now() - partAt) / 1000;
+  }
+  const rows: Row[] = runner.rows;
+
+  if (o.only.has("scale")) {
+    const partAt = performance.now();
+    rows.push(
+      ...await scaling(tegami, {
+        jobs: o.jobs,
+        samples: o.samples,
+        sizes: o.scaleSizes,
+        warm: !o.cold,
+        progress,
+      }),
+    );
+    timings.scale = (performance.now() - partAt) / 1000;
+  }
+  timings.total = (performance.now() - startedAt) / 1000;
+
+  const meta: Record<string, string> = {
+    ...host,
+    sync: o.sync,
+    jobs: String(o.jobs),
+    backlog: String(o.backlog),
+    samples: String(o.samples),
+    repeat: String(o.repeat),
+  };
+  if (o.json) {
+    const targets = checkTargets(rows);
+    console.log(
+      JSON.stringify({ meta, timings_s: timings, rows: jsonRows(rows), targets }, null, 2),
+    );
+    return 0;
+  }
+  console.log(
+    `\ntegami bench — ${meta.date} — ${meta.cpu}, ${meta.memory}, Linux ${meta.kernel}, ` +
+      `Deno ${meta.deno}; ${meta.busy}, load ${meta.load}; tegami ${meta.revision}\n` +
+      `tegami --sync ${o.sync}; ${o.jobs} jobs for W1/W3, ${o.backlog} for W2/W4, ` +
+      `${o.samples} W5 samples; ${o.repeat === 1 ? "one run" : `median of ${o.repeat} runs`} ` +
+      `of each workload on each system${o.cold ? ", cold" : ", each after a warm-up"}; ` +
+      "100-byte JSON payloads; " +
+      "CPU in cores: server = the system's processes, driver = this bench process, main = " +
+      "their main thread's CPU, waiting = time that thread was runnable but had no CPU, " +
+      "machine = every process on the machine\n",
+  );
+  console.log(markdownTable(rows));
+  console.log(`\nTargets (DESIGN.md §8, issue 5):\n${describeTargets(checkTargets(rows))}`);
+  console.log(
+    `\ntook ${
+      Object.entries(timings).map(([part, s]) => `${part} ${s.toFixed(0)} s`).join(", ")
+    }; event-loop lag of the server is not observable from outside and is not measured here`,
+  );
+  return 0;
+}
+
+Deno.exit(await main());

@@ -1,0 +1,293 @@
+/**
+ * tegami as users run it: `main.ts serve` in its own process (default `--sync full`) on a fresh
+ * temp database, driven over HTTP (producers, batch fill) and WebSocket (consumers, and the
+ * W3b producers that send `enqueue` frames).
+ *
+ * @module
+ */
+
+import { type ServerProcess, spawnServer } from "../../tests/helpers/process_server.ts";
+import { type CommitBatches, parseCommitBatches } from "../commit_batches.ts";
+import type { Stamp } from "../payload.ts";
+import { AckTracker } from "./ack_tracker.ts";
+import { Http1Client } from "./http1_client.ts";
+import type { Consumer, Peer, Producer, Target } from "./peer.ts";
+
+/** Options of {@linkcode tegamiPeer}. */
+export interface TegamiOptions {
+  /** `--sync` of the server. @default "full" */
+  sync?: "full" | "normal";
+  /** HTTP client of the producers: the bench's lean HTTP/1.1 client, or `fetch`. @default "lean" */
+  http?: "lean" | "fetch";
+}
+
+/** POSTs JSON text to a fixed URL; fails on any status but 2xx. */
+type Poster = { post(body: string): Promise<void>; close(): void };
+
+function poster(url: string, http: "lean" | "fetch"): Poster {
+  if (http === "fetch") {
+    const client = Deno.createHttpClient({});
+    return {
+      post: async (body) => {
+        const response = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+          client,
+        });
+        const text = await response.text();
+        if (!response.ok) throw new Error(`Cannot POST ${url}: ${response.status} ${text}`);
+      },
+      close: () => client.close(),
+    };
+  }
+  const client = new Http1Client(url);
+  const path = new URL(url).pathname;
+  return {
+    post: async (body) => {
+      const { status, body: text } = await client.post(path, body);
+      if (status < 200 || status > 299) throw new Error(`Cannot POST ${url}: ${status} ${text}`);
+    },
+    close: () => client.close(),
+  };
+}
+
+/** Sends a batch of payloads in one request or frame. */
+export interface BatchProducer {
+  /** Enqueues every payload (JSON texts) all-or-nothing. */
+  send(payloads: readonly string[]): Promise<void>;
+  /** Closes its connections. */
+  close(): Promise<void>;
+}
+
+/** What a restart cost. */
+export interface Restart {
+  /** From SIGTERM to exit, in ms. */
+  shutdownMs: number;
+  /** From spawning the process to its "listening" log line, in ms. */
+  startupMs: number;
+}
+
+const FILL_BATCH = 1000;
+const FILL_IN_FLIGHT = 4;
+
+/** A running tegami server. */
+export class TegamiTarget implements Target {
+  readonly singleThreaded = true;
+  readonly name = "tegami";
+  #server: ServerProcess;
+  readonly #dir: string;
+  readonly #args: string[];
+  readonly #http: "lean" | "fetch";
+  /** How long the first start took, from spawn to listening, in ms. */
+  readonly startupMs: number;
+
+  private constructor(
+    server: ServerProcess,
+    dir: string,
+    args: string[],
+    startupMs: number,
+    http: "lean" | "fetch",
+  ) {
+    this.#server = server;
+    this.#http = http;
+    this.#dir = dir;
+    this.#args = args;
+    this.startupMs = startupMs;
+  }
+
+  /** Starts a server on a fresh database in a new temp directory. */
+  static async start(options: TegamiOptions = {}): Promise<TegamiTarget> {
+    const dir = await Deno.makeTempDir({ prefix: "tegami-bench-" });
+    const args = ["--db", `${dir}/bench.db`, "--sync", options.sync ?? "full"];
+    const startedAt = performance.now();
+    try {
+      const server = await spawnServer(args);
+      return new TegamiTarget(
+        server,
+        dir,
+        args,
+        performance.now() - startedAt,
+        options.http ?? "lean",
+      );
+    } catch (error) {
+      await Deno.remove(dir, { recursive: true });
+      throw error;
+    }
+  }
+
+  /** Base URL, e.g. `http://127.0.0.1:41234`. */
+  get url(): string {
+    return this.#server.url;
+  }
+
+  /** The server process. */
+  get pids(): readonly number[] {
+    return [this.#server.child.pid];
+  }
+
+  /** An HTTP producer with its own connections: `POST /v1/queues/{queue}/jobs` per job. */
+  producer(queue: string): Promise<Producer> {
+    const http = poster(`${this.url}/v1/queues/${queue}/jobs`, this.#http);
+    return Promise.resolve({
+      send: (payload) => http.post(`{"payload":${payload}}`),
+      close: () => Promise.resolve(http.close()),
+    });
+  }
+
+  /** An HTTP producer sending all of a batch in one request (`{"jobs":[…]}`). */
+  batchProducer(queue: string, priority = 0, delayMs = 0): BatchProducer {
+    const http = poster(`${this.url}/v1/queues/${queue}/jobs`, this.#http);
+    const extra = (priority === 0 ? "" : `,"priority":${priority}`) +
+      (delayMs === 0 ? "" : `,"delay_ms":${delayMs}`);
+    return {
+      send: (payloads) =>
+        http.post(`{"jobs":[${payloads.map((p) => `{"payload":${p}${extra}}`).join(",")}]}`),
+      close: () => Promise.resolve(http.close()),
+    };
+  }
+
+  /** A WebSocket producer: `enqueue` frames pipelined with refs, one socket per producer. */
+  async wsProducer(queue: string): Promise<Producer> {
+    const ws = await openSocket(this.url);
+    const pending = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+    let ref = 0;
+    ws.onmessage = (event) => {
+      const frame = JSON.parse(event.data);
+      const waiter = pending.get(frame.ref);
+      if (waiter === undefined) return;
+      pending.delete(frame.ref);
+      if (frame.op === "ok") waiter.resolve();
+      else {waiter.reject(
+          new Error(`Cannot enqueue over WebSocket: ${frame.code} ${frame.message}`),
+        );}
+    };
+    const prefix = `,"queue":${JSON.stringify(queue)},"payload":`;
+    return {
+      send: (payload) =>
+        new Promise<void>((resolve, reject) => {
+          const r = ++ref;
+          pending.set(r, { resolve, reject });
+          ws.send(`{"op":"enqueue","ref":${r}${prefix}${payload}}`);
+        }),
+      close: () => closeSocket(ws),
+    };
+  }
+
+  /** A WebSocket consumer: `subscribe` with `prefetch`, an `ack` frame per job as it arrives. */
+  async consumer(queue: string, prefetch: number, onJob: (job: Stamp) => void): Promise<Consumer> {
+    const ws = await openSocket(this.url);
+    const acks = new AckTracker();
+    let errors = 0;
+    let ref = 0;
+    const { promise: subscribed, resolve, reject } = Promise.withResolvers<void>();
+    ws.onmessage = (event) => {
+      const frame = JSON.parse(event.data);
+      switch (frame.op) {
+        case "job":
+          onJob(frame.payload);
+          acks.sent();
+          ws.send(`{"op":"ack","ref":${++ref},"id":${frame.id},"token":"${frame.lease.token}"}`);
+          return;
+        case "ok":
+          if (frame.ref === "subscribe") resolve();
+          else acks.answered();
+          return;
+        case "error":
+          if (frame.ref === "subscribe") {
+            reject(new Error(`Cannot subscribe to "${queue}": ${frame.message}`));
+            return;
+          }
+          acks.answered();
+          if (errors++ < 3) console.error(`tegami consumer: ${frame.code}: ${frame.message}`);
+      }
+    };
+    ws.send(JSON.stringify({ op: "subscribe", ref: "subscribe", queue, prefetch }));
+    await subscribed;
+    return { acked: () => acks.settled(), close: () => closeSocket(ws) };
+  }
+
+  /**
+   * Enqueues `count` copies of `payload` in batches of 1000, 4 requests in flight, at `priority`
+   * and due in `delayMs`.
+   */
+  async fill(
+    queue: string,
+    count: number,
+    payload: string,
+    priority = 0,
+    delayMs = 0,
+  ): Promise<void> {
+    const producer = this.batchProducer(queue, priority, delayMs);
+    const full = Array.from({ length: FILL_BATCH }, () => payload);
+    let left = count;
+    try {
+      await Promise.all(Array.from({ length: FILL_IN_FLIGHT }, async () => {
+        while (left > 0) {
+          const n = Math.min(FILL_BATCH, left);
+          left -= n;
+          await producer.send(n === FILL_BATCH ? full : full.slice(0, n));
+        }
+      }));
+    } finally {
+      await producer.close();
+    }
+  }
+
+  /** The group-commit histogram from `/metrics`. */
+  async commitBatches(): Promise<CommitBatches> {
+    const response = await fetch(`${this.url}/metrics`);
+    return parseCommitBatches(await response.text());
+  }
+
+  /** Stops the server (SIGTERM) and starts it again on the same database; answers the times. */
+  async restart(): Promise<Restart> {
+    const stopAt = performance.now();
+    this.#server.kill("SIGTERM");
+    const { code, stderr } = await this.#server.exited();
+    if (code !== 0) throw new Error(`Server exited with ${code} on SIGTERM:\n${stderr}`);
+    const shutdownMs = performance.now() - stopAt;
+    const startAt = performance.now();
+    this.#server = await spawnServer(this.#args);
+    return { shutdownMs, startupMs: performance.now() - startAt };
+  }
+
+  /** Stops the server and removes its database. */
+  async stop(): Promise<void> {
+    try {
+      this.#server.kill("SIGTERM");
+      const { code, stderr } = await this.#server.exited();
+      if (code !== 0) console.error(`tegami exited with ${code}:\n${stderr.slice(-2000)}`);
+    } finally {
+      await Deno.remove(this.#dir, { recursive: true });
+    }
+  }
+}
+
+async function openSocket(url: string): Promise<WebSocket> {
+  const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/ws`);
+  await new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve();
+    ws.onerror = () => reject(new Error(`Cannot open a WebSocket to ${url}`));
+  });
+  ws.onerror = null;
+  return ws;
+}
+
+async function closeSocket(ws: WebSocket): Promise<void> {
+  if (ws.readyState === WebSocket.CLOSED) return;
+  const closed = new Promise((resolve) => ws.addEventListener("close", resolve));
+  ws.close();
+  await closed;
+}
+
+/** A {@linkcode Peer} whose targets are tegami servers. */
+export interface TegamiPeer extends Peer {
+  /** Starts a fresh server on a new database. */
+  start(): Promise<TegamiTarget>;
+}
+
+/** Starts fresh tegami servers. */
+export function tegamiPeer(options: TegamiOptions = {}): TegamiPeer {
+  return { key: "tegami", name: "tegami", start: () => TegamiTarget.start(options) };
+}

@@ -1,0 +1,127 @@
+/**
+ * The one table the bench prints (markdown), and the same rows as JSON for machines.
+ *
+ * Ratios: on a peer's row, "tegami ÷ peer" is tegami's jobs/s on the same workload divided by
+ * the peer's, so above 1 means tegami is faster.
+ *
+ * @module
+ */
+
+import type { Measurement } from "./measurement.ts";
+import type { CpuUse } from "./proc.ts";
+
+/** One line of the table: a workload on a system, measured, skipped or failed. */
+export interface Row {
+  /** Workload label, e.g. `W1 end to end`. */
+  workload: string;
+  /** System label, e.g. `tegami`, `RabbitMQ 3.10.8 (quorum)`. */
+  system: string;
+  /** Whether jobs/s is the figure of merit (and so gets a ratio). @default true */
+  throughput?: boolean;
+  /** The result, when it ran. */
+  measurement?: Measurement;
+  /** Why it did not run or did not finish. */
+  failure?: string;
+}
+
+const MB = 1024 * 1024;
+
+function fixed(value: number | undefined, digits: number): string {
+  return value === undefined || !Number.isFinite(value) ? "" : value.toFixed(digits);
+}
+
+function jobsPerSecond(m: Measurement | undefined): number | undefined {
+  return m === undefined || m.seconds === 0 ? undefined : m.jobs / m.seconds;
+}
+
+/** The tegami row of the same workload, for ratios. */
+function tegamiOf(rows: readonly Row[], row: Row): Row | undefined {
+  return rows.find((r) => r.workload === row.workload && r.system === "tegami");
+}
+
+/** tegami's jobs/s over this row's, for peer rows of throughput workloads. */
+export function ratioOf(rows: readonly Row[], row: Row): number | undefined {
+  if (row.system === "tegami" || row.throughput === false) return undefined;
+  const ours = jobsPerSecond(tegamiOf(rows, row)?.measurement);
+  const theirs = jobsPerSecond(row.measurement);
+  return ours === undefined || theirs === undefined ? undefined : ours / theirs;
+}
+
+/**
+ * `server (main, waiting) / driver (main, waiting) / machine`; the server's main thread only
+ * where it means something.
+ */
+function cpuCell(cpu: CpuUse): string {
+  const main = Number.isFinite(cpu.serverMain)
+    ? ` (${fixed(cpu.serverMain, 2)}, ${fixed(cpu.serverMainWait, 2)})`
+    : "";
+  const driver = `${fixed(cpu.driver, 2)} (${fixed(cpu.driverMain, 2)}, ${
+    fixed(cpu.driverMainWait, 2)
+  })`;
+  return `${fixed(cpu.server, 2)}${main} / ${driver} / ${fixed(cpu.machine, 2)}`;
+}
+
+/** Renders the rows as one markdown table. */
+export function markdownTable(rows: readonly Row[]): string {
+  const header = [
+    "workload",
+    "system",
+    "jobs/s",
+    "p50 ms",
+    "p99 ms",
+    "tegami ÷ system",
+    "CPU cores: server (main, waiting) / driver (main, waiting) / machine",
+    "server RSS MB",
+    "notes",
+  ];
+  const lines = [
+    `| ${header.join(" | ")} |`,
+    `|${["---", "---", "--:", "--:", "--:", "--:", "--:", "--:", "---"].join("|")}|`,
+  ];
+  for (const row of rows) {
+    const m = row.measurement;
+    const ratio = ratioOf(rows, row);
+    const cells = [
+      row.workload,
+      row.system,
+      row.throughput === false ? "" : fixed(jobsPerSecond(m), 0),
+      fixed(m?.latency?.p50, 2),
+      fixed(m?.latency?.p99, 2),
+      ratio === undefined ? "" : `${ratio.toFixed(2)}×`,
+      m?.cpu === undefined ? "" : cpuCell(m.cpu),
+      m?.rssBytes === undefined ? "" : fixed(m.rssBytes / MB, 0),
+      row.failure ?? (m?.notes ?? []).join("; "),
+    ];
+    lines.push(`| ${cells.map((c) => c.replaceAll("|", "\\|")).join(" | ")} |`);
+  }
+  return lines.join("\n");
+}
+
+/** The rows as plain JSON objects, with the derived figures filled in. */
+export function jsonRows(rows: readonly Row[]): Record<string, unknown>[] {
+  return rows.map((row) => {
+    const m = row.measurement;
+    return {
+      workload: row.workload,
+      system: row.system,
+      jobs: m?.jobs ?? null,
+      seconds: m?.seconds ?? null,
+      jobs_per_s: row.throughput === false ? null : jobsPerSecond(m) ?? null,
+      latency_ms: m?.latency ?? null,
+      tegami_ratio: ratioOf(rows, row) ?? null,
+      cpu_cores: m?.cpu === undefined ? null : {
+        server: m.cpu.server,
+        server_main: Number.isFinite(m.cpu.serverMain) ? m.cpu.serverMain : null,
+        server_main_waiting: Number.isFinite(m.cpu.serverMainWait) ? m.cpu.serverMainWait : null,
+        driver: m.cpu.driver,
+        driver_main: m.cpu.driverMain,
+        driver_main_waiting: m.cpu.driverMainWait,
+        machine: m.cpu.machine,
+      },
+      rss_mb: m?.rssBytes === undefined ? null : m.rssBytes / MB,
+      notes: m?.notes ?? [],
+      extra: m?.extra ?? null,
+      failure: row.failure ?? null,
+    };
+  });
+}

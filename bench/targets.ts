@@ -1,0 +1,132 @@
+/**
+ * The targets of DESIGN.md §8 and issue 5, checked against the rows of one run: each answers
+ * the figure measured and whether it is met (`null` when the rows it needs are missing).
+ *
+ * @module
+ */
+
+import type { Measurement } from "./measurement.ts";
+import type { Row } from "./report.ts";
+import { PLACEMENTS } from "./workloads/scaling.ts";
+
+/** One target and how this run fares. */
+export interface TargetCheck {
+  /** The target, e.g. `W1 ≥ 2× RabbitMQ`. */
+  target: string;
+  /** What was measured, e.g. `0.45×`. */
+  measured: string;
+  /** Met, missed, or not measured in this run. */
+  met: boolean | null;
+}
+
+const MB = 1024 * 1024;
+
+function find(rows: readonly Row[], workload: string, system: string): Measurement | undefined {
+  return rows.find((r) => r.workload === workload && r.system.startsWith(system))?.measurement;
+}
+
+const rate = (m: Measurement) => m.jobs / m.seconds;
+
+/** Checks every target the rows allow. */
+export function checkTargets(rows: readonly Row[]): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const ratio = (workload: string, peer: string, label: string, atLeast: number) => {
+    const ours = find(rows, workload, "tegami");
+    const theirs = find(rows, workload, peer);
+    if (ours === undefined || theirs === undefined) {
+      checks.push({ target: label, measured: "not measured", met: null });
+      return;
+    }
+    const r = rate(ours) / rate(theirs);
+    checks.push({ target: label, measured: `${r.toFixed(2)}×`, met: r >= atLeast });
+  };
+  ratio("W1 end to end", "RabbitMQ", "W1 ≥ 2× RabbitMQ", 2);
+  ratio("W1 end to end", "beanstalkd -f 50", "W1 ≥ 1.3× beanstalkd (default fsync)", 1.3);
+  ratio("W2 drain", "RabbitMQ", "W2 ≥ 1.5× RabbitMQ", 1.5);
+  ratio("W3 enqueue", "RabbitMQ", "W3 ≥ 2× RabbitMQ", 2);
+
+  const w4 = find(rows, "W4 batch enqueue", "tegami");
+  checks.push({
+    target: "W4 ≥ 50 000 jobs/s",
+    measured: w4 === undefined ? "not measured" : `${rate(w4).toFixed(0)} jobs/s`,
+    met: w4 === undefined ? null : rate(w4) >= 50_000,
+  });
+
+  const w5 = find(rows, "W5 idle push latency", "tegami")?.latency;
+  checks.push({
+    target: "W5 p50 < 1 ms and p99 < 5 ms",
+    measured: w5 === undefined ? "not measured" : `${w5.p50.toFixed(2)} / ${w5.p99.toFixed(2)} ms`,
+    met: w5 === undefined ? null : w5.p50 < 1 && w5.p99 < 5,
+  });
+
+  const w1 = find(rows, "W1 end to end", "tegami")?.latency;
+  const w1Rabbit = find(rows, "W1 end to end", "RabbitMQ")?.latency;
+  checks.push({
+    target: "W1 p99 below RabbitMQ's",
+    measured: w1 === undefined || w1Rabbit === undefined
+      ? "not measured"
+      : `${w1.p99.toFixed(1)} vs ${w1Rabbit.p99.toFixed(1)} ms`,
+    met: w1 === undefined || w1Rabbit === undefined ? null : w1.p99 < w1Rabbit.p99,
+  });
+
+  const rss = find(rows, "W2 drain", "tegami")?.rssBytes;
+  const rssRabbit = find(rows, "W2 drain", "RabbitMQ")?.rssBytes;
+  checks.push({
+    target: "RSS with the W2 backlog below RabbitMQ's",
+    measured: rss === undefined || rssRabbit === undefined
+      ? "not measured"
+      : `${(rss / MB).toFixed(0)} vs ${(rssRabbit / MB).toFixed(0)} MB`,
+    met: rss === undefined || rssRabbit === undefined ? null : rss < rssRabbit,
+  });
+
+  // Scaling: every W1/W5 row with a backlog, against the empty server's.
+  const empty1 = find(rows, "W1 · empty server", "tegami");
+  const empty5 = find(rows, "W5 · empty server", "tegami")?.latency;
+  const scaled = rows.filter((r) => PLACEMENTS.some((p) => r.workload.endsWith(p.label)));
+  if (empty1 !== undefined && empty5 !== undefined && scaled.length > 0) {
+    for (const placement of PLACEMENTS) {
+      let worst = 1;
+      let worstAt = "";
+      for (const row of scaled.filter((r) => r.workload.endsWith(placement.label))) {
+        const m = row.measurement;
+        if (m === undefined) continue;
+        let off = 1;
+        if (row.workload.startsWith("W1")) off = rate(m) / rate(empty1);
+        else if (m.latency !== undefined) off = empty5.p50 / m.latency.p50;
+        if (Math.abs(1 - off) > Math.abs(1 - worst)) {
+          worst = off;
+          worstAt = row.workload;
+        }
+      }
+      checks.push({
+        target: `W1 jobs/s and W5 p50 within ±20% of empty, ${placement.label}`,
+        measured: worstAt === "" ? "all equal" : `worst ${worst.toFixed(2)}× (${worstAt})`,
+        met: Math.abs(1 - worst) <= 0.2,
+      });
+    }
+    const size = (row: Row) =>
+      Number(row.workload.match(/(\d[\d ]*) (waiting|pending|delayed)/)?.[1].replaceAll(" ", ""));
+    const largest = Math.max(...scaled.map(size));
+    const atLargest = scaled.filter((r) => size(r) === largest);
+    const mb = (rows: readonly Row[]) =>
+      Math.max(...rows.map((r) => r.measurement?.rssBytes ?? 0)) / MB;
+    const loaded = mb(atLargest);
+    const restarted = mb(atLargest.filter((r) => r.workload.startsWith("startup")));
+    const emptyLoaded = (empty1.rssBytes ?? NaN) / MB;
+    checks.push({
+      target: "RSS < 150 MB with the largest backlog waiting",
+      measured: `${loaded.toFixed(0)} MB at most with ${largest} waiting, under W1/W5 (empty ` +
+        `server after its W1: ${emptyLoaded.toFixed(0)} MB); ${restarted.toFixed(0)} MB just ` +
+        `after a restart with them`,
+      met: loaded < 150,
+    });
+  }
+  return checks;
+}
+
+/** The checks this run measured, as lines: `✓` or `✗`, target, measured. */
+export function describeTargets(checks: readonly TargetCheck[]): string {
+  const measured = checks.filter((c) => c.met !== null);
+  if (measured.length === 0) return "none measured in this run";
+  return measured.map((c) => `${c.met ? "✓" : "✗"} ${c.target}: ${c.measured}`).join("\n");
+}
