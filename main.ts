@@ -56,6 +56,16 @@ async function serve(args: string[]): Promise<number> {
   return 0;
 }
 
+/** The size of stdin when it is a regular file (`tegami enqueue q < jobs.ndjson`), else null. */
+function stdinFileSize(): number | null {
+  try {
+    const info = Deno.statSync("/dev/stdin"); // follows /proc/self/fd/0 to the file
+    return info.isFile ? info.size : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The process's own streams and signals, for the client commands. */
 function clientIO() {
   const encoder = new TextEncoder();
@@ -67,6 +77,7 @@ function clientIO() {
     out: (text: string) => Deno.stdout.writeSync(encoder.encode(text)),
     err: (text: string) => Deno.stderr.writeSync(encoder.encode(text)),
     isTerminal: Deno.stderr.isTerminal(),
+    stdinBytes: stdinFileSize(),
     env: Deno.env.toObject(),
     stopRequested,
   };

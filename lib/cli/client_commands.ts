@@ -22,6 +22,8 @@ export interface CommandIO {
   err(text: string): void;
   /** True when stderr is a terminal (progress bars). */
   isTerminal: boolean;
+  /** The size of stdin when it is a regular file, else null (for the progress bar). */
+  stdinBytes: number | null;
   /** The environment. */
   env: Record<string, string | undefined>;
   /** Resolves when the user asks the command to stop (SIGINT/SIGTERM). */
@@ -115,6 +117,7 @@ async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
     linesAreJobs: values.jobs === true,
     defaults: options,
     progress: io.isTerminal ? (text) => io.err(`\r${text}`) : undefined,
+    inputBytes: io.stdinBytes,
   });
   if (io.isTerminal) io.err("\n");
   io.out(summary.line + "\n");

@@ -19,6 +19,8 @@ export interface EnqueueStreamOptions {
   defaults?: JobOptions;
   /** Called with a one-line progress text after each batch. */
   progress?: (text: string) => void;
+  /** The input's size in bytes when known (a file on stdin): the progress line shows a bar. */
+  inputBytes?: number | null;
 }
 
 /** What an import did. */
@@ -85,6 +87,7 @@ export async function enqueueStream(
   let lineNo = 0;
   let batch: BatchJob[] = [];
   let batchFirstLine = 1;
+  let bytesRead = 0;
   const rate = () => Math.round(sent / Math.max((performance.now() - started) / 1000, 0.001));
   const flush = async () => {
     if (batch.length === 0) return;
@@ -98,11 +101,22 @@ export async function enqueueStream(
     sent += batch.length;
     batch = [];
     batchFirstLine = lineNo + 1;
-    options.progress?.(`enqueued ${sent} jobs to ${queue} (${rate()}/s)`);
+    options.progress?.(
+      progressBar(bytesRead, options.inputBytes ?? null) +
+        `enqueued ${sent} jobs to ${queue} (${rate()}/s)`,
+    );
   };
   let failure: string | null = null;
   try {
-    const lines = input.pipeThrough(new TextDecoderStream()).pipeThrough(lineSplitter());
+    const counted = input.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          bytesRead += chunk.byteLength;
+          controller.enqueue(chunk);
+        },
+      }),
+    );
+    const lines = counted.pipeThrough(new TextDecoderStream()).pipeThrough(lineSplitter());
     for await (const line of lines) {
       lineNo++;
       if (line.trim() === "") continue;
@@ -128,6 +142,16 @@ export async function enqueueStream(
     `in ${seconds.toFixed(1)} s, ${rate()} jobs/s` +
     (failure === null ? "" : `; stopped: ${failure}`);
   return { sent, created, deduplicated, failed: failure !== null, line };
+}
+
+/** `[█████░░░░░]  50% ` when the total is known, else nothing. */
+export function progressBar(done: number, total: number | null, width = 24): string {
+  if (total === null || total <= 0) return "";
+  const fraction = Math.min(1, done / total);
+  const filled = Math.round(fraction * width);
+  return `[${"█".repeat(filled)}${"░".repeat(width - filled)}] ${
+    String(Math.floor(fraction * 100)).padStart(3)
+  }% `;
 }
 
 /** Splits a text stream into lines (without their `\n` / `\r\n`). */
