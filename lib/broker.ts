@@ -140,7 +140,7 @@ export class Broker {
     const stored = this.#store.enqueue(queue, jobs, now);
     // Offer the queue at once: the claim joins the same group commit right after the insert,
     // so a waiting consumer gets the job with one commit and one fsync, not two.
-    if (jobs.some((job) => job.run_at <= now)) this.wake(queue);
+    if (jobs.some((job) => job.run_at <= now)) this.wake(queue, true);
     const out = await stored;
     let pending = false;
     let earliest = Infinity;
@@ -334,9 +334,16 @@ export class Broker {
 
   // ---- dispatch ----
 
-  /** Offers a queue's ready jobs to its consumers with credit (coalesces concurrent calls). */
-  wake(queue: string): void {
+  /**
+   * Offers a queue's ready jobs to its consumers with credit (coalesces concurrent calls).
+   * `eager` is for a wake sent before the commit that makes the jobs ready.
+   */
+  wake(queue: string, eager = false): void {
     if (this.#closed || !this.#consumers.has(queue)) return;
+    // The store's committed counts say nothing is ready: skip the empty claim (every commit
+    // that makes a job ready wakes the queue again afterwards). An eager wake runs before its
+    // enqueue commits, so it cannot trust the counts yet.
+    if (!eager && this.#store.readyHint?.(queue) === 0) return;
     if (this.#dispatching.has(queue)) {
       this.#again.add(queue);
       return;

@@ -517,6 +517,10 @@ export class SqliteStore implements Store {
     });
   }
 
+  readyHint(queue: string): number {
+    return this.#counts.get(queue)?.pending ?? 0;
+  }
+
   nextDeadline(): Promise<number | null> {
     return this.#read(() => {
       const delayed = (this.#s.nextDelayed.get() as { at: number | null }).at;

@@ -177,6 +177,12 @@ export interface Store {
   tick(now: number): Promise<TickResult>;
   /** Ends leases whose holder is gone: back to pending at once, or dead if attempts are used. */
   release(leases: LeaseRef[], now: number): Promise<EndedLease[]>;
+  /**
+   * How many jobs of the queue are ready (pending) as of the last commit, if the store knows
+   * it cheaply and exactly (the SQLite store, sole writer of its file); absent otherwise. Only a
+   * hint for skipping empty claims.
+   */
+  readyHint?(queue: string): number;
   /** The earliest lease expiry or delayed `run_at`, or null. */
   nextDeadline(): Promise<number | null>;
   /** Deletes done and cancelled jobs finished before `before`; answers how many. */
