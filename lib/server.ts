@@ -15,6 +15,7 @@ import { retryDelayMs } from "./backoff.ts";
 import { createApi, describeCause } from "./http/api.ts";
 import { eventStreamResponse } from "./http/event_stream.ts";
 import { LiveFeed } from "./live_feed.ts";
+import { EventLoopLag } from "./event_loop_lag.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { ServerMetrics } from "./server_metrics.ts";
 import { SqliteStore } from "./store/sqlite_store.ts";
@@ -197,6 +198,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     onError: (error) => log.error("Background live feed failed", { cause: describeCause(error) }),
   });
   feed.start();
+  const lag = new EventLoopLag((ms) => metrics.eventLoopLag(ms));
+  lag.start();
   const api = createApi({
     broker,
     clock,
@@ -234,6 +237,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }, api);
   } catch (error) {
     feed.close();
+    lag.stop();
     broker.close();
     await store.close();
     throw new Error(
@@ -262,6 +266,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       for (const connection of [...connections]) connection.shutdown();
       // Event streams never end by themselves: end them, or shutdown() would wait for ever.
       feed.close();
+      lag.stop();
       await listening.shutdown();
       await store.close();
       log.info("tegami stopped: database closed cleanly");

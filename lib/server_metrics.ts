@@ -55,6 +55,7 @@ export class ServerMetrics implements BrokerObserver {
   readonly #batch: Histogram;
   readonly #commit: Histogram;
   readonly #commitFailures: Counter;
+  readonly #lag: Histogram;
 
   /** Registers every family. */
   constructor() {
@@ -159,6 +160,11 @@ export class ServerMetrics implements BrokerObserver {
       "Time to run and commit (fsync) one group-committed transaction.",
       LATENCY_BUCKETS,
     );
+    this.#lag = r.histogram(
+      "tegami_event_loop_lag_seconds",
+      "How late a 25 ms timer fires: stalls of the server's single JavaScript thread.",
+      LATENCY_BUCKETS,
+    );
     this.#commitFailures = r.counter(
       "tegami_commit_failures_total",
       "Transactions that could not be committed (every caller got 503 unavailable).",
@@ -190,6 +196,11 @@ export class ServerMetrics implements BrokerObserver {
   request(route: string, status: number, ms: number): void {
     this.#http.observe([route, `${Math.floor(status / 100)}xx`], ms / 1000);
     this.#requests.inc([route, String(status)]);
+  }
+
+  /** Records one event-loop lag sample, ms. */
+  eventLoopLag(ms: number): void {
+    this.#lag.observe([], ms / 1000);
   }
 
   /** Records a group commit. */

@@ -100,6 +100,7 @@ Deno.test("/metrics exposes queue gauges, job counters, latencies and commit fig
   assert.equal(sample(families, "tegami_websocket_connections"), 0);
   assert.ok((sample(families, "tegami_commit_batch_size_count") ?? 0) > 0);
   assert.ok((sample(families, "tegami_wal_bytes") ?? -1) >= 0);
+  assert.ok(families.has("tegami_event_loop_lag_seconds"), "event-loop lag is exported");
   assert.equal(
     sample(families, "tegami_http_requests_total", {
       route: "/v1/queues/:queue/jobs",
