@@ -240,28 +240,20 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         return json(200, statsView(stats, clock.now(), broker.consumerCount(stats.name)));
       },
     },
-    {
+    ...([["pause", true], ["resume", false]] as const).map(([action, paused]): Route => ({
       method: "POST",
-      path: ["v1", "queues", ":queue", "pause"],
+      path: ["v1", "queues", ":queue", action],
       access: "admin",
       handle: async (ctx) => {
         parseEmpty(await body(ctx));
-        await broker.setPaused(ctx.params[0], true);
-        log.info("Queue paused", { queue: ctx.params[0], by: ctx.principal.name });
-        return json(200, { name: ctx.params[0], paused: true });
+        await broker.setPaused(ctx.params[0], paused);
+        log.info(paused ? "Queue paused" : "Queue resumed", {
+          queue: ctx.params[0],
+          by: ctx.principal.name,
+        });
+        return json(200, { name: ctx.params[0], paused });
       },
-    },
-    {
-      method: "POST",
-      path: ["v1", "queues", ":queue", "resume"],
-      access: "admin",
-      handle: async (ctx) => {
-        parseEmpty(await body(ctx));
-        await broker.setPaused(ctx.params[0], false);
-        log.info("Queue resumed", { queue: ctx.params[0], by: ctx.principal.name });
-        return json(200, { name: ctx.params[0], paused: false });
-      },
-    },
+    })),
     {
       method: "GET",
       path: ["v1", "queues", ":queue", "dead"],
