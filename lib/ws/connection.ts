@@ -298,6 +298,22 @@ export class Connection implements LeaseHolder {
     if (held.sub.active) this.#o.broker.wake(held.sub.queue);
   }
 
+  /**
+   * Frees the credit of a lease whose ack or nack was just submitted, and offers the queue
+   * again at once: the claim joins the same transaction, right after the settle, so the next
+   * job costs no extra commit. The settle runs first in that transaction; if it fails, the
+   * lease was already over (`lease_lost`, `not_found`) or the whole transaction failed (and the
+   * claim with it), so prefetch is never exceeded.
+   */
+  #settling(id: number, token: string): void {
+    const held = this.#leases.get(id);
+    if (held === undefined || held.token !== token) return;
+    this.#leases.delete(id);
+    this.#o.broker.forgetHolder([token]);
+    held.sub.inflight--;
+    if (held.sub.active) this.#o.broker.wake(held.sub.queue);
+  }
+
   // ---- frames ----
 
   async #handle(frame: ClientFrame): Promise<Record<string, unknown>> {
@@ -341,13 +357,17 @@ export class Connection implements LeaseHolder {
       case "ack": {
         const req = parseAck(body, limits);
         await this.#requireJob(frame.id);
-        await broker.ack(frame.id, req.token, req.result);
+        const acked = broker.ack(frame.id, req.token, req.result);
+        this.#settling(frame.id, req.token);
+        await acked;
         return { id: frame.id, state: "done" };
       }
       case "nack": {
         const req = parseNack(body);
         await this.#requireJob(frame.id);
-        const out = await broker.nack(frame.id, req.token, req);
+        const nacked = broker.nack(frame.id, req.token, req);
+        this.#settling(frame.id, req.token);
+        const out = await nacked;
         return { id: frame.id, state: out.state, run_at: out.run_at };
       }
       case "extend": {
