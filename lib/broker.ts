@@ -12,7 +12,7 @@
  */
 
 import type { Clock, TimerHandle } from "./clock.ts";
-import { TegamiError } from "./errors.ts";
+import { shuttingDown } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
 import type {
   CancelResult,
@@ -92,11 +92,16 @@ export class Broker {
   readonly #rotation = new Map<string, number>();
   readonly #dispatching = new Set<string>();
   readonly #again = new Set<string>();
-  readonly #holders = new Map<string, { id: number; holder: LeaseHolder }>();
   readonly #longPolls = new Set<() => void>();
   readonly #observer: BrokerObserver | null;
-  /** When each live lease began and its queue (for processing-time metrics). */
-  readonly #leaseStarts = new Map<string, { queue: string; at: number }>();
+  /**
+   * Every live lease handed out, by token: its job and queue, when it began (processing-time
+   * metrics) and who holds it (told when it ends without their own settle).
+   */
+  readonly #live = new Map<
+    string,
+    { id: number; queue: string; at: number; holder: LeaseHolder | null }
+  >();
   #timer: TimerHandle | null = null;
   #timerAt = Infinity;
   #sweepTimer: TimerHandle | null = null;
@@ -168,8 +173,7 @@ export class Broker {
   async cancel(id: number): Promise<CancelResult> {
     const result = await this.#store.cancel(id, this.#clock.now());
     if (result.revoked_token !== null) {
-      this.#settled(result.revoked_token, result.queue, "cancelled");
-      this.#ended(result.revoked_token, "cancelled");
+      this.#over(result.revoked_token, result.queue, "cancelled", "cancelled");
     } else if (!result.removed) this.#observer?.settled(result.queue, "cancelled", null);
     return result;
   }
@@ -192,7 +196,7 @@ export class Broker {
     const jobs = await this.#store.claim(queue, max, leaseMs, now);
     if (jobs.length > 0) {
       this.#armForLeases(jobs);
-      this.#began(queue, jobs, now);
+      this.#began(queue, jobs, now, null);
     }
     if (jobs.length > 0 || waitMs <= 0 || this.#closed || signal?.aborted) return jobs;
     return await new Promise<Delivery[]>((resolve) => {
@@ -258,16 +262,14 @@ export class Broker {
   /** Completes a leased job. */
   async ack(id: number, token: string, result: string | null): Promise<{ id: number }> {
     const out = await this.#store.ack(id, token, result, this.#clock.now());
-    this.#settled(token, out.queue, "acked");
-    this.#ended(token, "settled");
+    this.#over(token, out.queue, "acked", "settled");
     return out;
   }
 
   /** Fails a leased job: retry later (backoff or `delay_ms`) or dead. */
   async nack(id: number, token: string, request: NackRequest): Promise<NackResult> {
     const out = await this.#store.nack(id, token, request, this.#clock.now());
-    this.#settled(token, out.queue, out.state === "dead" ? "dead" : "nacked");
-    this.#ended(token, "settled");
+    this.#over(token, out.queue, out.state === "dead" ? "dead" : "nacked", "settled");
     if (out.state === "pending") this.wake(out.queue);
     else if (out.state === "delayed") this.#armAt(out.run_at);
     return out;
@@ -295,8 +297,8 @@ export class Broker {
     if (leases.length === 0) return [];
     const ended = await this.#store.release(leases, this.#clock.now());
     for (const lease of ended) {
-      this.#holders.delete(lease.token);
-      this.#settled(lease.token, lease.queue, lease.state === "dead" ? "dead" : "released");
+      // The holder is the one giving the lease back (or is gone): nobody to tell.
+      this.#over(lease.token, lease.queue, lease.state === "dead" ? "dead" : "released", null);
       if (lease.state === "pending") this.wake(lease.queue);
     }
     return ended;
@@ -400,15 +402,10 @@ export class Broker {
   #handOver(consumer: Consumer, deliveries: Delivery[], reserved: number): boolean {
     if (deliveries.length > 0) {
       this.#armForLeases(deliveries);
-      this.#began(consumer.queue, deliveries, this.#clock.now());
-    }
-    const holder = consumer.holder;
-    if (holder !== null) {
-      for (const d of deliveries) this.#holders.set(d.lease.token, { id: d.job.id, holder });
+      this.#began(consumer.queue, deliveries, this.#clock.now(), consumer.holder);
     }
     if (!consumer.deliver(deliveries, reserved)) {
       // The consumer vanished between claim and hand-over: give the jobs back at once.
-      for (const d of deliveries) this.#holders.delete(d.lease.token);
       this.release(
         deliveries.map((d) => ({ id: d.job.id, token: d.lease.token, undelivered: true })),
       ).catch(
@@ -419,40 +416,42 @@ export class Broker {
     return deliveries.length === reserved;
   }
 
-  #began(queue: string, deliveries: Delivery[], now: number): void {
-    if (this.#observer === null) return;
-    const waited = new Array<number>(deliveries.length);
+  #began(
+    queue: string,
+    deliveries: Delivery[],
+    now: number,
+    holder: LeaseHolder | null,
+  ): void {
+    const waited = this.#observer === null ? null : new Array<number>(deliveries.length);
     for (let i = 0; i < deliveries.length; i++) {
       const d = deliveries[i];
-      this.#leaseStarts.set(d.lease.token, { queue, at: now });
-      waited[i] = Math.max(0, now - d.job.run_at);
+      this.#live.set(d.lease.token, { id: d.job.id, queue, at: now, holder });
+      if (waited !== null) waited[i] = Math.max(0, now - d.job.run_at);
     }
-    this.#observer.delivered(queue, waited);
+    if (waited !== null) this.#observer!.delivered(queue, waited);
   }
 
-  #settled(token: string, queue: string, outcome: Outcome): void {
-    if (this.#observer === null) return;
-    const start = this.#leaseStarts.get(token);
-    // A repeated ack finds no start: it was counted the first time.
-    if (start === undefined && outcome === "acked") return;
-    this.#leaseStarts.delete(token);
-    this.#observer.settled(
-      queue,
-      outcome,
-      start === undefined ? null : this.#clock.now() - start.at,
-    );
-  }
-
-  #ended(token: string, why: LeaseEnd): void {
-    const entry = this.#holders.get(token);
-    if (entry === undefined) return;
-    this.#holders.delete(token);
-    entry.holder.leaseEnded(entry.id, why);
+  /** A lease ended: count it, and tell its holder `tell` (null: the holder already knows). */
+  #over(token: string, queue: string, outcome: Outcome, tell: LeaseEnd | null): void {
+    const live = this.#live.get(token);
+    this.#live.delete(token);
+    // A repeated ack finds no live lease: it was counted the first time.
+    if (this.#observer !== null && (live !== undefined || outcome !== "acked")) {
+      this.#observer.settled(
+        queue,
+        outcome,
+        live === undefined ? null : this.#clock.now() - live.at,
+      );
+    }
+    if (tell !== null && live?.holder) live.holder.leaseEnded(live.id, tell);
   }
 
   /** Forgets holders' leases without telling them (the holder is gone). */
   forgetHolder(tokens: Iterable<string>): void {
-    for (const token of tokens) this.#holders.delete(token);
+    for (const token of tokens) {
+      const live = this.#live.get(token);
+      if (live !== undefined) live.holder = null;
+    }
   }
 
   // ---- time ----
@@ -484,8 +483,7 @@ export class Broker {
     if (this.#closed) return;
     const result = await this.#store.tick(this.#clock.now());
     for (const lease of result.expired) {
-      this.#settled(lease.token, lease.queue, lease.state === "dead" ? "dead" : "expired");
-      this.#ended(lease.token, "expired");
+      this.#over(lease.token, lease.queue, lease.state === "dead" ? "dead" : "expired", "expired");
     }
     for (const queue of result.woken) this.wake(queue);
     const next = await this.#store.nextDeadline();
@@ -505,8 +503,6 @@ export class Broker {
   }
 
   #refuseIfClosed(): void {
-    if (this.#closed) {
-      throw new TegamiError("unavailable", "Cannot take the request: the server is shutting down");
-    }
+    if (this.#closed) throw shuttingDown();
   }
 }

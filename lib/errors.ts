@@ -97,3 +97,10 @@ export function leaseLost(id: number, action: string): TegamiError {
     { id },
   );
 }
+
+/** Shorthand for the `unavailable` error of a request that arrives while the server stops. */
+export function shuttingDown(cause?: unknown): TegamiError {
+  return new TegamiError("unavailable", "Cannot take the request: the server is shutting down", {
+    cause,
+  });
+}

@@ -19,7 +19,7 @@ import { EventLoopLag } from "./event_loop_lag.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { ServerMetrics } from "./server_metrics.ts";
 import { SqliteStore } from "./store/sqlite_store.ts";
-import { CLOSE, Connection, type SocketLike } from "./ws/connection.ts";
+import { Connection } from "./ws/connection.ts";
 import { upgradeToWebSocket } from "./ws/deno_socket.ts";
 import { originAllowed } from "./ws/origin.ts";
 import { TegamiError } from "./errors.ts";
@@ -145,25 +145,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ),
       );
     }
-    return upgradeToWebSocket(request, config.pingIntervalMs, (raw) => {
-      const socket: SocketLike = {
-        send: (text) => raw.send(text),
-        close: (code, reason) => {
-          // The server cuts a connection for failing auth, reading too slowly or an oversized
-          // frame: worth a look. Closes for shutdown (1001) are not.
-          if (code === CLOSE.policy || code === CLOSE.tooBig) {
-            log.warn("WebSocket connection closed by the server", {
-              code,
-              reason,
-              client: principal?.name,
-            });
-          }
-          raw.close(code, reason);
-        },
-        get bufferedAmount() {
-          return raw.bufferedAmount;
-        },
-      };
+    return upgradeToWebSocket(request, config.pingIntervalMs, (socket) => {
       const connection: Connection = new Connection(socket, {
         broker,
         clock,

@@ -8,7 +8,7 @@
 import { bearerToken, OPEN_ACCESS, type Principal, type Scope, type TokenSet } from "../auth.ts";
 import type { Broker } from "../broker.ts";
 import type { Clock } from "../clock.ts";
-import { invalid, jobNotFound, TegamiError, toTegamiError } from "../errors.ts";
+import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../errors.ts";
 import { deliveryJson, jobJson } from "../job.ts";
 import type { Logger } from "../log.ts";
 import {
@@ -451,12 +451,6 @@ function requestUrl(request: Request): URL {
   } catch {
     throw invalid("Host", "not a valid host name and port");
   }
-}
-
-function shuttingDown(cause?: unknown): TegamiError {
-  return new TegamiError("unavailable", "Cannot take the request: the server is shutting down", {
-    cause,
-  });
 }
 
 function notFound(request: Request, url: URL): TegamiError {

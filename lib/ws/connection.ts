@@ -289,13 +289,22 @@ export class Connection implements LeaseHolder {
 
   /** The broker's notice that a lease this connection held has ended. */
   leaseEnded(id: number, why: LeaseEnd): void {
-    const held = this.#leases.get(id);
-    if (held === undefined) return;
-    this.#leases.delete(id);
-    held.sub.inflight--;
+    if (!this.#freeCredit(id, null)) return;
     if (why === "cancelled") this.#send(cancelFrame(id));
     else if (why === "expired") this.#send(expiredFrame(id));
+  }
+
+  /**
+   * Forgets a held lease (only if `token` holds it, when given), frees its credit and offers
+   * its queue again. Answers whether the lease was held.
+   */
+  #freeCredit(id: number, token: string | null): boolean {
+    const held = this.#leases.get(id);
+    if (held === undefined || (token !== null && held.token !== token)) return false;
+    this.#leases.delete(id);
+    held.sub.inflight--;
     if (held.sub.active) this.#o.broker.wake(held.sub.queue);
+    return true;
   }
 
   /**
@@ -306,12 +315,7 @@ export class Connection implements LeaseHolder {
    * claim with it), so prefetch is never exceeded.
    */
   #settling(id: number, token: string): void {
-    const held = this.#leases.get(id);
-    if (held === undefined || held.token !== token) return;
-    this.#leases.delete(id);
-    this.#o.broker.forgetHolder([token]);
-    held.sub.inflight--;
-    if (held.sub.active) this.#o.broker.wake(held.sub.queue);
+    if (this.#freeCredit(id, token)) this.#o.broker.forgetHolder([token]);
   }
 
   // ---- frames ----
@@ -479,6 +483,14 @@ export class Connection implements LeaseHolder {
 
   #close(code: number, reason: string, releaseLeases: boolean): void {
     if (this.#finished) return;
+    if (code !== CLOSE.goingAway) {
+      // Cut for failing auth, reading too slowly or an oversized frame: worth a look.
+      this.#o.log.warn("WebSocket connection closed by the server", {
+        code,
+        reason,
+        client: this.#principal?.name,
+      });
+    }
     this.#finish(releaseLeases);
     try {
       this.#socket.close(code, reason);
