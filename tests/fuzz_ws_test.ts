@@ -25,11 +25,13 @@ import {
   numberLiteral,
   seedJobs,
   SeedSnapshot,
+  startFuzzServer,
+  stopFuzzServer,
   stringLiteral,
   Tally,
 } from "./helpers/fuzz.ts";
-import { OPCODE, RawWs } from "./helpers/raw_ws.ts";
-import { startTestServer, type TestServer } from "./helpers/test_server.ts";
+import { maskedFrame, OPCODE, RawWs } from "./helpers/raw_ws.ts";
+import type { TestServer } from "./helpers/test_server.ts";
 import { wsUrl } from "./helpers/ws_client.ts";
 
 const MAX_FRAME = 32 * 1024;
@@ -371,27 +373,6 @@ async function sendFrame(
   return { text, size: bytes.length };
 }
 
-/** A client frame (masked, as RFC 6455 requires) as bytes. */
-function maskedFrame(opcode: number, payload: Uint8Array, fin: boolean): Uint8Array {
-  const n = payload.length;
-  const lengthBytes = n < 126 ? 0 : n < 65536 ? 2 : 8;
-  const frame = new Uint8Array(2 + lengthBytes + 4 + n);
-  const view = new DataView(frame.buffer);
-  frame[0] = (fin ? 0x80 : 0) | opcode;
-  if (lengthBytes === 0) frame[1] = 0x80 | n;
-  else if (lengthBytes === 2) {
-    frame[1] = 0x80 | 126;
-    view.setUint16(2, n);
-  } else {
-    frame[1] = 0x80 | 127;
-    view.setBigUint64(2, BigInt(n));
-  }
-  const mask = crypto.getRandomValues(new Uint8Array(4));
-  frame.set(mask, 2 + lengthBytes);
-  for (let i = 0; i < n; i++) frame[6 + lengthBytes + i] = payload[i] ^ mask[i & 3];
-  return frame;
-}
-
 function refOf(text: string): unknown {
   try {
     const value = JSON.parse(text);
@@ -438,23 +419,6 @@ async function exchange(socket: FuzzSocket, frame: FuzzFrame): Promise<string> {
 
 // ---- servers ----
 
-async function startFuzzServer(auth: boolean): Promise<TestServer & { tokensDir: string | null }> {
-  let tokensDir: string | null = null;
-  let tokensFile: string | null = null;
-  if (auth) {
-    tokensDir = await Deno.makeTempDir({ prefix: "tegami-wsfuzz-tokens-" });
-    tokensFile = `${tokensDir}/tokens.json`;
-    await Deno.writeTextFile(tokensFile, JSON.stringify(TOKENS));
-  }
-  const server = await startTestServer({ config: { ...LIMITS, tokensFile } });
-  return { ...server, tokensDir };
-}
-
-async function stopFuzzServer(server: TestServer & { tokensDir: string | null }): Promise<void> {
-  await server[Symbol.asyncDispose]();
-  if (server.tokensDir !== null) await Deno.remove(server.tokensDir, { recursive: true });
-}
-
 /** A socket that must keep working while others misbehave. */
 async function witnessWorks(server: TestServer, headers: Record<string, string>): Promise<void> {
   await using ws = await RawWs.connect(wsUrl(server.url), { headers });
@@ -485,7 +449,7 @@ async function connectionsOpen(server: TestServer, headers: HeadersInit): Promis
 // ---- properties ----
 
 Deno.test("fuzzed frames with auth on each get one 4xx-coded reply and never touch another queue", async () => {
-  const server = await startFuzzServer(true);
+  const server = await startFuzzServer(LIMITS, TOKENS);
   const headers = { Authorization: `Bearer ${ADMIN_FZ}` };
   const socket = new FuzzSocket(wsUrl(server.url), headers);
   try {
@@ -540,7 +504,7 @@ Deno.test("fuzzed frames with auth on each get one 4xx-coded reply and never tou
 });
 
 Deno.test("fuzzed frames with auth off each get one 4xx-coded reply and leave stored jobs intact", async () => {
-  const server = await startFuzzServer(false);
+  const server = await startFuzzServer(LIMITS, null);
   const socket = new FuzzSocket(wsUrl(server.url), {});
   try {
     const seed = await seedJobs(server);
@@ -587,7 +551,7 @@ Deno.test("fuzzed frames with auth off each get one 4xx-coded reply and leave st
 });
 
 Deno.test("fuzzed frames before auth get unauthorized and close 1008, unless a valid auth", async () => {
-  const server = await startFuzzServer(true);
+  const server = await startFuzzServer(LIMITS, TOKENS);
   try {
     const seed = await seedJobs(server);
     using snapshot = new SeedSnapshot(server.dbPath, seed.ids);
@@ -686,7 +650,7 @@ const brokenFrame: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.record({
 });
 
 Deno.test("fuzzed broken WebSocket framing never harms the server or other sockets", async () => {
-  const server = await startFuzzServer(false);
+  const server = await startFuzzServer(LIMITS, null);
   try {
     const seed = await seedJobs(server);
     using snapshot = new SeedSnapshot(server.dbPath, seed.ids);

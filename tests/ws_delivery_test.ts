@@ -41,6 +41,33 @@ function connect(server: TestServer): Promise<WsClient> {
 
 const isJob = (f: Frame) => f.op === "job";
 
+/** A server, a socket subscribed to "w" with prefetch 1, and one job enqueued and pushed to it. */
+async function pushedJob(
+  body: Record<string, unknown> = { payload: 1 },
+  subscription: Record<string, unknown> = {},
+): Promise<{ server: TestServer; ws: WsClient; id: number; job: Frame } & AsyncDisposable> {
+  const server = await startTestServer();
+  try {
+    const ws = await connect(server);
+    try {
+      await ws.subscribe("w", 1, subscription);
+      const id = await enqueue(server, "w", body);
+      const job = await ws.nextJob();
+      const dispose = async () => {
+        await ws[Symbol.asyncDispose]();
+        await server[Symbol.asyncDispose]();
+      };
+      return { server, ws, id, job, [Symbol.asyncDispose]: dispose };
+    } catch (error) {
+      await ws[Symbol.asyncDispose]();
+      throw error;
+    }
+  } catch (error) {
+    await server[Symbol.asyncDispose]();
+    throw error;
+  }
+}
+
 Deno.test("subscribe answers ok with the queue and prefetch, echoing the ref", async () => {
   await using server = await startTestServer();
   await using ws = await connect(server);
@@ -221,11 +248,8 @@ Deno.test("unsubscribe stops pushes, and a job already held can still be acked",
 });
 
 Deno.test("ack over the socket answers id and state, stores the result, and echoes the ref", async () => {
-  await using server = await startTestServer();
-  await using ws = await connect(server);
-  await ws.subscribe("w", 1);
-  const id = await enqueue(server, "w", { payload: 1 });
-  const job = await ws.nextJob();
+  await using pushed = await pushedJob();
+  const { server, ws, id, job } = pushed;
   const reply = await ws.request({
     op: "ack",
     ref: "a1",
@@ -279,11 +303,8 @@ Deno.test("nack over the socket answers id, state and run_at: delay, backoff, de
 });
 
 Deno.test("extend over the socket answers the new expiry and keeps the lease past the old one", async () => {
-  await using server = await startTestServer();
-  await using ws = await connect(server);
-  await ws.subscribe("w", 1, { lease_ms: 1000 });
-  const id = await enqueue(server, "w", { payload: 1 });
-  const job = await ws.nextJob();
+  await using pushed = await pushedJob({ payload: 1 }, { lease_ms: 1000 });
+  const { server, ws, id, job } = pushed;
   await server.advance(500);
   const reply = await ws.request({
     op: "extend",
@@ -303,11 +324,8 @@ Deno.test("extend over the socket answers the new expiry and keeps the lease pas
 });
 
 Deno.test("a checkpoint saved over the socket is carried by the next delivery, with the error", async () => {
-  await using server = await startTestServer();
-  await using ws = await connect(server);
-  await ws.subscribe("w", 1);
-  const id = await enqueue(server, "w", { payload: 1 });
-  const first = await ws.nextJob();
+  await using pushed = await pushedJob();
+  const { ws, id, job: first } = pushed;
   const saved = await ws.request({
     op: "checkpoint",
     ref: "c",
@@ -395,11 +413,8 @@ Deno.test("cancelling a held job sends cancel, fails its ack with lease_lost, an
 });
 
 Deno.test("an expired lease sends expired and the job comes back with attempt 2", async () => {
-  await using server = await startTestServer();
-  await using ws = await connect(server);
-  await ws.subscribe("w", 1, { lease_ms: 1000 });
-  const id = await enqueue(server, "w", { payload: 1 });
-  const first = await ws.nextJob();
+  await using pushed = await pushedJob({ payload: 1 }, { lease_ms: 1000 });
+  const { server, ws, id, job: first } = pushed;
   await server.advance(999);
   assert.deepEqual(await ws.quietFor(QUIET_MS, (f) => f.op === "expired"), []);
   await server.advance(1);
@@ -468,11 +483,8 @@ Deno.test("delivery stops while a queue is paused and resumes when it is resumed
 });
 
 Deno.test("a dead job requeued over HTTP is pushed again with attempt 1", async () => {
-  await using server = await startTestServer();
-  await using ws = await connect(server);
-  await ws.subscribe("w", 1);
-  const id = await enqueue(server, "w", { payload: 1, max_attempts: 1 });
-  const first = await ws.nextJob();
+  await using pushed = await pushedJob({ payload: 1, max_attempts: 1 });
+  const { server, ws, id, job: first } = pushed;
   const nack = await ws.ok({ op: "nack", id, token: first.lease.token, error: "boom" });
   assert.equal(nack.state, "dead"); // attempts used up
   assert.deepEqual(await ws.quietFor(QUIET_MS, isJob), []);
@@ -497,11 +509,8 @@ Deno.test("a delayed job is pushed when it becomes due, not before", async () =>
 });
 
 Deno.test("a job nacked with a delay is pushed again when the delay is over", async () => {
-  await using server = await startTestServer();
-  await using ws = await connect(server);
-  await ws.subscribe("w", 1);
-  const id = await enqueue(server, "w", { payload: 1 });
-  const first = await ws.nextJob();
+  await using pushed = await pushedJob();
+  const { server, ws, id, job: first } = pushed;
   await ws.ok({ op: "nack", id, token: first.lease.token, delay_ms: 3000 });
   assert.deepEqual(await ws.quietFor(QUIET_MS, isJob), []);
   await server.advance(3000);

@@ -14,13 +14,13 @@ import type { Stamp } from "../payload.ts";
 import { AckTracker } from "./ack_tracker.ts";
 import { BeanstalkClient } from "./beanstalk_client.ts";
 import {
+  ChildProcessTarget,
   type Consumer,
   freePort,
   onPath,
   type Peer,
   PeerUnavailable,
   type Producer,
-  type Target,
   waitForPort,
 } from "./peer.ts";
 
@@ -28,26 +28,9 @@ const decoder = new TextDecoder();
 const FILL_WINDOW = 1000;
 
 /** A running beanstalkd. */
-class BeanstalkdTarget implements Target {
-  readonly singleThreaded = true;
-  readonly name: string;
-  readonly #child: Deno.ChildProcess;
-  readonly #dir: string;
-  readonly #port: number;
-
-  constructor(name: string, child: Deno.ChildProcess, dir: string, port: number) {
-    this.name = name;
-    this.#child = child;
-    this.#dir = dir;
-    this.#port = port;
-  }
-
-  get pids(): readonly number[] {
-    return [this.#child.pid];
-  }
-
+class BeanstalkdTarget extends ChildProcessTarget {
   async producer(queue: string): Promise<Producer> {
-    const client = await BeanstalkClient.connect(this.#port);
+    const client = await BeanstalkClient.connect(this.port);
     await client.use(queue);
     return {
       send: async (payload) => {
@@ -61,7 +44,7 @@ class BeanstalkdTarget implements Target {
     const acks = new AckTracker();
     let closed = false;
     const clients = await Promise.all(Array.from({ length: prefetch }, async () => {
-      const client = await BeanstalkClient.connect(this.#port);
+      const client = await BeanstalkClient.connect(this.port);
       await client.watch(queue);
       await client.ignore("default");
       return client;
@@ -91,7 +74,7 @@ class BeanstalkdTarget implements Target {
   }
 
   async fill(queue: string, count: number, payload: string): Promise<void> {
-    const client = await BeanstalkClient.connect(this.#port);
+    const client = await BeanstalkClient.connect(this.port);
     try {
       await client.use(queue);
       for (let done = 0; done < count; done += FILL_WINDOW) {
@@ -101,16 +84,6 @@ class BeanstalkdTarget implements Target {
     } finally {
       client.close();
     }
-  }
-
-  async stop(): Promise<void> {
-    try {
-      this.#child.kill("SIGTERM");
-    } catch {
-      // already gone
-    }
-    await this.#child.status;
-    await Deno.remove(this.#dir, { recursive: true });
   }
 }
 

@@ -13,13 +13,13 @@ import { Redis } from "ioredis";
 import type { Stamp } from "../payload.ts";
 import { AckTracker } from "./ack_tracker.ts";
 import {
+  ChildProcessTarget,
   type Consumer,
   freePort,
   onPath,
   type Peer,
   PeerUnavailable,
   type Producer,
-  type Target,
   waitForPort,
 } from "./peer.ts";
 
@@ -27,26 +27,9 @@ const FILL_CHUNK = 1000;
 const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true };
 
 /** BullMQ on its own Redis. */
-class BullTarget implements Target {
-  readonly singleThreaded = true;
-  readonly name: string;
-  readonly #child: Deno.ChildProcess;
-  readonly #dir: string;
-  readonly #port: number;
-
-  constructor(name: string, child: Deno.ChildProcess, dir: string, port: number) {
-    this.name = name;
-    this.#child = child;
-    this.#dir = dir;
-    this.#port = port;
-  }
-
-  get pids(): readonly number[] {
-    return [this.#child.pid];
-  }
-
+class BullTarget extends ChildProcessTarget {
   #redis(): Redis {
-    return new Redis({ host: "127.0.0.1", port: this.#port, maxRetriesPerRequest: null });
+    return new Redis({ host: "127.0.0.1", port: this.port, maxRetriesPerRequest: null });
   }
 
   producer(queue: string): Promise<Producer> {
@@ -99,16 +82,6 @@ class BullTarget implements Target {
       await q.close();
       redis.disconnect();
     }
-  }
-
-  async stop(): Promise<void> {
-    try {
-      this.#child.kill("SIGTERM");
-    } catch {
-      // already gone
-    }
-    await this.#child.status;
-    await Deno.remove(this.#dir, { recursive: true });
   }
 }
 

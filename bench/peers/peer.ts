@@ -42,6 +42,47 @@ export interface Target {
   stop(): Promise<void>;
 }
 
+/**
+ * The shared part of a target that is one child process on its own port with its own data dir
+ * (beanstalkd, redis for BullMQ): its pid, and a stop that ends it and removes the dir.
+ */
+export abstract class ChildProcessTarget implements Target {
+  readonly singleThreaded = true;
+  readonly name: string;
+  protected readonly child: Deno.ChildProcess;
+  protected readonly dir: string;
+  protected readonly port: number;
+
+  constructor(name: string, child: Deno.ChildProcess, dir: string, port: number) {
+    this.name = name;
+    this.child = child;
+    this.dir = dir;
+    this.port = port;
+  }
+
+  get pids(): readonly number[] {
+    return [this.child.pid];
+  }
+
+  abstract producer(queue: string): Promise<Producer>;
+  abstract consumer(
+    queue: string,
+    prefetch: number,
+    onJob: (job: Stamp) => void,
+  ): Promise<Consumer>;
+  abstract fill(queue: string, count: number, payload: string): Promise<void>;
+
+  async stop(): Promise<void> {
+    try {
+      this.child.kill("SIGTERM");
+    } catch {
+      // already gone
+    }
+    await this.child.status;
+    await Deno.remove(this.dir, { recursive: true });
+  }
+}
+
 /** A system the bench can start. */
 export interface Peer {
   /** The name used by `--peers`. */

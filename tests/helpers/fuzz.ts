@@ -17,7 +17,8 @@ import { DatabaseSync } from "node:sqlite";
 import assert from "node:assert/strict";
 import { STATUS_OF } from "../../lib/errors.ts";
 import type { NewJob } from "../../lib/job.ts";
-import type { TestServer } from "./test_server.ts";
+import type { ServeConfig } from "../../lib/config.ts";
+import { startTestServer, type TestServer } from "./test_server.ts";
 
 /** The fast-check parameters of one property: a fixed seed, bounded runs, env overrides. */
 export function fuzzParams(defaultRuns: number, defaultSeed: number): fc.Parameters<unknown> {
@@ -287,6 +288,36 @@ export const brokenText: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(...BROKEN_TEXT),
   fc.string({ unit: "binary", maxLength: 40 }),
 );
+
+// ---- servers ----
+
+/** A fuzz suite's server, with the temp dir of its tokens file (null when auth is off). */
+export interface FuzzServer extends TestServer {
+  /** The directory holding tokens.json, or null when auth is off. */
+  tokensDir: string | null;
+}
+
+/** Starts a test server with `config`; with `tokens`, auth is on with those tokens. */
+export async function startFuzzServer(
+  config: Partial<ServeConfig>,
+  tokens: readonly unknown[] | null,
+): Promise<FuzzServer> {
+  let tokensDir: string | null = null;
+  let tokensFile: string | null = null;
+  if (tokens !== null) {
+    tokensDir = await Deno.makeTempDir({ prefix: "tegami-fuzz-tokens-" });
+    tokensFile = `${tokensDir}/tokens.json`;
+    await Deno.writeTextFile(tokensFile, JSON.stringify(tokens));
+  }
+  const server = await startTestServer({ config: { ...config, tokensFile } });
+  return { ...server, tokensDir };
+}
+
+/** Stops a server of {@linkcode startFuzzServer} and removes its tokens file. */
+export async function stopFuzzServer(server: FuzzServer): Promise<void> {
+  await server[Symbol.asyncDispose]();
+  if (server.tokensDir !== null) await Deno.remove(server.tokensDir, { recursive: true });
+}
 
 // ---- seeded jobs that must never change ----
 

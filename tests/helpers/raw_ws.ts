@@ -185,6 +185,28 @@ export async function upgradeStatus(
   return answer;
 }
 
+/** A client frame (masked with a random key, as RFC 6455 requires) as bytes. */
+export function maskedFrame(opcode: number, payload: Uint8Array, fin = true): Uint8Array {
+  const n = payload.length;
+  const lengthBytes = n < 126 ? 0 : n < 65536 ? 2 : 8;
+  const frame = new Uint8Array(2 + lengthBytes + 4 + n);
+  const view = new DataView(frame.buffer);
+  frame[0] = (fin ? 0x80 : 0) | opcode;
+  if (lengthBytes === 0) frame[1] = 0x80 | n;
+  else if (lengthBytes === 2) {
+    frame[1] = 0x80 | 126;
+    view.setUint16(2, n);
+  } else {
+    frame[1] = 0x80 | 127;
+    view.setBigUint64(2, BigInt(n));
+  }
+  const maskAt = 2 + lengthBytes;
+  const mask = crypto.getRandomValues(new Uint8Array(4));
+  frame.set(mask, maskAt);
+  for (let i = 0; i < n; i++) frame[maskAt + 4 + i] = payload[i] ^ mask[i & 3];
+  return frame;
+}
+
 /** A raw WebSocket client that does only what it is told. */
 export class RawWs implements AsyncDisposable {
   readonly #wire: Wire;
@@ -210,24 +232,7 @@ export class RawWs implements AsyncDisposable {
 
   /** Sends one masked frame. */
   async sendFrame(opcode: number, payload: Uint8Array, fin = true): Promise<void> {
-    const n = payload.length;
-    const lengthBytes = n < 126 ? 0 : n < 65536 ? 2 : 8;
-    const frame = new Uint8Array(2 + lengthBytes + 4 + n);
-    const view = new DataView(frame.buffer);
-    frame[0] = (fin ? 0x80 : 0) | opcode;
-    if (lengthBytes === 0) frame[1] = 0x80 | n;
-    else if (lengthBytes === 2) {
-      frame[1] = 0x80 | 126;
-      view.setUint16(2, n);
-    } else {
-      frame[1] = 0x80 | 127;
-      view.setBigUint64(2, BigInt(n));
-    }
-    const maskAt = 2 + lengthBytes;
-    const mask = crypto.getRandomValues(new Uint8Array(4));
-    frame.set(mask, maskAt);
-    for (let i = 0; i < n; i++) frame[maskAt + 4 + i] = payload[i] ^ mask[i & 3];
-    await this.#wire.write(frame);
+    await this.#wire.write(maskedFrame(opcode, payload, fin));
   }
 
   /** Sends a text frame; an object is sent as JSON. */
