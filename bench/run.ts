@@ -18,6 +18,7 @@
  * @module
  */
 
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { beanstalkdPeer } from "./peers/beanstalkd.ts";
 import { bullmqPeer } from "./peers/bullmq.ts";
@@ -61,6 +62,8 @@ process and prints one markdown table. Progress goes to stderr.
                      client (same requests, more driver CPU)
   --cold             measure fresh instances without the warm-up (a 5000-job W1 on a queue of
                      its own, run on each instance before measuring)
+  --cpu-prof DIR     write a V8 CPU profile of each tegami server process into DIR when it
+                     stops (summarise one with deno run -A bench/cpu_profile.ts FILE)
   --json             print JSON instead of the table
   -h, --help         this text
 
@@ -84,6 +87,7 @@ interface Options {
   json: boolean;
   fetch: boolean;
   cold: boolean;
+  cpuProfileDir: string | undefined;
 }
 
 function count(name: string, text: string): number {
@@ -110,6 +114,7 @@ function parseOptions(args: string[]): Options | null {
       json: { type: "boolean", default: false },
       fetch: { type: "boolean", default: false },
       cold: { type: "boolean", default: false },
+      "cpu-prof": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -149,6 +154,7 @@ function parseOptions(args: string[]): Options | null {
     json: values.json,
     fetch: values.fetch,
     cold: values.cold,
+    cpuProfileDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
   };
 }
 
@@ -211,7 +217,11 @@ async function main(): Promise<number> {
   const o = options;
   const startedAt = performance.now();
   const host = await machine();
-  const tegami = tegamiPeer({ sync: o.sync, http: o.fetch ? "fetch" : "lean" });
+  const tegami = tegamiPeer({
+    sync: o.sync,
+    http: o.fetch ? "fetch" : "lean",
+    cpuProfileDir: o.cpuProfileDir,
+  });
   const peers: Peer[] = [];
   const amqpUrl = Deno.env.get("TEGAMI_BENCH_AMQP_URL") ?? "amqp://guest:guest@127.0.0.1:5672";
   if (o.peers.has("rabbitmq")) peers.push(rabbitmqPeer(amqpUrl));

@@ -19,6 +19,8 @@ export interface TegamiOptions {
   sync?: "full" | "normal";
   /** HTTP client of the producers: the bench's lean HTTP/1.1 client, or `fetch`. @default "lean" */
   http?: "lean" | "fetch";
+  /** Write a V8 CPU profile of the server into this directory when it stops. */
+  cpuProfileDir?: string;
 }
 
 /** POSTs JSON text to a fixed URL; fails on any status but 2xx. */
@@ -79,6 +81,7 @@ export class TegamiTarget implements Target {
   readonly #dir: string;
   readonly #args: string[];
   readonly #http: "lean" | "fetch";
+  readonly #runtimeFlags: string[];
   /** How long the first start took, from spawn to listening, in ms. */
   readonly startupMs: number;
 
@@ -88,7 +91,9 @@ export class TegamiTarget implements Target {
     args: string[],
     startupMs: number,
     http: "lean" | "fetch",
+    runtimeFlags: string[],
   ) {
+    this.#runtimeFlags = runtimeFlags;
     this.#server = server;
     this.#http = http;
     this.#dir = dir;
@@ -102,13 +107,17 @@ export class TegamiTarget implements Target {
     const args = ["--db", `${dir}/bench.db`, "--sync", options.sync ?? "full"];
     const startedAt = performance.now();
     try {
-      const server = await spawnServer(args);
+      const runtimeFlags = options.cpuProfileDir === undefined
+        ? []
+        : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`];
+      const server = await spawnServer(args, { runtimeFlags });
       return new TegamiTarget(
         server,
         dir,
         args,
         performance.now() - startedAt,
         options.http ?? "lean",
+        runtimeFlags,
       );
     } catch (error) {
       await Deno.remove(dir, { recursive: true });
@@ -248,7 +257,7 @@ export class TegamiTarget implements Target {
     if (code !== 0) throw new Error(`Server exited with ${code} on SIGTERM:\n${stderr}`);
     const shutdownMs = performance.now() - stopAt;
     const startAt = performance.now();
-    this.#server = await spawnServer(this.#args);
+    this.#server = await spawnServer(this.#args, { runtimeFlags: this.#runtimeFlags });
     return { shutdownMs, startupMs: performance.now() - startAt };
   }
 

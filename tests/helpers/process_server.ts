@@ -21,11 +21,14 @@ export interface ServerProcess extends AsyncDisposable {
 }
 
 /** The command that runs the program: a compiled binary if given, else `deno run main.ts`. */
-export function programCommand(binary?: string): { command: string; prefix: string[] } {
+export function programCommand(
+  binary?: string,
+  runtimeFlags: readonly string[] = [],
+): { command: string; prefix: string[] } {
   if (binary !== undefined) return { command: binary, prefix: [] };
   return {
     command: Deno.execPath(),
-    prefix: ["run", "--config", CONFIG, "-A", MAIN],
+    prefix: ["run", "--config", CONFIG, "-A", ...runtimeFlags, MAIN],
   };
 }
 
@@ -53,12 +56,15 @@ export async function runProgram(
   };
 }
 
-/** Starts `tegami serve` with `args` (add `--db`; `--port 0` is added) and waits until it listens. */
+/**
+ * Starts `tegami serve` with `args` (add `--db`; `--port 0` is added) and waits until it listens.
+ * `runtimeFlags` go to `deno run` (e.g. `--cpu-prof`) when no binary is given.
+ */
 export async function spawnServer(
   args: string[],
-  options: { binary?: string; env?: Record<string, string> } = {},
+  options: { binary?: string; env?: Record<string, string>; runtimeFlags?: string[] } = {},
 ): Promise<ServerProcess> {
-  const { command, prefix } = programCommand(options.binary);
+  const { command, prefix } = programCommand(options.binary, options.runtimeFlags);
   const child = new Deno.Command(command, {
     args: [...prefix, "serve", "--port", "0", ...args],
     env: options.env,

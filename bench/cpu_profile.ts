@@ -1,0 +1,93 @@
+/**
+ * Summarises a V8 CPU profile (`.cpuprofile`, as written by `deno run --cpu-prof` or
+ * `deno task bench --cpu-prof DIR`): the functions with the most self time and the most
+ * inclusive time, as shares of the whole profile, idle included.
+ *
+ *     deno run -A bench/cpu_profile.ts FILE [--top N]
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Self and inclusive microseconds per function (`name file:line`), and the total. */
+export interface ProfileSummary {
+  /** Microseconds sampled in all. */
+  totalUs: number;
+  /** Time spent in the function itself. */
+  self: Map<string, number>;
+  /** Time spent in the function and everything it called (each stack counted once). */
+  inclusive: Map<string, number>;
+}
+
+function frameName(node: ProfileNode): string {
+  const { functionName, url, lineNumber } = node.callFrame;
+  const file = url.split("/").slice(-2).join("/");
+  return `${functionName || "(anonymous)"} ${file}:${lineNumber + 1}`;
+}
+
+/** Adds up a profile's samples per function. */
+export function summarise(profile: Profile): ProfileSummary {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) {
+    for (const child of node.children ?? []) parent.set(child, node.id);
+  }
+  const perNode = new Map<number, number>();
+  let totalUs = 0;
+  profile.samples.forEach((id, i) => {
+    perNode.set(id, (perNode.get(id) ?? 0) + profile.timeDeltas[i]);
+    totalUs += profile.timeDeltas[i];
+  });
+  const self = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  for (const [id, us] of perNode) {
+    const name = frameName(byId.get(id)!);
+    self.set(name, (self.get(name) ?? 0) + us);
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const frame = frameName(byId.get(at)!);
+      if (seen.has(frame)) continue; // recursion: count a stack once
+      seen.add(frame);
+      inclusive.set(frame, (inclusive.get(frame) ?? 0) + us);
+    }
+  }
+  return { totalUs, self, inclusive };
+}
+
+function table(title: string, times: Map<string, number>, totalUs: number, top: number): string {
+  const rows = [...times].sort((a, b) => b[1] - a[1]).slice(0, top);
+  return [
+    title,
+    ...rows.map(([name, us]) => `${(100 * us / totalUs).toFixed(1).padStart(6)} %  ${name}`),
+  ].join("\n");
+}
+
+if (import.meta.main) {
+  const { values, positionals } = parseArgs({
+    args: Deno.args,
+    options: { top: { type: "string", default: "30" } },
+    allowPositionals: true,
+  });
+  if (positionals.length !== 1) {
+    console.error("usage: deno run -A bench/cpu_profile.ts FILE.cpuprofile [--top N]");
+    Deno.exit(2);
+  }
+  const summary = summarise(JSON.parse(await Deno.readTextFile(positionals[0])));
+  const top = Number(values.top);
+  console.log(`${(summary.totalUs / 1e6).toFixed(2)} s sampled`);
+  console.log(table("\nself time", summary.self, summary.totalUs, top));
+  console.log(table("\ninclusive time", summary.inclusive, summary.totalUs, top));
+}
