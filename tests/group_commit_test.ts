@@ -68,11 +68,7 @@ Deno.test("submit() runs operations submitted together in one transaction", asyn
   ));
   assert.deepEqual(answers, [10, 20, 30]);
   assert.deepEqual(ran, [1, 2, 3], "operations run in the order they were submitted");
-  assert.deepEqual(db.calls, [
-    "begin",
-    ...["mark", "release", "mark", "release", "mark", "release"],
-    "commit",
-  ]);
+  assert.deepEqual(db.calls, ["begin", "commit"], "no savepoints while nothing fails");
   assert.equal(observed.length, 1);
   assert.equal(observed[0].size, 3);
   assert.equal(observed[0].error, null);
@@ -92,37 +88,30 @@ Deno.test("submit() starts a new transaction for operations submitted after a co
   const { db, commits, observed } = setup();
   await commits.submit(() => "a");
   await commits.submit(() => "b");
-  assert.deepEqual(db.calls, [
-    "begin",
-    "mark",
-    "release",
-    "commit",
-    "begin",
-    "mark",
-    "release",
-    "commit",
-  ]);
+  assert.deepEqual(db.calls, ["begin", "commit", "begin", "commit"]);
   assert.deepEqual(observed.map((o) => o.size), [1, 1]);
 });
 
 Deno.test("a TegamiError from one operation undoes only it and rejects only its caller", async () => {
   const { db, commits, observed } = setup();
   const lost = new TegamiError("lease_lost", "Cannot ack job 2: the token does not hold the lease");
+  const runs: string[] = [];
   const results = await Promise.allSettled([
-    commits.submit(() => "first"),
+    commits.submit(() => (runs.push("first"), "first")),
     commits.submit(() => {
+      runs.push("second");
       throw lost;
     }),
-    commits.submit(() => "third"),
+    commits.submit(() => (runs.push("third"), "third")),
   ]);
   assert.deepEqual(results[0], { status: "fulfilled", value: "first" });
   assert.deepEqual(results[1], { status: "rejected", reason: lost });
   assert.deepEqual(results[2], { status: "fulfilled", value: "third" });
   assert.deepEqual(db.calls, [
-    "begin",
-    ...["mark", "release", "mark", "undo", "mark", "release"],
-    "commit",
+    ...["begin", "rollback"], // the bare run: the second operation failed, nothing kept
+    ...["begin", "mark", "undo", "mark", "release", "commit"], // savepoints from it on
   ]);
+  assert.deepEqual(runs, ["first", "second", "first", "second", "third"]);
   assert.equal(observed[0].error, null);
 });
 
@@ -143,7 +132,7 @@ Deno.test("any other error from an operation rolls back and rejects every caller
   assertAllUnavailable(results);
   assert.equal((results[1] as PromiseRejectedResult).reason.cause, bug);
   assert.equal(thirdRan, false, "nothing runs after the transaction is lost");
-  assert.deepEqual(db.calls, ["begin", "mark", "release", "mark", "rollback"]);
+  assert.deepEqual(db.calls, ["begin", "rollback"]);
   assert.equal(observed.length, 1);
   assert.equal(observed[0].size, 3);
   assert.equal(observed[0].error, bug);
@@ -162,10 +151,8 @@ Deno.test("a failing commit rolls back and rejects every caller with unavailable
   ]);
   assertAllUnavailable(results);
   assert.deepEqual(db.calls, [
-    "begin",
-    ...["mark", "release", "mark", "undo", "mark", "release"],
-    "commit",
-    "rollback",
+    ...["begin", "rollback"],
+    ...["begin", "mark", "undo", "mark", "release", "commit", "rollback"],
   ]);
   assert.equal(observed[0].error, full);
 
@@ -173,7 +160,7 @@ Deno.test("a failing commit rolls back and rejects every caller with unavailable
   db.failCommit = null;
   db.calls = [];
   assert.equal(await commits.submit(() => "later"), "later");
-  assert.deepEqual(db.calls, ["begin", "mark", "release", "commit"]);
+  assert.deepEqual(db.calls, ["begin", "commit"]);
 });
 
 Deno.test("a failing begin rejects every caller with unavailable", async () => {
@@ -231,4 +218,47 @@ Deno.test("drained() resolves after a failed commit too", async () => {
   await commits.drained();
   assert.equal(db.calls.at(-1), "rollback");
   await assert.rejects(write, (error: unknown) => (error as TegamiError).code === "unavailable");
+});
+
+Deno.test("on a real database a failing operation's partial writes are undone and the rest kept", async () => {
+  const { DatabaseSync } = await import("node:sqlite");
+  const sqlite = new DatabaseSync(":memory:");
+  sqlite.exec("CREATE TABLE t (v TEXT)");
+  const exec = (sql: string) => () => sqlite.exec(sql);
+  const db: Transactor = {
+    begin: exec("BEGIN IMMEDIATE"),
+    commit: exec("COMMIT"),
+    rollback: () => {
+      if (sqlite.isTransaction) sqlite.exec("ROLLBACK");
+    },
+    mark: exec("SAVEPOINT op"),
+    release: exec("RELEASE op"),
+    undo: exec("ROLLBACK TO op; RELEASE op"),
+  };
+  const commits = new GroupCommit(db, () => {});
+  const insert = (v: string) => sqlite.prepare("INSERT INTO t VALUES (?)").run(v);
+  const results = await Promise.allSettled([
+    commits.submit(() => insert("a")),
+    commits.submit(() => {
+      insert("b1");
+      insert("b2");
+      throw new TegamiError("lease_lost", "Cannot ack: stale token");
+    }),
+    commits.submit(() => insert("c")),
+    commits.submit(() => {
+      insert("d");
+      throw new TegamiError("not_found", "Cannot find it");
+    }),
+    commits.submit(() => insert("e")),
+  ]);
+  assert.deepEqual(results.map((r) => r.status), [
+    "fulfilled",
+    "rejected",
+    "fulfilled",
+    "rejected",
+    "fulfilled",
+  ]);
+  const rows = sqlite.prepare("SELECT v FROM t ORDER BY rowid").all().map((r) => r.v);
+  assert.deepEqual(rows, ["a", "c", "e"]);
+  sqlite.close();
 });

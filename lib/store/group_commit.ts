@@ -3,10 +3,11 @@
  *
  * Callers {@linkcode GroupCommit.submit} a synchronous operation. The first submission schedules
  * a flush on the next macrotask, so everything submitted meanwhile — typically every request
- * that arrived while the previous commit was fsyncing — runs in the same transaction. Each
- * operation runs inside a savepoint: an operation that throws a `TegamiError` is undone alone
- * and its caller gets that error; anything else (disk full, I/O error) aborts the whole
- * transaction and every caller in it gets `unavailable`. No caller is answered before COMMIT
+ * that arrived while the previous commit was fsyncing — runs in the same transaction. An
+ * operation that throws a `TegamiError` is undone alone and its caller gets that error (the
+ * batch reruns with savepoints from that operation on; the common case pays for none); anything
+ * else (disk full, I/O error) aborts the whole transaction and every caller in it gets
+ * `unavailable`. No caller is answered before COMMIT
  * returns, and there is never an `await` inside the transaction.
  *
  * The one exception is a test-only fault ({@linkcode GroupCommitOptions.unsafeAnswerBeforeCommitMs},
@@ -38,6 +39,12 @@ interface Pending {
   run: () => unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
+}
+
+/** What one operation of a batch came to: its value, or the `TegamiError` it threw. */
+interface Outcome {
+  ok: boolean;
+  value: unknown;
 }
 
 /** Called after each commit attempt with the batch size, the time it took and any failure. */
@@ -105,21 +112,10 @@ export class GroupCommit {
       this.#flushUnsafe(batch);
       return;
     }
-    const outcomes: { ok: boolean; value: unknown }[] = new Array(batch.length);
     const started = performance.now();
+    let outcomes: Outcome[];
     try {
-      this.#db.begin();
-      for (let i = 0; i < batch.length; i++) {
-        this.#db.mark();
-        try {
-          outcomes[i] = { ok: true, value: batch[i].run() };
-          this.#db.release();
-        } catch (error) {
-          if (!(error instanceof TegamiError)) throw error;
-          this.#db.undo();
-          outcomes[i] = { ok: false, value: error };
-        }
-      }
+      outcomes = this.#runAll(batch);
       this.#db.commit();
     } catch (error) {
       this.#db.rollback();
@@ -140,6 +136,42 @@ export class GroupCommit {
       else batch[i].reject(outcome.value);
     }
     this.#notifyIdle();
+  }
+
+  /**
+   * Runs the batch inside one open transaction and answers each operation's outcome. Operations
+   * run bare at first: a savepoint costs two statements, as much as a small write itself, and
+   * almost every operation succeeds. When a bare operation throws a `TegamiError`, its partial
+   * writes cannot be undone alone, so the transaction is rolled back and the batch runs again
+   * with a savepoint around that operation and every later one. Operations only touch the
+   * database, so running one again is safe; each retry guards an earlier operation, so it ends.
+   */
+  #runAll(batch: Pending[]): Outcome[] {
+    let guardedFrom = batch.length;
+    for (;;) {
+      this.#db.begin();
+      const outcomes: Outcome[] = new Array(batch.length);
+      let failedBare = -1;
+      for (let i = 0; i < batch.length; i++) {
+        const guarded = i >= guardedFrom;
+        if (guarded) this.#db.mark();
+        try {
+          outcomes[i] = { ok: true, value: batch[i].run() };
+          if (guarded) this.#db.release();
+        } catch (error) {
+          if (!(error instanceof TegamiError)) throw error;
+          if (!guarded) {
+            failedBare = i;
+            break;
+          }
+          this.#db.undo();
+          outcomes[i] = { ok: false, value: error };
+        }
+      }
+      if (failedBare < 0) return outcomes;
+      this.#db.rollback();
+      guardedFrom = failedBare;
+    }
   }
 
   /** The test-only fault: run and answer now, COMMIT later (see the options). */
