@@ -58,6 +58,7 @@ process and prints one markdown table. Progress goes to stderr.
                      in the same queue, and startup with them on disk (takes minutes)
   --scale-sizes LIST backlog sizes for --scale (default 100000,1000000)
   --sync MODE        tegami's --sync: full or normal (default full)
+  --serve-args ARGS  more flags for tegami serve, space separated (e.g. "--store-thread off")
   --fetch            tegami's HTTP producers use fetch instead of the bench's lean HTTP/1.1
                      client (same requests, more driver CPU)
   --cold             measure fresh instances without the warm-up (a 5000-job W1 on a queue of
@@ -84,6 +85,7 @@ interface Options {
   peers: Set<string>;
   scaleSizes: number[];
   sync: "full" | "normal";
+  serveArgs: string[];
   json: boolean;
   fetch: boolean;
   cold: boolean;
@@ -111,6 +113,7 @@ function parseOptions(args: string[]): Options | null {
       scale: { type: "boolean", default: false },
       "scale-sizes": { type: "string", default: "100000,1000000" },
       sync: { type: "string", default: "full" },
+      "serve-args": { type: "string", default: "" },
       json: { type: "boolean", default: false },
       fetch: { type: "boolean", default: false },
       cold: { type: "boolean", default: false },
@@ -151,6 +154,7 @@ function parseOptions(args: string[]): Options | null {
     scaleSizes: values["scale-sizes"].split(",").map((s) => count("scale-sizes", s.trim()))
       .sort((a, b) => a - b),
     sync: values.sync,
+    serveArgs: values["serve-args"].split(" ").filter((a) => a !== ""),
     json: values.json,
     fetch: values.fetch,
     cold: values.cold,
@@ -219,6 +223,7 @@ async function main(): Promise<number> {
   const host = await machine();
   const tegami = tegamiPeer({
     sync: o.sync,
+    serveArgs: o.serveArgs,
     http: o.fetch ? "fetch" : "lean",
     cpuProfileDir: o.cpuProfileDir,
   });
@@ -310,7 +315,9 @@ async function main(): Promise<number> {
   console.log(
     `\ntegami bench — ${meta.date} — ${meta.cpu}, ${meta.memory}, Linux ${meta.kernel}, ` +
       `Deno ${meta.deno}; ${meta.busy}, load ${meta.load}; tegami ${meta.revision}\n` +
-      `tegami --sync ${o.sync}; ${o.jobs} jobs for W1/W3, ${o.backlog} for W2/W4, ` +
+      `tegami --sync ${
+        [o.sync, ...o.serveArgs].join(" ")
+      }; ${o.jobs} jobs for W1/W3, ${o.backlog} for W2/W4, ` +
       `${o.samples} W5 samples; ${o.repeat === 1 ? "one run" : `median of ${o.repeat} runs`} ` +
       `of each workload on each system${o.cold ? ", cold" : ", each after a warm-up"}; ` +
       "100-byte JSON payloads; " +

@@ -40,3 +40,29 @@ Deno.test("WalSync rejects waiters with unavailable when the fsync fails, and ev
   sync.committed();
   await assert.rejects(sync.durable(), /no more writes until it is restarted/);
 });
+
+Deno.test("WalSync.whenIdle() runs at once without a sync, else when the running sync ends, before its waiters hear", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/x-wal`;
+    await Deno.writeTextFile(path, "frames");
+    const sync = new WalSync(path);
+    const events: string[] = [];
+    await new Promise<void>((resolve) => sync.whenIdle(resolve));
+
+    sync.committed();
+    const durable = sync.durable().then(() => events.push("durable"));
+    sync.whenIdle(() => {
+      events.push(`idle after ${sync.syncs} sync`);
+      sync.committed(); // a commit made now needs the next fsync
+    });
+    assert.deepEqual(events, [], "nothing runs while the fsync is in flight");
+    await durable;
+    assert.deepEqual(events, ["idle after 1 sync", "durable"]);
+    await sync.durable();
+    assert.equal(sync.syncs, 2, "the commit made when idle got an fsync of its own");
+    await sync.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -19,6 +19,8 @@ export interface TegamiOptions {
   sync?: "full" | "normal";
   /** HTTP client of the producers: the bench's lean HTTP/1.1 client, or `fetch`. @default "lean" */
   http?: "lean" | "fetch";
+  /** More flags for `tegami serve`. */
+  serveArgs?: string[];
   /** Write a V8 CPU profile of the server into this directory when it stops. */
   cpuProfileDir?: string;
 }
@@ -104,7 +106,13 @@ export class TegamiTarget implements Target {
   /** Starts a server on a fresh database in a new temp directory. */
   static async start(options: TegamiOptions = {}): Promise<TegamiTarget> {
     const dir = await Deno.makeTempDir({ prefix: "tegami-bench-" });
-    const args = ["--db", `${dir}/bench.db`, "--sync", options.sync ?? "full"];
+    const args = [
+      "--db",
+      `${dir}/bench.db`,
+      "--sync",
+      options.sync ?? "full",
+      ...options.serveArgs ?? [],
+    ];
     const startedAt = performance.now();
     try {
       const runtimeFlags = options.cpuProfileDir === undefined

@@ -2,8 +2,8 @@
  * Group commit: writes that arrive together share one transaction and one fsync.
  *
  * Callers {@linkcode GroupCommit.submit} a synchronous operation. The first submission schedules
- * a flush on the next macrotask, so everything submitted meanwhile — typically every request
- * that arrived while the previous commit was fsyncing — runs in the same transaction. An
+ * a flush (by default on the next macrotask; the store paces it by its fsyncs), and everything
+ * submitted meanwhile runs in the same transaction. An
  * operation that throws a `TegamiError` is undone alone and its caller gets that error (the
  * batch reruns with savepoints from that operation on; the common case pays for none); anything
  * else (disk full, I/O error) aborts the whole transaction and every caller in it gets
@@ -59,6 +59,12 @@ export interface GroupCommitOptions {
    * @default 0
    */
   unsafeAnswerBeforeCommitMs?: number;
+  /**
+   * Decides when a batch is committed: called with `flush` when the first operation of a new
+   * batch arrives; everything submitted until `flush` runs joins that batch.
+   * @default the next macrotask (`setTimeout(flush, 0)`)
+   */
+  schedule?: (flush: () => void) => void;
 }
 
 /** Batches synchronous operations into shared transactions. */
@@ -69,6 +75,8 @@ export class GroupCommit {
   #observer: CommitObserver;
   #idle: (() => void)[] = [];
   readonly #unsafeMs: number;
+  readonly #schedule: (flush: () => void) => void;
+  readonly #flush = () => this.flush();
   /** Under the unsafe fault: operations in the transaction left open, and its commit timer. */
   #unsafeOpen: { size: number; started: number; timer: ReturnType<typeof setTimeout> } | null =
     null;
@@ -78,6 +86,7 @@ export class GroupCommit {
     this.#db = db;
     this.#observer = observer;
     this.#unsafeMs = options.unsafeAnswerBeforeCommitMs ?? 0;
+    this.#schedule = options.schedule ?? ((flush) => setTimeout(flush, 0));
   }
 
   /** Runs `operation` in the next shared transaction; resolves after it is committed. */
@@ -86,7 +95,7 @@ export class GroupCommit {
       this.#queue.push({ run: operation, resolve: resolve as (value: unknown) => void, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
-        setTimeout(() => this.flush(), 0);
+        this.#schedule(this.#flush);
       }
     });
   }

@@ -18,19 +18,22 @@ import { newLeaseToken } from "../lease_token.ts";
 import { type CommitObserver, GroupCommit, type Transactor } from "./group_commit.ts";
 import { migrate } from "./sqlite_schema.ts";
 import { WalSync } from "./wal_sync.ts";
-import type {
-  CancelResult,
-  ClaimWant,
-  CommitStats,
-  EndedLease,
-  LeaseRef,
-  NackRequest,
-  NackResult,
-  QueueCounts,
-  StateCounts,
-  Store,
-  StorePolicy,
-  TickResult,
+import {
+  type CancelResult,
+  type ClaimWant,
+  type CommitStats,
+  copyCommitStats,
+  countCommit,
+  emptyCommitStats,
+  type EndedLease,
+  type LeaseRef,
+  type NackRequest,
+  type NackResult,
+  type QueueCounts,
+  type StateCounts,
+  type Store,
+  type StorePolicy,
+  type TickResult,
 } from "./store.ts";
 
 /** Options of {@linkcode SqliteStore.open}. */
@@ -122,7 +125,6 @@ export class SqliteStore implements Store {
   readonly #path: string;
   /** fsyncs the WAL before answers when `sync` is `full` on a file; null otherwise. */
   readonly #walSync: WalSync | null;
-  #flushSoon = false;
   #lastFlushAt = 0;
   readonly #commits: GroupCommit;
   readonly #counts = new Map<string, StateCounts>();
@@ -134,13 +136,9 @@ export class SqliteStore implements Store {
   /** Set once the database is closed: reads are refused from then on. */
   #dbClosed = false;
   #closing: Promise<void> | null = null;
-  readonly #stats: CommitStats = {
-    commits: 0,
-    operations: 0,
-    largest_batch: 0,
-    batch_histogram: [],
-    commit_ms: 0,
-  };
+  readonly #stats: CommitStats = emptyCommitStats();
+  /** Queues whose pending count changed since the last {@linkcode readyChanges}. */
+  readonly #readyChanged = new Set<string>();
   readonly #s: ReturnType<typeof prepare>;
   readonly #anyToken: boolean;
   /** The engine and its version. */
@@ -163,24 +161,17 @@ export class SqliteStore implements Store {
     this.#anyToken = options.unsafeFault === "any-token";
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
     this.#commits = new GroupCommit(this.#transactor(), (size, ms, error) => {
-      if (error === null) {
-        const stats = this.#stats;
-        stats.commits++;
-        stats.operations += size;
-        stats.commit_ms += ms;
-        if (size > stats.largest_batch) stats.largest_batch = size;
-        const bucket = Math.floor(Math.log2(size));
-        while (stats.batch_histogram.length <= bucket) stats.batch_histogram.push(0);
-        stats.batch_histogram[bucket]++;
-      }
+      if (error === null) countCommit(this.#stats, size, ms);
       observer?.(size, ms, error);
     }, {
       unsafeAnswerBeforeCommitMs: options.unsafeFault === "ack-before-commit"
         ? UNSAFE_COMMIT_DELAY_MS
         : 0,
+      schedule: (flush) => this.#schedule(flush),
     });
     for (const row of this.#s.countAll.all() as { queue: string; state: JobState; n: number }[]) {
       this.#countsOf(row.queue)[row.state] = row.n;
+      this.#readyChanged.add(row.queue);
     }
     for (const row of this.#s.pausedQueues.all() as { name: string }[]) {
       this.#paused.add(row.name);
@@ -246,6 +237,7 @@ export class SqliteStore implements Store {
           const counts = this.#countsOf(queue);
           if (from !== null) counts[from]--;
           if (to !== null) counts[to]++;
+          if (from === "pending" || to === "pending") this.#readyChanged.add(queue);
         }
         this.#moves = [];
       },
@@ -521,6 +513,17 @@ export class SqliteStore implements Store {
     return this.#counts.get(queue)?.pending ?? 0;
   }
 
+  /**
+   * The committed pending count of every queue whose count changed since the last call (all
+   * known queues at the first call), so another thread can keep {@linkcode readyHint} exact.
+   */
+  readyChanges(): [string, number][] {
+    const out: [string, number][] = [];
+    for (const queue of this.#readyChanged) out.push([queue, this.readyHint(queue)]);
+    this.#readyChanged.clear();
+    return out;
+  }
+
   nextDeadline(): Promise<number | null> {
     return this.#read(() => {
       const delayed = (this.#s.nextDelayed.get() as { at: number | null }).at;
@@ -551,19 +554,11 @@ export class SqliteStore implements Store {
   }
 
   fileSizes(): { database: number; wal: number } | null {
-    if (this.#path === ":memory:") return null;
-    const size = (file: string) => {
-      try {
-        return Deno.statSync(file).size;
-      } catch {
-        return 0;
-      }
-    };
-    return { database: size(this.#path), wal: size(`${this.#path}-wal`) };
+    return sqliteFileSizes(this.#path);
   }
 
   commitStats(): CommitStats {
-    return { ...this.#stats, batch_histogram: [...this.#stats.batch_histogram] };
+    return copyCommitStats(this.#stats);
   }
 
   close(): Promise<void> {
@@ -600,24 +595,30 @@ export class SqliteStore implements Store {
       return Promise.reject(new TegamiError("unavailable", "Cannot write: the store is closed"));
     }
     const committed = this.#commits.submit(operation);
-    const idle = this.#walSync === null
-      ? performance.now() - this.#lastFlushAt > IDLE_AFTER_MS // no fsync to watch: use the clock
-      : !this.#walSync.busy;
-    if (!this.#flushSoon && idle) {
-      // Nothing in flight: commit as soon as this task ends instead of waiting for a timer
-      // tick (latency). Under load the fsync is busy (or commits are recent) and the timer
-      // batches more per commit.
-      this.#flushSoon = true;
-      queueMicrotask(() => {
-        this.#flushSoon = false;
-        this.#lastFlushAt = performance.now();
-        this.#commits.flush();
-      });
-    }
     const sync = this.#walSync;
     if (sync === null) return committed;
     // Nobody hears of a commit before the WAL holding it is fsynced.
     return committed.then((value) => sync.durable().then(() => value));
+  }
+
+  /**
+   * When the next batch commits. With fsyncs (`sync: "full"`), as soon as no fsync is running:
+   * at once when the disk is idle (latency), else the moment the running fsync ends, so that
+   * everything that arrived meanwhile shares one commit and the next fsync. Without them, at
+   * once when the last commit is old, else on the next macrotask with whatever else arrives.
+   */
+  #schedule(flush: () => void): void {
+    const sync = this.#walSync;
+    if (sync !== null) {
+      sync.whenIdle(flush);
+      return;
+    }
+    const run = () => {
+      this.#lastFlushAt = performance.now();
+      flush();
+    };
+    if (performance.now() - this.#lastFlushAt > IDLE_AFTER_MS) queueMicrotask(run);
+    else setTimeout(run, 0);
   }
 
   /** Runs a read; a closed store or a failing statement rejects instead of throwing. */
@@ -672,6 +673,19 @@ export class SqliteStore implements Store {
     this.#moves.push([row.queue, "leased", "pending"]);
     return { id: row.id, queue: row.queue, token, state: "pending" };
   }
+}
+
+/** Bytes of a SQLite database file and its WAL (0 for a missing file); null for `:memory:`. */
+export function sqliteFileSizes(path: string): { database: number; wal: number } | null {
+  if (path === ":memory:") return null;
+  const size = (file: string) => {
+    try {
+      return Deno.statSync(file).size;
+    } catch {
+      return 0;
+    }
+  };
+  return { database: size(path), wal: size(`${path}-wal`) };
 }
 
 /** Every statement the store runs, prepared once. */

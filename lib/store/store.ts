@@ -126,6 +126,27 @@ export interface CommitStats {
   commit_ms: number;
 }
 
+/** Commit figures before the first commit. */
+export function emptyCommitStats(): CommitStats {
+  return { commits: 0, operations: 0, largest_batch: 0, batch_histogram: [], commit_ms: 0 };
+}
+
+/** Adds one successful commit of `size` operations that took `ms` to `stats`. */
+export function countCommit(stats: CommitStats, size: number, ms: number): void {
+  stats.commits++;
+  stats.operations += size;
+  stats.commit_ms += ms;
+  if (size > stats.largest_batch) stats.largest_batch = size;
+  const bucket = Math.floor(Math.log2(size));
+  while (stats.batch_histogram.length <= bucket) stats.batch_histogram.push(0);
+  stats.batch_histogram[bucket]++;
+}
+
+/** A copy of `stats` that later commits do not change. */
+export function copyCommitStats(stats: CommitStats): CommitStats {
+  return { ...stats, batch_histogram: [...stats.batch_histogram] };
+}
+
 /** A durable home for jobs. */
 export interface Store {
   /** The database engine and version, for the startup log (`SQLite 3.53.2`). */

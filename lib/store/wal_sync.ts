@@ -30,6 +30,7 @@ export class WalSync {
   #waiters: Waiter[] = [];
   #syncs = 0;
   #failed: TegamiError | null = null;
+  #whenIdle: (() => void)[] = [];
 
   /** Syncs the file at `path` (the `-wal` file; opened on first use, once it exists). */
   constructor(path: string) {
@@ -62,6 +63,17 @@ export class WalSync {
     });
   }
 
+  /**
+   * Runs `callback` once no sync is running: at once (as a microtask) if none is, else as soon
+   * as the running one ends, before its waiters are answered. A commit made then is covered by
+   * the next fsync, which could not have started earlier anyway: deferring commits to this
+   * moment loses no time and puts everything that arrived during the fsync in one commit.
+   */
+  whenIdle(callback: () => void): void {
+    if (!this.#syncing) queueMicrotask(callback);
+    else this.#whenIdle.push(callback);
+  }
+
   /** The fsync failure that stopped all writes, if any. */
   get failure(): TegamiError | null {
     return this.#failed;
@@ -88,6 +100,7 @@ export class WalSync {
         this.#syncs++;
         this.#synced = Math.max(this.#synced, target);
         this.#syncing = false;
+        this.#runWhenIdle();
         const waiting = this.#waiters;
         this.#waiters = [];
         for (const w of waiting) {
@@ -98,6 +111,7 @@ export class WalSync {
       },
       (error) => {
         this.#syncing = false;
+        this.#runWhenIdle();
         const waiting = this.#waiters;
         this.#waiters = [];
         const failure = new TegamiError(
@@ -110,6 +124,12 @@ export class WalSync {
         for (const w of waiting) w.reject(failure);
       },
     );
+  }
+
+  #runWhenIdle(): void {
+    const callbacks = this.#whenIdle;
+    this.#whenIdle = [];
+    for (const callback of callbacks) callback();
   }
 
   async #sync(): Promise<void> {
