@@ -151,14 +151,6 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
     { min: 10, max: HOUR },
   ),
   flag(
-    "store-thread",
-    "enum",
-    "on",
-    "on: SQLite runs on a thread of its own beside the one serving requests (faster with 2+ " +
-      "cores); off: one thread does both",
-    { choices: ["on", "off"] },
-  ),
-  flag(
     "unsafe-fault",
     "enum",
     null,
@@ -210,8 +202,6 @@ export interface ServeConfig {
   tlsKey: string | null;
   /** WebSocket ping interval in ms. */
   pingIntervalMs: number;
-  /** Run the SQLite store on its own thread. */
-  storeThread: boolean;
   /**
    * TEST ONLY: a fault the server commits on purpose (see the `unsafe-fault` flag), or null.
    * The server logs a loud warning line at startup when it is set.
@@ -519,7 +509,6 @@ export function resolveServeConfig(
     tlsCert,
     tlsKey,
     pingIntervalMs: get("ping-interval").value as number,
-    storeThread: get("store-thread").value === "on",
     unsafeFault: get("unsafe-fault").value as ServeConfig["unsafeFault"],
   };
 }

@@ -19,7 +19,6 @@ import { EventLoopLag } from "./event_loop_lag.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { ServerMetrics } from "./server_metrics.ts";
 import { SqliteStore } from "./store/sqlite_store.ts";
-import { ThreadedStore } from "./store/threaded_store.ts";
 import { Connection } from "./ws/connection.ts";
 import { upgradeToWebSocket } from "./ws/deno_socket.ts";
 import { originAllowed } from "./ws/origin.ts";
@@ -56,37 +55,17 @@ export interface RunningServer {
 }
 
 /** Opens the store named by `config.db`. */
-async function openStore(
-  config: ServeConfig,
-  metrics: ServerMetrics,
-  log: Logger,
-): Promise<Store> {
+function openStore(config: ServeConfig, metrics: ServerMetrics): Store {
   if (/^postgres(ql)?:\/\//.test(config.db)) {
     throw new Error(
       `Cannot open database "${redactUrl(config.db)}": the PostgreSQL store is not built yet`,
     );
   }
   const backoff = { base_ms: config.backoffBaseMs, max_ms: config.backoffMaxMs };
-  const onCommit = (size: number, ms: number, error: unknown) =>
-    metrics.commit(size, ms, error !== null);
-  if (config.storeThread) {
-    return await ThreadedStore.open({
-      path: config.db,
-      sync: config.sync,
-      unsafeFault: config.unsafeFault,
-      defaultLeaseMs: config.leaseMs,
-      backoff,
-      onCommit,
-      onFailure: (error) =>
-        log.error("The store thread failed: every write is refused until a restart", {
-          cause: describeCause(error),
-        }),
-    });
-  }
   return SqliteStore.open({
     path: config.db,
     sync: config.sync,
-    onCommit,
+    onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
     unsafeFault: config.unsafeFault,
     policy: {
       defaultLeaseMs: config.leaseMs,
@@ -127,7 +106,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
   }
   const metrics = new ServerMetrics();
-  const store = await openStore(config, metrics, log);
+  const store = openStore(config, metrics);
   const broker = new Broker({
     store,
     clock,

@@ -137,8 +137,6 @@ export class SqliteStore implements Store {
   #dbClosed = false;
   #closing: Promise<void> | null = null;
   readonly #stats: CommitStats = emptyCommitStats();
-  /** Queues whose pending count changed since the last {@linkcode readyChanges}. */
-  readonly #readyChanged = new Set<string>();
   readonly #s: ReturnType<typeof prepare>;
   readonly #anyToken: boolean;
   /** The engine and its version. */
@@ -171,7 +169,6 @@ export class SqliteStore implements Store {
     });
     for (const row of this.#s.countAll.all() as { queue: string; state: JobState; n: number }[]) {
       this.#countsOf(row.queue)[row.state] = row.n;
-      this.#readyChanged.add(row.queue);
     }
     for (const row of this.#s.pausedQueues.all() as { name: string }[]) {
       this.#paused.add(row.name);
@@ -237,7 +234,6 @@ export class SqliteStore implements Store {
           const counts = this.#countsOf(queue);
           if (from !== null) counts[from]--;
           if (to !== null) counts[to]++;
-          if (from === "pending" || to === "pending") this.#readyChanged.add(queue);
         }
         this.#moves = [];
       },
@@ -513,17 +509,6 @@ export class SqliteStore implements Store {
     return this.#counts.get(queue)?.pending ?? 0;
   }
 
-  /**
-   * The committed pending count of every queue whose count changed since the last call (all
-   * known queues at the first call), so another thread can keep {@linkcode readyHint} exact.
-   */
-  readyChanges(): [string, number][] {
-    const out: [string, number][] = [];
-    for (const queue of this.#readyChanged) out.push([queue, this.readyHint(queue)]);
-    this.#readyChanged.clear();
-    return out;
-  }
-
   nextDeadline(): Promise<number | null> {
     return this.#read(() => {
       const delayed = (this.#s.nextDelayed.get() as { at: number | null }).at;
@@ -676,7 +661,7 @@ export class SqliteStore implements Store {
 }
 
 /** Bytes of a SQLite database file and its WAL (0 for a missing file); null for `:memory:`. */
-export function sqliteFileSizes(path: string): { database: number; wal: number } | null {
+function sqliteFileSizes(path: string): { database: number; wal: number } | null {
   if (path === ":memory:") return null;
   const size = (file: string) => {
     try {
