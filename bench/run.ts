@@ -24,7 +24,7 @@ import { beanstalkdPeer } from "./peers/beanstalkd.ts";
 import { bullmqPeer } from "./peers/bullmq.ts";
 import type { Peer, Target } from "./peers/peer.ts";
 import { rabbitmqPeer } from "./peers/rabbitmq.ts";
-import { tegamiPeer, TegamiTarget } from "./peers/tegami.ts";
+import { floorPeer, tegamiPeer, TegamiTarget } from "./peers/tegami.ts";
 import { Runner, type Workload } from "./runner.ts";
 import { cpuMeter, totalRss } from "./proc.ts";
 import { jsonRows, markdownTable, type Row } from "./report.ts";
@@ -38,7 +38,7 @@ import { scaling } from "./workloads/scaling.ts";
 
 const WORKLOADS = ["RSS", "W1", "W2", "W3", "W3b", "W4", "W5", "scale"] as const;
 type WorkloadKey = typeof WORKLOADS[number];
-const PEER_KEYS = ["rabbitmq", "beanstalkd", "bullmq"] as const;
+const PEER_KEYS = ["floor", "rabbitmq", "beanstalkd", "bullmq"] as const;
 const ROOT = new URL("..", import.meta.url).pathname;
 
 const HELP = `deno task bench [options]
@@ -71,7 +71,8 @@ process and prints one markdown table. Progress goes to stderr.
 Peers: RabbitMQ at 127.0.0.1:5672 guest/guest (TEGAMI_BENCH_AMQP_URL overrides; a fresh quorum
 queue per workload), beanstalkd (apt-get install -y beanstalkd; run with -f 0 and with its
 default -f 50) and BullMQ on a redis-server the bench starts with appendfsync always. A peer that
-cannot be started is skipped with the reason.`;
+cannot be started is skipped with the reason. "floor" is not a queue: bench/floor_server.ts speaks
+the same protocol as tegami and stores nothing, to show what the runtime alone costs.`;
 
 /** A command-line mistake: printed with the help hint, exit code 2. */
 class UsageError extends Error {}
@@ -229,6 +230,7 @@ async function main(): Promise<number> {
   });
   const peers: Peer[] = [];
   const amqpUrl = Deno.env.get("TEGAMI_BENCH_AMQP_URL") ?? "amqp://guest:guest@127.0.0.1:5672";
+  if (o.peers.has("floor")) peers.push(floorPeer());
   if (o.peers.has("rabbitmq")) peers.push(rabbitmqPeer(amqpUrl));
   if (o.peers.has("beanstalkd")) peers.push(beanstalkdPeer(0), beanstalkdPeer(50));
   if (o.peers.has("bullmq")) peers.push(bullmqPeer());

@@ -79,8 +79,9 @@ export class Runner {
       const tegami = target instanceof TegamiTarget ? target : null;
       const before = tegami === null ? null : await tegami.commitBatches();
       const m = await workload.run(target);
-      if (tegami !== null && before !== null && m.seconds > 0) {
-        const batches = commitsBetween(before, await tegami.commitBatches());
+      const after = tegami === null ? null : await tegami.commitBatches();
+      if (before !== null && after !== null && m.seconds > 0) {
+        const batches = commitsBetween(before, after);
         m.notes.push(describeCommits(batches));
         m.extra = { ...m.extra, commit_batches: commitDistribution(batches) };
       }

@@ -19,6 +19,11 @@ export interface TegamiOptions {
   sync?: "full" | "normal";
   /** HTTP client of the producers: the bench's lean HTTP/1.1 client, or `fetch`. @default "lean" */
   http?: "lean" | "fetch";
+  /**
+   * Run the runtime floor (`bench/floor_server.ts`: the same protocol, no storage) instead of
+   * tegami, as a bound for what any server on this runtime can do.
+   */
+  floor?: boolean;
   /** More flags for `tegami serve`. */
   serveArgs?: string[];
   /** Write a V8 CPU profile of the server into this directory when it stops. */
@@ -72,13 +77,19 @@ export interface Restart {
   startupMs: number;
 }
 
+/** The runtime floor's module and its name in the table. */
+const FLOOR_SCRIPT = new URL("../floor_server.ts", import.meta.url).pathname;
+const FLOOR_NAME = "runtime floor (Deno HTTP+WS, no storage)";
+
 const FILL_BATCH = 1000;
 const FILL_IN_FLIGHT = 4;
 
 /** A running tegami server. */
 export class TegamiTarget implements Target {
   readonly singleThreaded = true;
-  readonly name = "tegami";
+  /** `tegami`, or the floor's name. */
+  readonly name: string;
+  readonly #floor: boolean;
   #server: ServerProcess;
   readonly #dir: string;
   readonly #args: string[];
@@ -94,8 +105,11 @@ export class TegamiTarget implements Target {
     startupMs: number,
     http: "lean" | "fetch",
     runtimeFlags: string[],
+    floor: boolean,
   ) {
     this.#runtimeFlags = runtimeFlags;
+    this.#floor = floor;
+    this.name = floor ? FLOOR_NAME : "tegami";
     this.#server = server;
     this.#http = http;
     this.#dir = dir;
@@ -118,7 +132,8 @@ export class TegamiTarget implements Target {
       const runtimeFlags = options.cpuProfileDir === undefined
         ? []
         : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`];
-      const server = await spawnServer(args, { runtimeFlags });
+      const script = options.floor ? FLOOR_SCRIPT : undefined;
+      const server = await spawnServer(args, { runtimeFlags, script });
       return new TegamiTarget(
         server,
         dir,
@@ -126,6 +141,7 @@ export class TegamiTarget implements Target {
         performance.now() - startedAt,
         options.http ?? "lean",
         runtimeFlags,
+        options.floor ?? false,
       );
     } catch (error) {
       await Deno.remove(dir, { recursive: true });
@@ -251,8 +267,9 @@ export class TegamiTarget implements Target {
     }
   }
 
-  /** The group-commit histogram from `/metrics`. */
-  async commitBatches(): Promise<CommitBatches> {
+  /** The group-commit histogram from `/metrics`; null for the floor, which commits nothing. */
+  async commitBatches(): Promise<CommitBatches | null> {
+    if (this.#floor) return null;
     const response = await fetch(`${this.url}/metrics`);
     return parseCommitBatches(await response.text());
   }
@@ -265,7 +282,10 @@ export class TegamiTarget implements Target {
     if (code !== 0) throw new Error(`Server exited with ${code} on SIGTERM:\n${stderr}`);
     const shutdownMs = performance.now() - stopAt;
     const startAt = performance.now();
-    this.#server = await spawnServer(this.#args, { runtimeFlags: this.#runtimeFlags });
+    this.#server = await spawnServer(this.#args, {
+      runtimeFlags: this.#runtimeFlags,
+      script: this.#floor ? FLOOR_SCRIPT : undefined,
+    });
     return { shutdownMs, startupMs: performance.now() - startAt };
   }
 
@@ -307,4 +327,13 @@ export interface TegamiPeer extends Peer {
 /** Starts fresh tegami servers. */
 export function tegamiPeer(options: TegamiOptions = {}): TegamiPeer {
   return { key: "tegami", name: "tegami", start: () => TegamiTarget.start(options) };
+}
+
+/** Starts fresh runtime floors (see `bench/floor_server.ts`). */
+export function floorPeer(): TegamiPeer {
+  return {
+    key: "floor",
+    name: FLOOR_NAME,
+    start: () => TegamiTarget.start({ floor: true }),
+  };
 }

@@ -82,7 +82,10 @@ export async function scaling(
     progress(`scale · W1 · ${where} …`);
     const before = await target.commitBatches();
     const w1 = await endToEnd(target, { queue: w1Queue, jobs });
-    w1.notes.push(describeCommits(commitsBetween(before, await target.commitBatches())));
+    const after = await target.commitBatches();
+    if (before !== null && after !== null) {
+      w1.notes.push(describeCommits(commitsBetween(before, after)));
+    }
     progress(`scale · W1 · ${where}: ${Math.round(w1.jobs / w1.seconds)} jobs/s`);
     progress(`scale · W5 · ${where} …`);
     const w5 = await pushLatency(target, { queue: w5Queue, samples });

@@ -24,11 +24,12 @@ export interface ServerProcess extends AsyncDisposable {
 export function programCommand(
   binary?: string,
   runtimeFlags: readonly string[] = [],
+  script: string = MAIN,
 ): { command: string; prefix: string[] } {
   if (binary !== undefined) return { command: binary, prefix: [] };
   return {
     command: Deno.execPath(),
-    prefix: ["run", "--config", CONFIG, "-A", ...runtimeFlags, MAIN],
+    prefix: ["run", "--config", CONFIG, "-A", ...runtimeFlags, script],
   };
 }
 
@@ -58,13 +59,19 @@ export async function runProgram(
 
 /**
  * Starts `tegami serve` with `args` (add `--db`; `--port 0` is added) and waits until it listens.
- * `runtimeFlags` go to `deno run` (e.g. `--cpu-prof`) when no binary is given.
+ * `runtimeFlags` go to `deno run` (e.g. `--cpu-prof`) when no binary is given; `script` runs
+ * another module in place of main.ts (the bench's runtime floor).
  */
 export async function spawnServer(
   args: string[],
-  options: { binary?: string; env?: Record<string, string>; runtimeFlags?: string[] } = {},
+  options: {
+    binary?: string;
+    env?: Record<string, string>;
+    runtimeFlags?: string[];
+    script?: string;
+  } = {},
 ): Promise<ServerProcess> {
-  const { command, prefix } = programCommand(options.binary, options.runtimeFlags);
+  const { command, prefix } = programCommand(options.binary, options.runtimeFlags, options.script);
   const child = new Deno.Command(command, {
     args: [...prefix, "serve", "--port", "0", ...args],
     env: options.env,
