@@ -114,6 +114,9 @@ type Move = [queue: string, from: JobState | null, to: JobState | null];
 /** Without fsyncs to watch (`sync: "normal"`), a write counts as idle this long after a flush. */
 const IDLE_AFTER_MS = 1;
 
+/** Most entries in the leased-queue cache before it starts over. */
+const LEASED_QUEUES_CAP = 100_000;
+
 /** How many finished jobs one sweep transaction deletes at most (keeps each commit short). */
 const SWEEP_CHUNK = 5000;
 
@@ -130,6 +133,8 @@ export class SqliteStore implements Store {
   readonly #counts = new Map<string, StateCounts>();
   readonly #paused = new Set<string>();
   #moves: Move[] = [];
+  /** The queue of each job leased by this process, by id (see `#queueOf`). */
+  readonly #leasedQueues = new Map<number, string>();
   #markAt = 0;
   /** Set when close() starts: new writes are refused from then on. */
   #closed = false;
@@ -239,6 +244,8 @@ export class SqliteStore implements Store {
       },
       rollback: () => {
         this.#moves = [];
+        // A rolled-back insert's id is handed out again, maybe in another queue.
+        this.#leasedQueues.clear();
         if (!this.#db.isTransaction) return;
         try {
           s.rollback.run();
@@ -322,6 +329,7 @@ export class SqliteStore implements Store {
         row.attempts++;
         row.lease_expires_at = expires;
         this.#moves.push([queue, "pending", "leased"]);
+        this.#rememberLeased(row.id, queue);
         out[w].push({ job: rowToJob(row), lease: { token, expires_at: expires } });
         w = (w + 1) % wants.length;
       }
@@ -336,12 +344,14 @@ export class SqliteStore implements Store {
     now: number,
   ): Promise<{ id: number; queue: string }> {
     return this.#write(() => {
-      const row = (this.#anyToken
-        ? this.#s.unsafeAckAnyToken.get(result, now, id)
-        : this.#s.ack.get(result, now, id, token, now)) as { queue: string } | undefined;
-      if (row !== undefined) {
-        this.#moves.push([row.queue, "leased", "done"]);
-        return { id, queue: row.queue };
+      const changed = this.#anyToken
+        ? this.#s.unsafeAckAnyToken.run(result, now, id).changes
+        : this.#s.ack.run(result, now, id, token, now).changes;
+      if (changed === 1) {
+        const queue = this.#queueOf(id);
+        this.#leasedQueues.delete(id);
+        this.#moves.push([queue, "leased", "done"]);
+        return { id, queue };
       }
       const job = this.#row(id);
       if (job.state === "done" && job.lease_token === token) {
@@ -627,6 +637,23 @@ export class SqliteStore implements Store {
     return counts;
   }
 
+  /**
+   * The queue of a job known to exist: from the jobs this process leased (a job never changes
+   * queue, so an entry is never wrong, only possibly absent), else from the table. An UPDATE
+   * with RETURNING costs SQLite nearly as much again as the UPDATE, so ack asks this instead.
+   */
+  #queueOf(id: number): string {
+    return this.#leasedQueues.get(id) ??
+      (this.#s.queueById.get(id) as { queue: string }).queue;
+  }
+
+  #rememberLeased(id: number, queue: string): void {
+    // Entries of leases that ended some other way than ack are only ever stale, never wrong;
+    // the cap keeps them from piling up.
+    if (this.#leasedQueues.size >= LEASED_QUEUES_CAP) this.#leasedQueues.clear();
+    this.#leasedQueues.set(id, queue);
+  }
+
   #row(id: number): JobRow {
     const row = this.#s.byId.get(id) as JobRow | undefined;
     if (row === undefined) throw jobNotFound(id);
@@ -701,14 +728,14 @@ function prepare(db: DatabaseSync) {
     ),
     ack: p(
       `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
-       WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?
-       RETURNING queue`,
+       WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
     ),
     unsafeAckAnyToken: p(
       `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
-       WHERE id = ? AND state = 'leased' RETURNING queue`,
+       WHERE id = ? AND state = 'leased'`,
     ),
     byId: p("SELECT * FROM jobs WHERE id = ?"),
+    queueById: p("SELECT queue FROM jobs WHERE id = ?"),
     toDead: p(
       `UPDATE jobs SET state = 'dead', last_error = ?, finished_at = ?, lease_expires_at = NULL
        WHERE id = ?`,
