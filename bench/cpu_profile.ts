@@ -22,6 +22,25 @@ interface Profile {
   timeDeltas: number[];
 }
 
+/**
+ * Where a sample's own time went: SQLite (node:sqlite's statement calls), the runtime's own
+ * JavaScript (`ext:`) and native ops (`op_…`), the program's code (by top folder: `lib`,
+ * `bench`…), V8 (GC, compiled code without a frame), or idle.
+ */
+export function categoryOf(callFrame: ProfileNode["callFrame"]): string {
+  const { functionName, url } = callFrame;
+  if (url === "") {
+    if (["run", "get", "all", "exec", "iterate"].includes(functionName)) return "SQLite statements";
+    if (functionName.startsWith("op_")) return "runtime native ops";
+    if (functionName === "(idle)") return "idle";
+    if (functionName === "(garbage collector)") return "V8 garbage collection";
+    return "V8 other";
+  }
+  if (url.startsWith("ext:") || url.startsWith("node:")) return "runtime JavaScript";
+  const folder = url.match(/\/(lib|bench|tests|examples)\//);
+  return folder === null ? "other JavaScript" : `${folder[1]}/ JavaScript`;
+}
+
 /** Self and inclusive microseconds per function (`name file:line`), and the total. */
 export interface ProfileSummary {
   /** Microseconds sampled in all. */
@@ -30,6 +49,8 @@ export interface ProfileSummary {
   self: Map<string, number>;
   /** Time spent in the function and everything it called (each stack counted once). */
   inclusive: Map<string, number>;
+  /** Self time by {@linkcode categoryOf}. */
+  categories: Map<string, number>;
 }
 
 function frameName(node: ProfileNode): string {
@@ -53,8 +74,12 @@ export function summarise(profile: Profile): ProfileSummary {
   });
   const self = new Map<string, number>();
   const inclusive = new Map<string, number>();
+  const categories = new Map<string, number>();
   for (const [id, us] of perNode) {
-    const name = frameName(byId.get(id)!);
+    const node = byId.get(id)!;
+    const category = categoryOf(node.callFrame);
+    categories.set(category, (categories.get(category) ?? 0) + us);
+    const name = frameName(node);
     self.set(name, (self.get(name) ?? 0) + us);
     const seen = new Set<string>();
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
@@ -64,7 +89,7 @@ export function summarise(profile: Profile): ProfileSummary {
       inclusive.set(frame, (inclusive.get(frame) ?? 0) + us);
     }
   }
-  return { totalUs, self, inclusive };
+  return { totalUs, self, inclusive, categories };
 }
 
 function table(title: string, times: Map<string, number>, totalUs: number, top: number): string {
@@ -88,6 +113,7 @@ if (import.meta.main) {
   const summary = summarise(JSON.parse(await Deno.readTextFile(positionals[0])));
   const top = Number(values.top);
   console.log(`${(summary.totalUs / 1e6).toFixed(2)} s sampled`);
+  console.log(table("\nself time by kind", summary.categories, summary.totalUs, top));
   console.log(table("\nself time", summary.self, summary.totalUs, top));
   console.log(table("\ninclusive time", summary.inclusive, summary.totalUs, top));
 }
