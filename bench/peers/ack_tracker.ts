@@ -1,31 +1,38 @@
 /**
- * Counts acks sent and answered, so a consumer can say when all of them are settled.
+ * Counts acks sent and answered, so a consumer can say when the acks it has sent so far are
+ * answered — also while new jobs keep arriving and being acked (a backlog draining), when the
+ * count of outstanding acks may never touch zero.
  *
  * @module
  */
 
-/** Outstanding acks of one consumer. */
+/** Acks of one consumer. */
 export class AckTracker {
-  #outstanding = 0;
-  #waiters: (() => void)[] = [];
+  #sent = 0;
+  #answered = 0;
+  #waiters: { until: number; wake: () => void }[] = [];
 
   /** Notes an ack sent. */
   sent(): void {
-    this.#outstanding++;
+    this.#sent++;
   }
 
   /** Notes an ack answered. */
   answered(): void {
-    this.#outstanding--;
-    if (this.#outstanding <= 0) {
-      this.#outstanding = 0;
-      for (const wake of this.#waiters.splice(0)) wake();
+    this.#answered++;
+    if (this.#waiters.length === 0) return;
+    const still = [];
+    for (const waiter of this.#waiters) {
+      if (this.#answered >= waiter.until) waiter.wake();
+      else still.push(waiter);
     }
+    this.#waiters = still;
   }
 
-  /** Resolves once no ack is outstanding. */
+  /** Resolves once as many acks are answered as had been sent when it was called. */
   settled(): Promise<void> {
-    if (this.#outstanding === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.push(resolve));
+    const until = this.#sent;
+    if (this.#answered >= until) return Promise.resolve();
+    return new Promise((wake) => this.#waiters.push({ until, wake }));
   }
 }
