@@ -85,6 +85,15 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
   const scaled = rows.filter((r) => PLACEMENTS.some((p) => r.workload.endsWith(p.label)));
   if (empty1 !== undefined && empty5 !== undefined && scaled.length > 0) {
     for (const placement of PLACEMENTS) {
+      const failed = scaled.find((r) => r.workload.endsWith(placement.label) && r.failure);
+      if (failed !== undefined) {
+        checks.push({
+          target: `W1 jobs/s and W5 p50 within ±20% of empty, ${placement.label}`,
+          measured: failed.failure!,
+          met: false,
+        });
+        continue;
+      }
       let worst = 1;
       let worstAt = "";
       for (const row of scaled.filter((r) => r.workload.endsWith(placement.label))) {
@@ -106,7 +115,7 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
     }
     const size = (row: Row) =>
       Number(row.workload.match(/(\d[\d ]*) (waiting|pending|delayed)/)?.[1].replaceAll(" ", ""));
-    const largest = Math.max(...scaled.map(size));
+    const largest = Math.max(...scaled.map(size).filter((n) => !Number.isNaN(n)));
     const atLargest = scaled.filter((r) => size(r) === largest);
     const mb = (rows: readonly Row[]) =>
       Math.max(...rows.map((r) => r.measurement?.rssBytes ?? 0)) / MB;
