@@ -1,7 +1,7 @@
 /**
  * The group-commit figures tegami exposes on `/metrics` (`tegami_commit_batch_size`): how many
- * operations each fsynced transaction carried. Two snapshots give the distribution over a
- * workload.
+ * operations each fsynced transaction carried; and its event-loop lag. Two snapshots give the
+ * distributions over a workload.
  *
  * @module
  */
@@ -16,21 +16,52 @@ export interface CommitBatches {
   seconds: number;
   /** Cumulative counts by upper bound (`Infinity` last), as Prometheus renders them. */
   buckets: [le: number, count: number][];
+  /**
+   * The server's event-loop lag samples (`tegami_event_loop_lag_seconds`, a 25 ms timer's
+   * lateness), cumulative by upper bound in seconds.
+   */
+  lag: [le: number, count: number][];
 }
 
 /** Reads the histogram out of Prometheus text. */
 export function parseCommitBatches(text: string): CommitBatches {
   const value = (name: string) => Number(text.match(new RegExp(`^${name} (\\S+)`, "m"))?.[1] ?? 0);
-  const buckets: [number, number][] = [];
-  for (const m of text.matchAll(/^tegami_commit_batch_size_bucket\{le="([^"]+)"\} (\S+)/gm)) {
-    buckets.push([m[1] === "+Inf" ? Infinity : Number(m[1]), Number(m[2])]);
-  }
+  const histogram = (name: string) => {
+    const out: [number, number][] = [];
+    for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)`, "gm"))) {
+      out.push([m[1] === "+Inf" ? Infinity : Number(m[1]), Number(m[2])]);
+    }
+    return out;
+  };
   return {
     commits: value("tegami_commit_batch_size_count"),
     operations: value("tegami_commit_batch_size_sum"),
     seconds: value("tegami_commit_duration_seconds_sum"),
-    buckets,
+    buckets: histogram("tegami_commit_batch_size"),
+    lag: histogram("tegami_event_loop_lag_seconds"),
   };
+}
+
+function bucketsBetween(
+  before: [number, number][],
+  after: [number, number][],
+): [number, number][] {
+  return after.map(([le, count]) => [le, count - (before.find(([b]) => b === le)?.[1] ?? 0)]);
+}
+
+/**
+ * The event-loop lag between two snapshots: samples taken, and the upper bound (ms) of the
+ * bucket holding the 99th percentile and of the largest sample; null bounds without samples.
+ */
+export function lagBetween(
+  before: CommitBatches,
+  after: CommitBatches,
+): { samples: number; p99Ms: number | null; maxMs: number | null } {
+  const lag = bucketsBetween(before.lag, after.lag);
+  const samples = lag.at(-1)?.[1] ?? 0;
+  if (samples === 0) return { samples, p99Ms: null, maxMs: null };
+  const bound = (p: number) => 1000 * (lag.find(([, count]) => count >= p * samples)?.[0] ?? 0);
+  return { samples, p99Ms: bound(0.99), maxMs: bound(1) };
 }
 
 /** What happened between two snapshots. */
@@ -39,10 +70,8 @@ export function commitsBetween(before: CommitBatches, after: CommitBatches): Com
     commits: after.commits - before.commits,
     operations: after.operations - before.operations,
     seconds: after.seconds - before.seconds,
-    buckets: after.buckets.map(([le, count]) => [
-      le,
-      count - (before.buckets.find(([b]) => b === le)?.[1] ?? 0),
-    ]),
+    buckets: bucketsBetween(before.buckets, after.buckets),
+    lag: bucketsBetween(before.lag, after.lag),
   };
 }
 

@@ -7,7 +7,12 @@
  * @module
  */
 
-import { commitDistribution, commitsBetween, describeCommits } from "./commit_batches.ts";
+import {
+  commitDistribution,
+  commitsBetween,
+  describeCommits,
+  lagBetween,
+} from "./commit_batches.ts";
 import type { Measurement } from "./measurement.ts";
 import { type Peer, PeerUnavailable, type Target } from "./peers/peer.ts";
 import { TegamiTarget } from "./peers/tegami.ts";
@@ -83,7 +88,13 @@ export class Runner {
       if (before !== null && after !== null && m.seconds > 0) {
         const batches = commitsBetween(before, after);
         m.notes.push(describeCommits(batches));
-        m.extra = { ...m.extra, commit_batches: commitDistribution(batches) };
+        const lag = lagBetween(before, after);
+        if (lag.p99Ms !== null) {
+          m.notes.push(
+            `event-loop lag p99 ≤ ${lag.p99Ms} ms, max ≤ ${lag.maxMs} ms (${lag.samples} samples)`,
+          );
+        }
+        m.extra = { ...m.extra, commit_batches: commitDistribution(batches), lag };
       }
       this.#progress(`${label} · ${target.name}: ${headline(workload, m)}`);
       return { name: target.name, measurement: m };

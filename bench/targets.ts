@@ -59,6 +59,17 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
     met: w5 === undefined ? null : w5.p50 < 1 && w5.p99 < 5,
   });
 
+  const w1Lag = find(rows, "W1 end to end", "tegami")?.extra?.lag as
+    | { p99Ms: number | null; maxMs: number | null }
+    | undefined;
+  checks.push({
+    target: "event-loop lag p99 < 20 ms under W1",
+    measured: w1Lag?.p99Ms == null
+      ? "not measured"
+      : `p99 ≤ ${w1Lag.p99Ms} ms, max ≤ ${w1Lag.maxMs} ms (histogram bucket bounds)`,
+    met: w1Lag?.p99Ms == null ? null : w1Lag.p99Ms < 20,
+  });
+
   const w1 = find(rows, "W1 end to end", "tegami")?.latency;
   const w1Rabbit = find(rows, "W1 end to end", "RabbitMQ")?.latency;
   checks.push({
