@@ -8,6 +8,7 @@
  */
 
 import { invalid, TegamiError } from "./errors.ts";
+import { elementSpans, memberSpan, type Span } from "./json_spans.ts";
 import type { Backoff, NewJob } from "./job.ts";
 import {
   DEFAULT_MAX_ATTEMPTS,
@@ -90,6 +91,11 @@ export function utf8Length(text: string): number {
 export function jsonText(value: unknown, field: string, maxBytes: number): string {
   const text = JSON.stringify(value);
   if (text === undefined) throw invalid(field, "expected a JSON value");
+  return withinLimit(text, field, maxBytes);
+}
+
+/** Answers JSON text if its UTF-8 size is within `maxBytes`, else `payload_too_large`. */
+function withinLimit(text: string, field: string, maxBytes: number): string {
   const size = utf8Length(text);
   if (size > maxBytes) {
     throw new TegamiError(
@@ -131,12 +137,16 @@ const JOB_FIELDS = new Set([
   "backoff",
 ]);
 
-/** Parses one job of an enqueue; `prefix` locates it in a batch (`jobs[3].`). */
+/**
+ * Parses one job of an enqueue; `prefix` locates it in a batch (`jobs[3].`). `rawPayload` is the
+ * payload's text as received, stored as it is; without it the parsed payload is serialised.
+ */
 export function parseJob(
   value: unknown,
   limits: RequestLimits,
   now: number,
   prefix = "",
+  rawPayload?: string,
 ): NewJob {
   const body = asObject(value, prefix === "" ? "body" : prefix.slice(0, -1));
   for (const name of Object.keys(body)) {
@@ -145,7 +155,9 @@ export function parseJob(
     }
   }
   if (!Object.hasOwn(body, "payload")) throw invalid(prefix + "payload", "is required");
-  const payload = jsonText(body.payload, prefix + "payload", limits.maxPayload);
+  const payload = rawPayload === undefined
+    ? jsonText(body.payload, prefix + "payload", limits.maxPayload)
+    : withinLimit(rawPayload, prefix + "payload", limits.maxPayload);
   const priority = integer(body, "priority", PRIORITY_RANGE[0], PRIORITY_RANGE[1], prefix) ?? 0;
   let key: string | null = null;
   if (has(body, "key") && body.key !== null) {
@@ -197,22 +209,39 @@ export function parseJob(
   };
 }
 
-/** Parses an enqueue body: one job, or `{jobs: [...]}` for an all-or-nothing batch. */
+/**
+ * Parses an enqueue body: one job, or `{jobs: [...]}` for an all-or-nothing batch. `source`, the
+ * JSON text `value` was parsed from, lets each payload be stored as the text received.
+ */
 export function parseEnqueue(
   value: unknown,
   limits: RequestLimits,
   now: number,
+  source?: string,
 ): { jobs: NewJob[]; batch: boolean } {
   const body = asObject(value);
-  if (!Object.hasOwn(body, "jobs")) return { jobs: [parseJob(body, limits, now)], batch: false };
+  const text = (span: Span | undefined) =>
+    span === undefined ? undefined : source!.slice(span.start, span.end);
+  if (!Object.hasOwn(body, "jobs")) {
+    const raw = source === undefined ? undefined : text(memberSpan(source, "payload"));
+    return { jobs: [parseJob(body, limits, now, "", raw)], batch: false };
+  }
   rejectUnknown(body, new Set(["jobs"]));
   if (!Array.isArray(body.jobs)) throw invalid("jobs", "expected an array of jobs");
   if (body.jobs.length === 0) throw invalid("jobs", "expected at least one job");
   if (body.jobs.length > limits.maxBatch) {
     throw invalid("jobs", `${body.jobs.length} jobs is over the batch limit of ${limits.maxBatch}`);
   }
+  const jobsSpan = source === undefined ? undefined : memberSpan(source, "jobs");
+  const elements = jobsSpan === undefined ? null : elementSpans(source!, jobsSpan.start);
   return {
-    jobs: body.jobs.map((job, i) => parseJob(job, limits, now, `jobs[${i}].`)),
+    jobs: body.jobs.map((job, i) => {
+      const element = elements?.[i];
+      const raw = element === undefined
+        ? undefined
+        : text(memberSpan(source!, "payload", element.start));
+      return parseJob(job, limits, now, `jobs[${i}].`, raw);
+    }),
     batch: true,
   };
 }

@@ -26,7 +26,7 @@ import {
   type RequestLimits,
 } from "../requests.ts";
 import type { QueueCounts } from "../store/store.ts";
-import { readJsonBody } from "./body.ts";
+import { type JsonBody, readJsonBodyText } from "./body.ts";
 import { errorResponse, json, jsonText } from "./respond.ts";
 
 /** What the API needs from the server around it. */
@@ -89,9 +89,11 @@ export function statsView(stats: QueueCounts, now: number, consumers: number): u
 export function createApi(options: ApiOptions): (request: Request) => Promise<Response> {
   const { broker, clock, limits, tokens, log } = options;
 
-  const body = async (ctx: Context): Promise<unknown> => {
+  const body = async (ctx: Context): Promise<unknown> => (await bodyText(ctx)).value;
+
+  const bodyText = async (ctx: Context): Promise<JsonBody> => {
     try {
-      return await readJsonBody(ctx.request, limits.maxBody);
+      return await readJsonBodyText(ctx.request, limits.maxBody);
     } catch (error) {
       // Shutdown stops the reading of bodies still arriving: that caller should retry, not fix
       // its request.
@@ -115,7 +117,8 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       access: "produce",
       handle: async (ctx) => {
         const queue = ctx.params[0];
-        const { jobs, batch } = parseEnqueue(await body(ctx), limits, clock.now());
+        const { value, text } = await bodyText(ctx);
+        const { jobs, batch } = parseEnqueue(value, limits, clock.now(), text);
         const out = await broker.enqueue(queue, jobs);
         const created = out.some((e) => !e.deduplicated);
         if (!batch) return json(created ? 201 : 200, { id: out[0].id, deduplicated: !created });

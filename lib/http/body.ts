@@ -21,11 +21,24 @@ export function isJsonType(contentType: string): boolean {
   return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
 }
 
+/** A parsed JSON body and the text it was parsed from. */
+export interface JsonBody {
+  /** The parsed value; `undefined` for an empty body. */
+  value: unknown;
+  /** The body's text (empty for an empty body). */
+  text: string;
+}
+
 /**
  * Reads and parses the body as JSON. An empty body is `undefined`. A `Content-Type` other than
  * JSON is `unsupported_media_type`; a missing one is read as JSON.
  */
 export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
+  return (await readJsonBodyText(request, limit)).value;
+}
+
+/** As {@linkcode readJsonBody}, also answering the text the value was parsed from. */
+export async function readJsonBodyText(request: Request, limit: number): Promise<JsonBody> {
   const contentType = request.headers.get("content-type");
   const length = request.headers.get("content-length");
   if (length !== null && Number(length) > limit) {
@@ -36,9 +49,9 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
   // parsing a small job.
   let bytes: Uint8Array;
   if (length !== null) bytes = await readDeclared(request);
-  else if (request.body === null) return undefined;
+  else if (request.body === null) return EMPTY;
   else bytes = await readChunked(request, limit);
-  if (bytes.byteLength === 0) return undefined;
+  if (bytes.byteLength === 0) return EMPTY;
   if (contentType !== null && !isJsonType(contentType)) {
     throw new TegamiError(
       "unsupported_media_type",
@@ -52,7 +65,7 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
     throw new TegamiError("invalid_json", "Cannot parse the request body: it is not valid UTF-8");
   }
   try {
-    return JSON.parse(text);
+    return { value: JSON.parse(text), text };
   } catch (error) {
     throw new TegamiError(
       "invalid_json",
@@ -62,6 +75,7 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
 }
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+const EMPTY: JsonBody = { value: undefined, text: "" };
 
 function truncated(error: unknown): TegamiError {
   // The client's framing broke off (a body shorter than its Content-Length, a connection

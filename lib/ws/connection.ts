@@ -353,7 +353,7 @@ export class Connection implements LeaseHolder {
       }
       case "enqueue": {
         this.#require("produce", frame.queue);
-        const { jobs, batch } = parseEnqueue(body, limits, this.#o.clock.now());
+        const { jobs, batch } = parseEnqueue(body, limits, this.#o.clock.now(), frame.text);
         const out = await broker.enqueue(frame.queue, jobs);
         if (!batch) return { id: out[0].id, deduplicated: out[0].deduplicated };
         return { jobs: out.map((e) => ({ id: e.id, deduplicated: e.deduplicated })) };

@@ -53,6 +53,8 @@ export interface ClientFrame {
   queue: string;
   /** The other fields, for the shared request parsers. */
   body: Record<string, unknown>;
+  /** The frame as received, so an enqueued payload is stored as its text. */
+  text: string;
 }
 
 /** The ref of a frame if it has a usable one, even when the rest is invalid (for the reply). */
@@ -93,6 +95,7 @@ export function decodeFrame(text: string): ClientFrame {
     id: JOB_OPS.has(op) ? jobId(id) : 0,
     queue: QUEUE_OPS.has(op) ? queueName(queue) : "",
     body,
+    text,
   };
 }
 
