@@ -381,7 +381,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       if (params === null) continue;
       pathMatched = true;
       if (r.method !== request.method) continue;
-      seen.pattern = "/" + r.path.join("/");
+      seen.pattern = patternOf(r);
       if (!options.accepting() && r.access !== "open") throw shuttingDown();
       let principal = OPEN_ACCESS;
       if (r.access !== "open") {
@@ -425,6 +425,18 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     options.onRequest?.(seen.pattern, response.status, performance.now() - started);
     return response;
   };
+}
+
+const patterns = new WeakMap<Route, string>();
+
+/** A route's path as its metrics label (`/v1/queues/:queue/jobs`), made once per route. */
+function patternOf(route: Route): string {
+  let pattern = patterns.get(route);
+  if (pattern === undefined) {
+    pattern = "/" + route.path.join("/");
+    patterns.set(route, pattern);
+  }
+  return pattern;
 }
 
 function match(pattern: string[], segments: string[]): string[] | null {
