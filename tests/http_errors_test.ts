@@ -110,6 +110,22 @@ Deno.test("a body cut short of its Content-Length answers 400, not 500", async (
   assert.equal(await pendingCount(server, "q"), 0);
 });
 
+Deno.test("a Content-Length sent twice cannot carry a body past --max-body", async () => {
+  await using server = await startTestServer({ config: { maxBody: 2048, maxPayload: 1024 } });
+  const jobs = Array.from({ length: 5 }, (_, i) => ({ payload: String(i).repeat(900) }));
+  const body = JSON.stringify({ jobs });
+  using raw = await RawHttp.connect(server);
+  await raw.write(
+    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+      "Connection: close\r\n" +
+      `Content-Length: ${body.length}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  );
+  const answer = parseRawAnswer(await raw.readAll());
+  assert.equal(answer.status, 413, JSON.stringify(answer.body));
+  assert.equal((answer.body as { error: { code: string } }).error.code, "payload_too_large");
+  assert.equal(await pendingCount(server, "q"), 0);
+});
+
 // ---- validation_failed ----
 
 const LONG_KEY = "k".repeat(513);

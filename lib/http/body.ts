@@ -41,14 +41,17 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
 export async function readJsonBodyText(request: Request, limit: number): Promise<JsonBody> {
   const contentType = request.headers.get("content-type");
   const length = request.headers.get("content-length");
-  if (length !== null && Number(length) > limit) {
+  // One plain length is trusted (the HTTP layer never delivers more); anything else — a header
+  // sent twice arrives as "2000, 2000" — is read counting bytes against the limit.
+  const declared = length !== null && /^[0-9]{1,16}$/.test(length) ? Number(length) : null;
+  if (declared !== null && declared > limit) {
     await request.body?.cancel().catch(() => {});
     throw tooLarge(limit);
   }
   // With a declared length, `request.body` is never touched: making the stream costs more than
   // parsing a small job.
   let bytes: Uint8Array;
-  if (length !== null) bytes = await readDeclared(request);
+  if (declared !== null) bytes = await readDeclared(request, limit);
   else if (request.body === null) return EMPTY;
   else bytes = await readChunked(request, limit);
   if (bytes.byteLength === 0) return EMPTY;
@@ -88,15 +91,18 @@ function truncated(error: unknown): TegamiError {
 }
 
 /**
- * A body whose `Content-Length` is within the limit (checked by the caller) arrives whole: the
- * HTTP layer never delivers more than the declared length, so one read is safe.
+ * A body with one plain `Content-Length` within the limit (checked by the caller) arrives whole:
+ * the HTTP layer never delivers more than the declared length, so one read is safe.
  */
-async function readDeclared(request: Request): Promise<Uint8Array> {
+async function readDeclared(request: Request, limit: number): Promise<Uint8Array> {
+  let bytes: Uint8Array;
   try {
-    return await request.bytes();
+    bytes = await request.bytes();
   } catch (error) {
     throw truncated(error);
   }
+  if (bytes.byteLength > limit) throw tooLarge(limit); // never expected; the limit holds anyway
+  return bytes;
 }
 
 /** A chunked body of unknown length: read piece by piece, refused once it passes `limit`. */
