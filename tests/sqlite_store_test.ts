@@ -170,3 +170,28 @@ Deno.test("the WAL stays small under constant writes (checkpointed as it goes)",
     await store.close();
   }
 });
+
+Deno.test("after a failed WAL fsync the store runs no write at all, so none answered 503 is done after all", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  // SQLite keeps writing through its open descriptor; the store's own fsync must reopen the
+  // -wal by name on its first use, and fails: the fsync failure, on demand.
+  await Deno.remove(`${db.path}-wal`);
+  const codes = [];
+  for (let i = 0; i < 3; i++) {
+    codes.push(
+      await store.enqueue("q", [job], T0).then(() => "ok", (e) => e.code),
+      await store.probeWritable().then(() => "ok", (e) => e.code),
+    );
+  }
+  assert.deepEqual(codes, Array(6).fill("unavailable"));
+  assert.equal((await store.stats("q"))[0].counts.pending, 1, "reads still work");
+  await store.close();
+  const reopened = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    // Only the first enqueue ran: its commit came before the fsync that failed.
+    assert.equal((await reopened.stats("q"))[0].counts.pending, 1);
+  } finally {
+    await reopened.close();
+  }
+});

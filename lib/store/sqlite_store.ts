@@ -231,7 +231,12 @@ export class SqliteStore implements Store {
   #transactor(): Transactor {
     const s = this.#s;
     return {
-      begin: () => s.begin.run(),
+      begin: () => {
+        // Operations queued before an fsync failed are refused with the rest (see #write).
+        const failed = this.#walSync?.failure;
+        if (failed) throw failed;
+        s.begin.run();
+      },
       commit: () => {
         s.commit.run();
         this.#walSync?.committed();
@@ -589,6 +594,10 @@ export class SqliteStore implements Store {
     if (this.#closed) {
       return Promise.reject(new TegamiError("unavailable", "Cannot write: the store is closed"));
     }
+    // After a failed fsync nothing can be acknowledged again: run nothing either, so a caller
+    // told 503 (who will retry) never finds its write done after all.
+    const failed = this.#walSync?.failure;
+    if (failed) return Promise.reject(failed);
     const committed = this.#commits.submit(operation);
     const sync = this.#walSync;
     if (sync === null) return committed;
