@@ -58,7 +58,8 @@ process and prints one markdown table. Progress goes to stderr.
                      in the same queue, and startup with them on disk (takes minutes)
   --scale-sizes LIST backlog sizes for --scale (default 100000,1000000)
   --sync MODE        tegami's --sync: full or normal (default full)
-  --serve-args ARGS  more flags for tegami serve, space separated (e.g. "--store-thread off")
+  --serve-args=ARGS  more flags for tegami serve, space separated, after an = sign
+                     (e.g. --serve-args="--lease 10s --retain-done 0")
   --fetch            tegami's HTTP producers use fetch instead of the bench's lean HTTP/1.1
                      client (same requests, more driver CPU)
   --cold             measure fresh instances without the warm-up (a 5000-job W1 on a queue of
