@@ -195,3 +195,28 @@ Deno.test("after a failed WAL fsync the store runs no write at all, so none answ
     await reopened.close();
   }
 });
+
+Deno.test("a write queued while the fsync that fails is running is refused, not committed", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  const syncData = Deno.FsFile.prototype.syncData;
+  Deno.FsFile.prototype.syncData = () =>
+    new Promise((_, reject) => setTimeout(() => reject(new Error("EIO (simulated)")), 50));
+  try {
+    const first = store.enqueue("q", [job], T0); // committed; its fsync runs, then fails
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const queued = store.enqueue("q", [job], T0); // waits for that fsync to end
+    for (const write of [first, queued]) {
+      await assert.rejects(write, (e: unknown) => (e as { code: string }).code === "unavailable");
+    }
+  } finally {
+    Deno.FsFile.prototype.syncData = syncData;
+  }
+  await store.close();
+  const reopened = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    assert.equal((await reopened.stats("q"))[0].counts.pending, 1, "only the first commit ran");
+  } finally {
+    await reopened.close();
+  }
+});

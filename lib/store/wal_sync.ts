@@ -111,16 +111,17 @@ export class WalSync {
       },
       (error) => {
         this.#syncing = false;
-        this.#runWhenIdle();
-        const waiting = this.#waiters;
-        this.#waiters = [];
         const failure = new TegamiError(
           "unavailable",
           "Cannot make the write durable: fsync of the write-ahead log failed; " +
             "the server takes no more writes until it is restarted",
           { cause: error },
         );
+        // Recorded before the waiting flushes run, so they see it and commit nothing.
         this.#failed = failure;
+        this.#runWhenIdle();
+        const waiting = this.#waiters;
+        this.#waiters = [];
         for (const w of waiting) w.reject(failure);
       },
     );
