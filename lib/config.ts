@@ -11,6 +11,8 @@
 
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { formatDuration, formatSize, parseDuration, parseSize } from "./units.ts";
+import { MAX_LEASE_MS, MIN_LEASE_MS } from "./limits.ts";
+import type { LogFormat, LogLevel } from "./log.ts";
 
 /** How a flag's text is read: each kind has one parser and one "expected …" message. */
 export type FlagKind = "string" | "int" | "size" | "duration" | "bool" | "enum" | "list";
@@ -104,8 +106,8 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
     { min: 0, max: 365 * DAY },
   ),
   flag("lease", "duration", 30 * SECOND, "lease length when neither consumer nor job sets one", {
-    min: 100,
-    max: 12 * HOUR,
+    min: MIN_LEASE_MS,
+    max: MAX_LEASE_MS,
   }),
   flag("backoff-base", "duration", SECOND, "delay before the first retry; doubles each attempt", {
     min: 1,
@@ -193,9 +195,9 @@ export interface ServeConfig {
   /** Allow a non-loopback bind without tokens. */
   insecure: boolean;
   /** Least severe log entry written. */
-  logLevel: "debug" | "info" | "warn" | "error";
+  logLevel: LogLevel;
   /** Log line format. */
-  logFormat: "pretty" | "json";
+  logFormat: LogFormat;
   /** TLS certificate file; set exactly when {@linkcode ServeConfig.tlsKey} is. */
   tlsCert: string | null;
   /** TLS private key file; set exactly when {@linkcode ServeConfig.tlsCert} is. */

@@ -114,23 +114,33 @@ function jsonOrNull(text: string | null): string {
   return text === null ? "null" : text;
 }
 
-/** The job as the JSON text of the API's job object. */
-export function jobJson(job: Job): string {
-  return `{"id":${job.id},"queue":${JSON.stringify(job.queue)},"state":"${job.state}",` +
+/** The members of the API's job object as JSON text, without the braces. */
+function jobMembers(job: Job): string {
+  return `"id":${job.id},"queue":${JSON.stringify(job.queue)},"state":"${job.state}",` +
     `"payload":${job.payload},"priority":${job.priority},"key":${JSON.stringify(job.key)},` +
     `"attempts":${job.attempts},"max_attempts":${job.max_attempts},"run_at":${job.run_at},` +
     `"lease_ms":${job.lease_ms},"backoff":${JSON.stringify(job.backoff)},` +
     `"created_at":${job.created_at},"checkpoint":${jsonOrNull(job.checkpoint)},` +
     `"result":${jsonOrNull(job.result)},"last_error":${JSON.stringify(job.last_error)},` +
-    `"lease_expires_at":${job.lease_expires_at},"finished_at":${job.finished_at}}`;
+    `"lease_expires_at":${job.lease_expires_at},"finished_at":${job.finished_at}`;
 }
 
 /**
- * A delivery as the JSON text of the API's delivery object: every field of the job (so a retry
- * sees `last_error` and `checkpoint`), plus `attempt` (1-based) and `lease`.
+ * The members of the API's delivery object as JSON text, without the braces: every field of the
+ * job (so a retry sees `last_error` and `checkpoint`), plus `attempt` (1-based) and `lease`.
  */
-export function deliveryJson(delivery: Delivery): string {
+export function deliveryMembers(delivery: Delivery): string {
   const { job, lease } = delivery;
-  return `${jobJson(job).slice(0, -1)},"attempt":${job.attempts},` +
-    `"lease":{"token":"${lease.token}","expires_at":${lease.expires_at}}}`;
+  return `${jobMembers(job)},"attempt":${job.attempts},` +
+    `"lease":{"token":"${lease.token}","expires_at":${lease.expires_at}}`;
+}
+
+/** The job as the JSON text of the API's job object. */
+export function jobJson(job: Job): string {
+  return `{${jobMembers(job)}}`;
+}
+
+/** A delivery as the JSON text of the API's delivery object (see {@linkcode deliveryMembers}). */
+export function deliveryJson(delivery: Delivery): string {
+  return `{${deliveryMembers(delivery)}}`;
 }

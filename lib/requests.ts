@@ -96,6 +96,8 @@ export function jsonText(value: unknown, field: string, maxBytes: number): strin
 
 /** Answers JSON text if its UTF-8 size is within `maxBytes`, else `payload_too_large`. */
 function withinLimit(text: string, field: string, maxBytes: number): string {
+  // No UTF-16 unit takes more than 3 bytes of UTF-8: most texts need no count at all.
+  if (text.length * 3 <= maxBytes) return text;
   const size = utf8Length(text);
   if (size > maxBytes) {
     throw new TegamiError(
@@ -137,6 +139,16 @@ const JOB_FIELDS = new Set([
   "backoff",
 ]);
 
+/** The fields each request body may hold, made once. */
+const BACKOFF_FIELDS = new Set(["base_ms", "max_ms"]);
+const BATCH_FIELDS = new Set(["jobs"]);
+const LEASE_FIELDS = new Set(["max", "wait_ms", "lease_ms"]);
+const ACK_FIELDS = new Set(["token", "result"]);
+const NACK_FIELDS = new Set(["token", "error", "delay_ms", "dead"]);
+const EXTEND_FIELDS = new Set(["token", "lease_ms"]);
+const CHECKPOINT_FIELDS = new Set(["token", "data"]);
+const REQUEUE_FIELDS = new Set(["ids"]);
+
 /**
  * Parses one job of an enqueue; `prefix` locates it in a batch (`jobs[3].`). `rawPayload` is the
  * payload's text as received, stored as it is; without it the parsed payload is serialised.
@@ -149,11 +161,7 @@ export function parseJob(
   rawPayload?: string,
 ): NewJob {
   const body = asObject(value, prefix === "" ? "body" : prefix.slice(0, -1));
-  for (const name of Object.keys(body)) {
-    if (!JOB_FIELDS.has(name)) {
-      throw invalid(prefix + name, "unknown field");
-    }
-  }
+  rejectUnknown(body, JOB_FIELDS, prefix);
   if (!Object.hasOwn(body, "payload")) throw invalid(prefix + "payload", "is required");
   const payload = rawPayload === undefined
     ? jsonText(body.payload, prefix + "payload", limits.maxPayload)
@@ -190,7 +198,7 @@ export function parseJob(
   let backoff: Backoff | null = null;
   if (has(body, "backoff") && body.backoff !== null) {
     const b = asObject(body.backoff, prefix + "backoff");
-    rejectUnknown(b, new Set(["base_ms", "max_ms"]), prefix + "backoff.");
+    rejectUnknown(b, BACKOFF_FIELDS, prefix + "backoff.");
     const base = integer(b, "base_ms", 1, MAX_DELAY_MS, prefix + "backoff.");
     const max = integer(b, "max_ms", 1, MAX_DELAY_MS, prefix + "backoff.");
     if (base === undefined) throw invalid(prefix + "backoff.base_ms", "is required");
@@ -226,7 +234,7 @@ export function parseEnqueue(
     const raw = source === undefined ? undefined : text(memberSpan(source, "payload"));
     return { jobs: [parseJob(body, limits, now, "", raw)], batch: false };
   }
-  rejectUnknown(body, new Set(["jobs"]));
+  rejectUnknown(body, BATCH_FIELDS);
   if (!Array.isArray(body.jobs)) throw invalid("jobs", "expected an array of jobs");
   if (body.jobs.length === 0) throw invalid("jobs", "expected at least one job");
   if (body.jobs.length > limits.maxBatch) {
@@ -259,7 +267,7 @@ export interface LeaseRequest {
 /** Parses a lease (pull) body; an absent body means the defaults. */
 export function parseLease(value: unknown): LeaseRequest {
   const body = asObject(value ?? {});
-  rejectUnknown(body, new Set(["max", "wait_ms", "lease_ms"]));
+  rejectUnknown(body, LEASE_FIELDS);
   return {
     max: integer(body, "max", 1, MAX_LEASE_BATCH) ?? 1,
     wait_ms: integer(body, "wait_ms", 0, MAX_WAIT_MS) ?? 0,
@@ -280,7 +288,7 @@ export function parseAck(
   limits: RequestLimits,
 ): { token: string; result: string | null } {
   const body = asObject(value);
-  rejectUnknown(body, new Set(["token", "result"]));
+  rejectUnknown(body, ACK_FIELDS);
   return {
     token: token(body),
     result: has(body, "result") ? jsonText(body.result, "result", limits.maxPayload) : null,
@@ -292,7 +300,7 @@ export function parseNack(
   value: unknown,
 ): { token: string; error: string | null; delay_ms: number | null; dead: boolean } {
   const body = asObject(value);
-  rejectUnknown(body, new Set(["token", "error", "delay_ms", "dead"]));
+  rejectUnknown(body, NACK_FIELDS);
   let error: string | null = null;
   if (has(body, "error") && body.error !== null) {
     if (typeof body.error !== "string") throw invalid("error", "expected a string");
@@ -319,7 +327,7 @@ export function parseExtend(
   value: unknown,
 ): { token: string; lease_ms: number | null } {
   const body = asObject(value);
-  rejectUnknown(body, new Set(["token", "lease_ms"]));
+  rejectUnknown(body, EXTEND_FIELDS);
   return {
     token: token(body),
     lease_ms: integer(body, "lease_ms", MIN_LEASE_MS, MAX_LEASE_MS) ?? null,
@@ -332,7 +340,7 @@ export function parseCheckpoint(
   limits: RequestLimits,
 ): { token: string; data: string } {
   const body = asObject(value);
-  rejectUnknown(body, new Set(["token", "data"]));
+  rejectUnknown(body, CHECKPOINT_FIELDS);
   if (!Object.hasOwn(body, "data")) throw invalid("data", "is required");
   return { token: token(body), data: jsonText(body.data, "data", limits.maxPayload) };
 }
@@ -340,7 +348,7 @@ export function parseCheckpoint(
 /** Parses a dead-letter requeue body: `{ids?}`. */
 export function parseRequeue(value: unknown): { ids: number[] | null } {
   const body = asObject(value ?? {});
-  rejectUnknown(body, new Set(["ids"]));
+  rejectUnknown(body, REQUEUE_FIELDS);
   if (!has(body, "ids") || body.ids === null) return { ids: null };
   if (!Array.isArray(body.ids)) throw invalid("ids", "expected an array of job ids");
   if (body.ids.length > MAX_REQUEUE_IDS) {

@@ -16,8 +16,8 @@
  * @module
  */
 
-import { type ErrorCode, TegamiError } from "../errors.ts";
-import type { ConnectionOptions } from "./producer.ts";
+import { TegamiError } from "../errors.ts";
+import { baseUrl, type ConnectionOptions, errorFromWire } from "./producer.ts";
 
 /** What a handler knows about the job it runs. */
 export interface JobContext<T = unknown> {
@@ -128,7 +128,7 @@ export function consume<T = unknown>(
   const concurrency = options.concurrency ?? 1;
   const prefetch = options.prefetch ?? concurrency;
   const Socket = options.WebSocket ?? globalThis.WebSocket;
-  const base = (options.url ?? "http://127.0.0.1:7700").replace(/\/+$/, "");
+  const base = baseUrl(options.url);
   const wsUrl = base.replace(/^http/, "ws") + "/v1/ws";
   const onError = options.onError ?? (() => {});
   const initialDelay = options.reconnectInitialMs ?? 100;
@@ -208,22 +208,22 @@ export function consume<T = unknown>(
             const waiters = readyWaiters;
             readyWaiters = [];
             for (const resolve of waiters) resolve();
-          } else onError(toError(frame));
+          } else onError(errorFromWire(frame));
           return;
         }
         if (ref === 0) {
-          if (frame.op === "error") onError(toError(frame));
+          if (frame.op === "error") onError(errorFromWire(frame));
           return;
         }
         if (ref === undefined) {
-          onError(toError(frame));
+          onError(errorFromWire(frame));
           return;
         }
         const request = pending.get(ref);
         if (request === undefined) return;
         pending.delete(ref);
         if (frame.op === "ok") request.resolve(frame);
-        else request.reject(toError(frame));
+        else request.reject(errorFromWire(frame));
         return;
       }
     }
@@ -378,14 +378,6 @@ export function consume<T = unknown>(
       connected = false;
     },
   };
-}
-
-function toError(frame: Record<string, unknown>): TegamiError {
-  return new TegamiError(
-    (frame.code as ErrorCode | undefined) ?? "internal",
-    String(frame.message ?? "Unknown error"),
-    typeof frame.id === "number" ? { id: frame.id } : undefined,
-  );
 }
 
 function errorText(error: unknown): string {

@@ -120,12 +120,29 @@ export function jobBody(payload: unknown, options: JobOptions = {}): Record<stri
   return body;
 }
 
+/** Where a client connects when given no URL. */
+const DEFAULT_URL = "http://127.0.0.1:7700";
+
+/** A client's base URL: the one given or the default, without a trailing slash. */
+export function baseUrl(url: string | undefined): string {
+  return (url ?? DEFAULT_URL).replace(/\/+$/, "");
+}
+
+/** Rebuilds an error the server sent (an HTTP error body's `error`, or an `error` frame). */
+export function errorFromWire(
+  error: { code?: unknown; message?: unknown; id?: unknown },
+): TegamiError {
+  return new TegamiError(
+    (error.code as ErrorCode | undefined) ?? "internal",
+    String(error.message ?? error.code ?? "Unknown error"),
+    typeof error.id === "number" ? { id: error.id } : undefined,
+  );
+}
+
 /** Rebuilds a server error answer as a `TegamiError`. */
 export function errorFromAnswer(status: number, body: unknown): TegamiError {
   const error = (body as { error?: { code?: string; message?: string } } | null)?.error;
-  if (error?.code !== undefined) {
-    return new TegamiError(error.code as ErrorCode, error.message ?? error.code);
-  }
+  if (error?.code !== undefined) return errorFromWire(error);
   return new TegamiError(
     status >= 500 ? "unavailable" : "internal",
     `The server answered ${status} without an error body`,
@@ -141,7 +158,7 @@ export class TegamiClient {
 
   /** Makes a client; nothing is sent until the first call. */
   constructor(options: ConnectionOptions = {}) {
-    this.url = (options.url ?? "http://127.0.0.1:7700").replace(/\/+$/, "");
+    this.url = baseUrl(options.url);
     this.#token = options.token;
     this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
   }

@@ -26,7 +26,7 @@ import {
   type RequestLimits,
 } from "../requests.ts";
 import type { QueueCounts } from "../store/store.ts";
-import { type JsonBody, readJsonBodyText } from "./body.ts";
+import { type JsonBody, readJsonBody } from "./body.ts";
 import { errorResponse, json, jsonText } from "./respond.ts";
 
 /** What the API needs from the server around it. */
@@ -93,7 +93,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
 
   const bodyText = async (ctx: Context): Promise<JsonBody> => {
     try {
-      return await readJsonBodyText(ctx.request, limits.maxBody);
+      return await readJsonBody(ctx.request, limits.maxBody);
     } catch (error) {
       // Shutdown stops the reading of bodies still arriving: that caller should retry, not fix
       // its request.
@@ -110,7 +110,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     requireQueue(ctx.principal, job.queue);
   };
 
-  const routes: Route[] = [
+  const table: Route[] = [
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "jobs"],
@@ -349,6 +349,12 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         }),
     },
   ];
+  // What each request would otherwise work out again: the metrics label, whether a queue is named.
+  const routes = table.map((r) => ({
+    ...r,
+    pattern: "/" + r.path.join("/"),
+    namesQueue: r.path.includes(":queue"),
+  }));
 
   const authenticate = (request: Request): Principal | null => {
     if (tokens === null) return OPEN_ACCESS;
@@ -381,7 +387,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       if (params === null) continue;
       pathMatched = true;
       if (r.method !== request.method) continue;
-      seen.pattern = patternOf(r);
+      seen.pattern = r.pattern;
       if (!options.accepting() && r.access !== "open") throw shuttingDown();
       let principal = OPEN_ACCESS;
       if (r.access !== "open") {
@@ -390,7 +396,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         principal = found;
         requireAccess(principal, r.access);
       }
-      if (r.path.includes(":queue")) {
+      if (r.namesQueue) {
         const queue = queueName(params[0]);
         requireQueue(principal, queue);
       }
@@ -425,18 +431,6 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     options.onRequest?.(seen.pattern, response.status, performance.now() - started);
     return response;
   };
-}
-
-const patterns = new WeakMap<Route, string>();
-
-/** A route's path as its metrics label (`/v1/queues/:queue/jobs`), made once per route. */
-function patternOf(route: Route): string {
-  let pattern = patterns.get(route);
-  if (pattern === undefined) {
-    pattern = "/" + route.path.join("/");
-    patterns.set(route, pattern);
-  }
-  return pattern;
 }
 
 function match(pattern: string[], segments: string[]): string[] | null {

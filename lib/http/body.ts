@@ -16,7 +16,7 @@ function tooLarge(limit: number): TegamiError {
 }
 
 /** True when a `Content-Type` names JSON (`application/json`, `…+json`, any parameters). */
-export function isJsonType(contentType: string): boolean {
+function isJsonType(contentType: string): boolean {
   const type = contentType.split(";", 1)[0].trim().toLowerCase();
   return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
 }
@@ -30,15 +30,11 @@ export interface JsonBody {
 }
 
 /**
- * Reads and parses the body as JSON. An empty body is `undefined`. A `Content-Type` other than
- * JSON is `unsupported_media_type`; a missing one is read as JSON.
+ * Reads and parses the body as JSON, answering the value and the text it was parsed from. An
+ * empty body is `undefined`. A `Content-Type` other than JSON is `unsupported_media_type`; a
+ * missing one is read as JSON.
  */
-export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
-  return (await readJsonBodyText(request, limit)).value;
-}
-
-/** As {@linkcode readJsonBody}, also answering the text the value was parsed from. */
-export async function readJsonBodyText(request: Request, limit: number): Promise<JsonBody> {
+export async function readJsonBody(request: Request, limit: number): Promise<JsonBody> {
   const contentType = request.headers.get("content-type");
   const length = request.headers.get("content-length");
   // One plain length is trusted (the HTTP layer never delivers more); anything else — a header

@@ -3,12 +3,11 @@
  *
  * Callers {@linkcode GroupCommit.submit} a synchronous operation. The first submission schedules
  * a flush (by default on the next macrotask; the store paces it by its fsyncs), and everything
- * submitted meanwhile runs in the same transaction. An
- * operation that throws a `TegamiError` is undone alone and its caller gets that error (the
- * batch reruns with savepoints from that operation on; the common case pays for none); anything
- * else (disk full, I/O error) aborts the whole transaction and every caller in it gets
- * `unavailable`. No caller is answered before COMMIT
- * returns, and there is never an `await` inside the transaction.
+ * submitted meanwhile runs in the same transaction. An operation that throws a `TegamiError` is
+ * undone alone and its caller gets that error (the batch reruns with savepoints from that
+ * operation on; the common case pays for none); anything else (disk full, I/O error) aborts the
+ * whole transaction and every caller in it gets `unavailable`. No caller is answered before
+ * COMMIT returns, and there is never an `await` inside the transaction.
  *
  * The one exception is a test-only fault ({@linkcode GroupCommitOptions.unsafeAnswerBeforeCommitMs},
  * `serve --unsafe-fault ack-before-commit`): it answers callers before COMMIT, as a broken queue

@@ -11,7 +11,7 @@
  */
 
 import { invalid, TegamiError } from "../errors.ts";
-import { type Delivery, deliveryJson } from "../job.ts";
+import { type Delivery, deliveryMembers } from "../job.ts";
 import { asObject, jobId, queueName } from "../requests.ts";
 
 /** Operations a client may send. */
@@ -85,9 +85,7 @@ export function decodeFrame(text: string): ClientFrame {
   if (ref !== undefined && refOf(frame) === undefined) {
     throw invalid("ref", "expected a string of at most 256 characters or a number");
   }
-  if (JOB_OPS.has(op)) {
-    if (queue !== undefined) throw invalid("queue", "unknown field");
-  } else if (id !== undefined) throw invalid("id", "unknown field");
+  if (!JOB_OPS.has(op) && id !== undefined) throw invalid("id", "unknown field");
   if (!QUEUE_OPS.has(op) && queue !== undefined) throw invalid("queue", "unknown field");
   return {
     op: op as ClientOp,
@@ -116,7 +114,7 @@ export function errorFrame(ref: string | number | undefined, error: TegamiError)
 
 /** The `job` frame pushing a delivery. */
 export function jobFrame(delivery: Delivery): string {
-  return `{"op":"job",${deliveryJson(delivery).slice(1)}`;
+  return `{"op":"job",${deliveryMembers(delivery)}}`;
 }
 
 /** The `cancel` frame: the job this connection holds was cancelled; its ack will fail. */
