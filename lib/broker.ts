@@ -16,6 +16,7 @@ import { shuttingDown } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
 import type {
   CancelResult,
+  ClaimWant,
   EndedLease,
   LeaseRef,
   NackRequest,
@@ -25,12 +26,12 @@ import type {
 } from "./store/store.ts";
 
 /** Why a lease ended, as told to its holder. */
-export type LeaseEnd = "settled" | "cancelled" | "expired" | "released";
+export type LeaseEnd = "settled" | "cancelled" | "expired";
 
 /** Someone holding leases (a WebSocket connection), told when one ends. */
 export interface LeaseHolder {
-  /** The lease of job `id` is over; `why` says how. */
-  leaseEnded(id: number, why: LeaseEnd): void;
+  /** The lease `token` on job `id` is over; `why` says how. */
+  leaseEnded(id: number, token: string, why: LeaseEnd): void;
 }
 
 /** A party that takes pushed jobs within its credit. */
@@ -368,7 +369,7 @@ export class Broker {
       const start = (this.#rotation.get(queue) ?? 0) % list.length;
       const now = this.#clock.now();
       const takers: Consumer[] = [];
-      const wants: { max: number; lease_ms: number | null }[] = [];
+      const wants: ClaimWant[] = [];
       for (let i = 0; i < list.length; i++) {
         const consumer = list[(start + i) % list.length];
         const n = consumer.credit();
@@ -443,7 +444,7 @@ export class Broker {
         live === undefined ? null : this.#clock.now() - live.at,
       );
     }
-    if (tell !== null && live?.holder) live.holder.leaseEnded(live.id, tell);
+    if (tell !== null && live?.holder) live.holder.leaseEnded(live.id, token, tell);
   }
 
   /** Forgets holders' leases without telling them (the holder is gone). */

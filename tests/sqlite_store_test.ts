@@ -220,3 +220,22 @@ Deno.test("a write queued while the fsync that fails is running is refused, not 
     await reopened.close();
   }
 });
+
+Deno.test("a transaction that changed nothing is answered without an fsync of its own", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  await store.enqueue("q", [job], T0); // durable: its fsync has finished
+  const syncData = Deno.FsFile.prototype.syncData;
+  Deno.FsFile.prototype.syncData = () => new Promise((resolve) => setTimeout(resolve, 2000));
+  try {
+    const empty = store.claim("nothing-here", 10, null, T0); // reads, writes nothing
+    const answer = await Promise.race([
+      empty,
+      new Promise((resolve) => setTimeout(() => resolve("still waiting"), 500)),
+    ]);
+    assert.deepEqual(answer, [], "an empty claim waits for no disk");
+  } finally {
+    Deno.FsFile.prototype.syncData = syncData;
+  }
+  await store.close();
+});

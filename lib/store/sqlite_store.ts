@@ -13,7 +13,7 @@
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { jobNotFound, leaseLost, TegamiError } from "../errors.ts";
-import type { Delivery, Enqueued, Job, JobState, NewJob } from "../job.ts";
+import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../job.ts";
 import { newLeaseToken } from "../lease_token.ts";
 import { type CommitObserver, GroupCommit, type Transactor } from "./group_commit.ts";
 import { migrate } from "./sqlite_schema.ts";
@@ -81,6 +81,13 @@ interface JobRow {
   finished_at: number | null;
 }
 
+/** The job's own retry backoff, or null for the server's. */
+function rowBackoff(row: JobRow): Backoff | null {
+  return row.backoff_base_ms === null || row.backoff_max_ms === null
+    ? null
+    : { base_ms: row.backoff_base_ms, max_ms: row.backoff_max_ms };
+}
+
 function rowToJob(row: JobRow): Job {
   return {
     id: row.id,
@@ -93,9 +100,7 @@ function rowToJob(row: JobRow): Job {
     max_attempts: row.max_attempts,
     run_at: row.run_at,
     lease_ms: row.lease_ms,
-    backoff: row.backoff_base_ms === null || row.backoff_max_ms === null
-      ? null
-      : { base_ms: row.backoff_base_ms, max_ms: row.backoff_max_ms },
+    backoff: rowBackoff(row),
     created_at: row.created_at,
     checkpoint: row.checkpoint,
     result: row.result,
@@ -136,6 +141,8 @@ export class SqliteStore implements Store {
   /** The queue of each job leased by this process, by id (see `#queueOf`). */
   readonly #leasedQueues = new Map<number, string>();
   #markAt = 0;
+  /** SQLite's change counter when the open transaction began. */
+  #changesAtBegin = 0;
   /** Set when close() starts: new writes are refused from then on. */
   #closed = false;
   /** Set once the database is closed: reads are refused from then on. */
@@ -236,10 +243,13 @@ export class SqliteStore implements Store {
         const failed = this.#walSync?.failure;
         if (failed) throw failed;
         s.begin.run();
+        this.#changesAtBegin = this.#totalChanges();
       },
       commit: () => {
         s.commit.run();
-        this.#walSync?.committed();
+        // A transaction that changed nothing (an empty claim, a refused ack) needs no fsync of
+        // its own: its callers still wait for every earlier commit to be durable.
+        if (this.#totalChanges() !== this.#changesAtBegin) this.#walSync?.committed();
         for (const [queue, from, to] of this.#moves) {
           const counts = this.#countsOf(queue);
           if (from !== null) counts[from]--;
@@ -249,8 +259,6 @@ export class SqliteStore implements Store {
       },
       rollback: () => {
         this.#moves = [];
-        // A rolled-back insert's id is handed out again, maybe in another queue.
-        this.#leasedQueues.clear();
         if (!this.#db.isTransaction) return;
         try {
           s.rollback.run();
@@ -374,10 +382,7 @@ export class SqliteStore implements Store {
         this.#moves.push([row.queue, "leased", "dead"]);
         return { id, queue: row.queue, state: "dead", run_at: now };
       }
-      const backoff = row.backoff_base_ms === null || row.backoff_max_ms === null
-        ? null
-        : { base_ms: row.backoff_base_ms, max_ms: row.backoff_max_ms };
-      const delay = request.delay_ms ?? this.#policy.retryDelayMs(row.attempts, backoff);
+      const delay = request.delay_ms ?? this.#policy.retryDelayMs(row.attempts, rowBackoff(row));
       const state: JobState = delay > 0 ? "delayed" : "pending";
       const runAt = now + Math.max(0, delay);
       this.#s.toRetry.run(state, runAt, request.error ?? row.last_error, id);
@@ -647,9 +652,11 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * The queue of a job known to exist: from the jobs this process leased (a job never changes
-   * queue, so an entry is never wrong, only possibly absent), else from the table. An UPDATE
-   * with RETURNING costs SQLite nearly as much again as the UPDATE, so ack asks this instead.
+   * The queue of a job ack just completed: from the jobs this process leased, else from the
+   * table. An UPDATE with RETURNING costs SQLite nearly as much again as the UPDATE, so ack asks
+   * this instead. An entry can be stale (its lease ended otherwise, or the claim that wrote it
+   * was rolled back and the id went to another job) but is never read stale: ack only succeeds
+   * on a leased row, and every lease taken in this process rewrote its row's entry.
    */
   #queueOf(id: number): string {
     return this.#leasedQueues.get(id) ??
@@ -657,10 +664,15 @@ export class SqliteStore implements Store {
   }
 
   #rememberLeased(id: number, queue: string): void {
-    // Entries of leases that ended some other way than ack are only ever stale, never wrong;
-    // the cap keeps them from piling up.
+    // Entries of leases that ended some other way than ack stay (see #queueOf); the cap keeps
+    // them from piling up.
     if (this.#leasedQueues.size >= LEASED_QUEUES_CAP) this.#leasedQueues.clear();
     this.#leasedQueues.set(id, queue);
+  }
+
+  /** Rows changed by this connection so far (SQLite's `total_changes()`). */
+  #totalChanges(): number {
+    return (this.#s.totalChanges.get() as { n: number }).n;
   }
 
   #row(id: number): JobRow {
@@ -743,6 +755,7 @@ function prepare(db: DatabaseSync) {
       `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
        WHERE id = ? AND state = 'leased'`,
     ),
+    totalChanges: p("SELECT total_changes() AS n"),
     byId: p("SELECT * FROM jobs WHERE id = ?"),
     queueById: p("SELECT queue FROM jobs WHERE id = ?"),
     toDead: p(

@@ -31,6 +31,8 @@ export class WalSync {
   #syncs = 0;
   #failed: TegamiError | null = null;
   #whenIdle: (() => void)[] = [];
+  /** The promise handed out for the newest commit, shared by all its callers. */
+  #latest: { seq: number; promise: Promise<void> } | null = null;
 
   /** Syncs the file at `path` (the `-wal` file; opened on first use, once it exists). */
   constructor(path: string) {
@@ -57,10 +59,14 @@ export class WalSync {
     if (this.#failed !== null) return Promise.reject(this.#failed);
     const seq = this.#committed;
     if (this.#synced >= seq) return Promise.resolve();
-    return new Promise((resolve, reject) => {
+    // Every caller of one commit waits for the same thing: one promise, one waiter.
+    if (this.#latest?.seq === seq) return this.#latest.promise;
+    const promise = new Promise<void>((resolve, reject) => {
       this.#waiters.push({ seq, resolve, reject });
       this.#kick();
     });
+    this.#latest = { seq, promise };
+    return promise;
   }
 
   /**

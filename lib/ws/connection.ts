@@ -288,19 +288,20 @@ export class Connection implements LeaseHolder {
   }
 
   /** The broker's notice that a lease this connection held has ended. */
-  leaseEnded(id: number, why: LeaseEnd): void {
-    if (!this.#freeCredit(id, null)) return;
+  leaseEnded(id: number, token: string, why: LeaseEnd): void {
+    // The token matters: a settled job may already be leased to this connection again.
+    if (!this.#freeCredit(id, token)) return;
     if (why === "cancelled") this.#send(cancelFrame(id));
     else if (why === "expired") this.#send(expiredFrame(id));
   }
 
   /**
-   * Forgets a held lease (only if `token` holds it, when given), frees its credit and offers
-   * its queue again. Answers whether the lease was held.
+   * Forgets a held lease (if `token` holds it), frees its credit and offers its queue again.
+   * Answers whether the lease was held.
    */
-  #freeCredit(id: number, token: string | null): boolean {
+  #freeCredit(id: number, token: string): boolean {
     const held = this.#leases.get(id);
-    if (held === undefined || (token !== null && held.token !== token)) return false;
+    if (held === undefined || held.token !== token) return false;
     this.#leases.delete(id);
     held.sub.inflight--;
     if (held.sub.active) this.#o.broker.wake(held.sub.queue);
@@ -312,10 +313,11 @@ export class Connection implements LeaseHolder {
    * again at once: the claim joins the same transaction, right after the settle, so the next
    * job costs no extra commit. The settle runs first in that transaction; if it fails, the
    * lease was already over (`lease_lost`, `not_found`) or the whole transaction failed (and the
-   * claim with it), so prefetch is never exceeded.
+   * claim with it), so prefetch is never exceeded. The broker's later notice for this token
+   * finds it gone and does nothing.
    */
   #settling(id: number, token: string): void {
-    if (this.#freeCredit(id, token)) this.#o.broker.forgetHolder([token]);
+    this.#freeCredit(id, token);
   }
 
   // ---- frames ----
