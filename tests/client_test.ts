@@ -1,15 +1,7 @@
 import assert from "node:assert/strict";
 import { consume, JobFailure, TegamiClient, TegamiError } from "../lib/client/mod.ts";
 import { startTestServer } from "./helpers/test_server.ts";
-
-/** Waits until `check` holds, polling every 20 ms, failing after `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms = 5000, what = "condition") {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+import { eventually } from "./helpers/ws_client.ts";
 
 Deno.test("TegamiClient covers every producer and admin call", async () => {
   await using server = await startTestServer();
@@ -58,7 +50,7 @@ Deno.test("consume() acks with the handler's return value as the result", async 
   }, { url: server.url, concurrency: 4 });
   await worker.ready();
   const ids = await Promise.all([1, 2, 3].map(async (n) => (await client.enqueue("c", { n })).id));
-  await until(async () => (await client.stats("c")).counts.done === 3, 5000, "3 done");
+  await eventually(async () => (await client.stats("c")).counts.done === 3, "3 done", 5000);
   for (const [i, id] of ids.entries()) {
     assert.deepEqual((await client.get(id)).result, { doubled: (i + 1) * 2 });
   }
@@ -78,12 +70,12 @@ Deno.test("consume() turns handler errors into nacks with backoff, and JobFailur
   await worker.ready();
   const { id } = await client.enqueue("f", "retry");
   const dead = await client.enqueue("f", "dead");
-  await until(async () => (await client.get(id)).state === "done", 5000, "retried job done");
+  await eventually(async () => (await client.get(id)).state === "done", "retried job done", 5000);
   assert.deepEqual(attempts, [1, 2, 3]);
   const job = await client.get(id);
   assert.equal(job.last_error, "failed on attempt 2");
   assert.equal(job.result, "finally");
-  await until(async () => (await client.get(dead.id)).state === "dead", 5000, "dead job");
+  await eventually(async () => (await client.get(dead.id)).state === "dead", "dead job", 5000);
   assert.equal((await client.get(dead.id)).last_error, "hopeless");
   await worker.close();
 });
@@ -99,7 +91,7 @@ Deno.test("consume() extends the lease: a 3 s job survives a 1 s lease", async (
   }, { url: server.url, leaseMs: 1000 });
   await worker.ready();
   const { id } = await client.enqueue("slow", 1);
-  await until(async () => (await client.get(id)).state === "done", 8000, "slow job done");
+  await eventually(async () => (await client.get(id)).state === "done", "slow job done", 8000);
   assert.equal(runs, 1);
   assert.equal((await client.get(id)).attempts, 1);
   await worker.close();
@@ -119,7 +111,7 @@ Deno.test("consume() saves checkpoints that the next attempt sees", async () => 
   }, { url: server.url });
   await worker.ready();
   const { id } = await client.enqueue("cp", 1);
-  await until(async () => (await client.get(id)).state === "done", 5000, "done");
+  await eventually(async () => (await client.get(id)).state === "done", "done", 5000);
   assert.deepEqual(seen, [null, { external: "task-42" }]);
   assert.deepEqual((await client.get(id)).result, { external: "task-42" });
   await worker.close();
@@ -143,7 +135,7 @@ Deno.test("consume() aborts the handler's signal when its job is cancelled", asy
   const { id } = await client.enqueue("x", 1);
   await started.promise;
   await client.cancel(id);
-  await until(() => aborted !== null, 3000, "abort");
+  await eventually(() => aborted !== null, "abort", 3000);
   assert.ok(aborted instanceof TegamiError);
   assert.equal((await client.get(id)).state, "cancelled");
   await worker.close();
@@ -184,15 +176,15 @@ Deno.test("consume() survives a server restart mid-stream without losing or doub
     }, { url, concurrency: 4, reconnectInitialMs: 20, reconnectMaxMs: 200 });
     await worker.ready();
     await client.enqueueBatch("r", Array.from({ length: 200 }, (_, n) => ({ payload: n })));
-    await until(() => handled.size > 20, 5000, "some progress");
+    await eventually(() => handled.size > 20, "some progress", 5000);
     await server.stop();
     server = await startTestServer({ dir, realTime: true, config: { port } });
     try {
       try {
-        await until(
+        await eventually(
           async () => (await client.stats("r")).counts.done === 200,
-          15_000,
           "all 200 done after the restart",
+          15_000,
         );
       } catch (error) {
         const stuck = [];

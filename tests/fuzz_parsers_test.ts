@@ -69,9 +69,44 @@ const anyValue = jsonText.chain((text) => {
   }
 });
 
+/** Sometimes valid, sometimes a little off: a string that may hold a NUL or a lone surrogate. */
+const edgyString = fc.oneof(
+  { weight: 4, arbitrary: fc.string({ maxLength: 40 }) },
+  { weight: 1, arbitrary: fc.string({ unit: "binary", maxLength: 40 }) },
+  { weight: 1, arbitrary: fc.constantFrom("a\u0000b", "x\ud800", "k".repeat(600)) },
+);
+const edgyInt = fc.oneof(
+  fc.integer({ min: -5, max: 200 }),
+  fc.integer({ min: 50, max: 50_000_000 }),
+  fc.constantFrom(0, 1, 99, 100, 1000, 1001, 43_200_000, 43_200_001, 1.5, -1),
+);
+
+/** Bodies shaped like the real requests, so that the parsers accept a good share of them. */
+const shapedValue: fc.Arbitrary<unknown> = fc.oneof(
+  fc.record({
+    payload: fc.jsonValue({ maxDepth: 2 }),
+    priority: edgyInt,
+    key: fc.option(edgyString),
+    delay_ms: edgyInt,
+    lease_ms: fc.option(edgyInt),
+    max_attempts: edgyInt,
+  }, { requiredKeys: ["payload"] }),
+  fc.record({ max: edgyInt, wait_ms: edgyInt, lease_ms: fc.option(edgyInt) }, {
+    requiredKeys: [],
+  }),
+  fc.record({
+    token: fc.string({ maxLength: 30 }),
+    error: fc.option(edgyString),
+    delay_ms: edgyInt,
+    dead: fc.boolean(),
+  }, { requiredKeys: ["token"] }),
+);
+
 Deno.test("every body parser answers or refuses with a 4xx code, whatever the value", () => {
+  // What was accepted, so the checks on accepted values are known to have run.
+  const seen = new Set<string>();
   fc.assert(
-    fc.property(anyValue, (value) => {
+    fc.property(fc.oneof(anyValue, shapedValue), (value) => {
       const now = 1_700_000_000_000;
       const enqueued = parsesOrRefuses(() => parseEnqueue(value, LIMITS, now), "enqueue");
       for (const job of enqueued?.jobs ?? []) {
@@ -81,6 +116,8 @@ Deno.test("every body parser answers or refuses with a 4xx code, whatever the va
         assert.ok(job.key === null || utf8Length(job.key) <= MAX_KEY_BYTES);
         assert.ok(job.key === null || (job.key.isWellFormed() && !job.key.includes("\u0000")));
         assert.ok(Number.isSafeInteger(job.run_at) && job.run_at >= now);
+        if (job.key !== null) seen.add("enqueue with key");
+        if (job.lease_ms !== null) seen.add("enqueue with lease_ms");
       }
       assert.ok((enqueued?.jobs.length ?? 0) <= LIMITS.maxBatch);
       const lease = parsesOrRefuses(() => parseLease(value), "lease");
@@ -88,11 +125,13 @@ Deno.test("every body parser answers or refuses with a 4xx code, whatever the va
         assert.ok(lease.max >= 1 && lease.max <= MAX_LEASE_BATCH);
         assert.ok(lease.wait_ms >= 0 && lease.wait_ms <= MAX_WAIT_MS);
         assert.ok(lease.lease_ms === null || lease.lease_ms <= MAX_LEASE_MS);
+        if (value != null && Object.keys(value).length > 0) seen.add("lease with fields");
       }
       parsesOrRefuses(() => parseAck(value, LIMITS), "ack");
       const nack = parsesOrRefuses(() => parseNack(value), "nack");
       if (nack?.error != null) {
         assert.ok(nack.error.isWellFormed() && !nack.error.includes("\u0000"), "nack error");
+        seen.add("nack with error");
       }
       parsesOrRefuses(() => parseExtend(value), "extend");
       parsesOrRefuses(() => parseCheckpoint(value, LIMITS), "checkpoint");
@@ -104,21 +143,36 @@ Deno.test("every body parser answers or refuses with a 4xx code, whatever the va
     }),
     fuzzParams(5000, 0x9a11e1),
   );
+  assert.deepEqual(
+    [...seen].sort(),
+    ["enqueue with key", "enqueue with lease_ms", "lease with fields", "nack with error"],
+  );
 });
 
+const OPS = ["auth", "subscribe", "unsubscribe", "ack", "nack", "extend", "checkpoint", "enqueue"];
+
+/** Frames shaped like real ones (op, ref, id, queue in and out of place), as text. */
+const shapedFrame = fc.record({
+  op: fc.oneof(fc.constantFrom(...OPS), fc.string({ maxLength: 8 })),
+  ref: fc.oneof(fc.integer(), fc.string({ maxLength: 10 }), fc.constant(null)),
+  id: fc.oneof(fc.integer({ min: -1, max: 100 }), fc.constant("7")),
+  queue: fc.oneof(fc.constantFrom("q", "a.b", "", "bad name"), fc.integer()),
+  token: fc.string({ maxLength: 10 }),
+}, { requiredKeys: ["op"] }).map((frame) => JSON.stringify(frame));
+
 Deno.test("decodeFrame() answers or refuses with a 4xx code, whatever the text", () => {
+  const accepted = new Set<string>();
   fc.assert(
-    fc.property(anyText, (text) => {
+    fc.property(fc.oneof(anyText, shapedFrame), (text) => {
       const frame = parsesOrRefuses(() => decodeFrame(text), "frame");
       if (frame === null) return;
-      assert.ok(
-        ["auth", "subscribe", "unsubscribe", "ack", "nack", "extend", "checkpoint", "enqueue"]
-          .includes(frame.op),
-      );
+      assert.ok(OPS.includes(frame.op));
       assert.ok(!Object.hasOwn(frame.body, "op") && !Object.hasOwn(frame.body, "ref"));
+      accepted.add(frame.op);
     }),
     fuzzParams(3000, 0x0de0de),
   );
+  assert.deepEqual([...accepted].sort(), [...OPS].sort(), "every op was accepted at least once");
 });
 
 Deno.test("path segments and query strings are refused with 400, never thrown past", () => {

@@ -54,7 +54,7 @@ Deno.test("/readyz answers 503 while the database refuses writes, and 200 once i
   assert.equal((await server.request("GET", "/readyz")).status, 200);
 });
 
-Deno.test("/readyz answers 503 while the server is shutting down", async () => {
+Deno.test("createApi's /readyz answers 503 once it is told the server no longer accepts", async () => {
   await using server = await startTestServer();
   const api = createApi({
     broker: server.server.broker,

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { startTestServer, type TestServer } from "./helpers/test_server.ts";
-import { wsUrl } from "./helpers/ws_client.ts";
+import { eventually, wsUrl } from "./helpers/ws_client.ts";
 
 const PAYLOAD = '{ "id": 12345678901234567890, "ratio": 1.0, "z": 1, "a": [ "x" ] }';
 
@@ -20,14 +20,6 @@ async function rawSocket(server: TestServer): Promise<{ ws: WebSocket; frames: s
     ws.onerror = reject;
   });
   return { ws, frames };
-}
-
-async function until(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 2000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("Timed out waiting for frames");
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 async function closed(ws: WebSocket): Promise<void> {
@@ -49,11 +41,11 @@ Deno.test("an HTTP-enqueued payload reaches GET and the consumer's frame as it w
   const { ws, frames } = await rawSocket(server);
   try {
     ws.send(JSON.stringify({ op: "subscribe", ref: "s", queue: "t", prefetch: 5 }));
-    await until(() => frames.length === 1);
+    await eventually(() => frames.length === 1, "frame 1");
     const answer = await post(server, "t", `{"priority": 2,\n "payload":${PAYLOAD}\n}`);
     assert.equal(answer.status, 201);
     const { id } = await answer.json();
-    await until(() => frames.length === 2);
+    await eventually(() => frames.length === 2, "frame 2");
     assert.ok(frames[1].includes(`"payload":${PAYLOAD}`), frames[1]);
     const job = await (await fetch(`${server.url}/v1/jobs/${id}`)).text();
     assert.ok(job.includes(`"payload":${PAYLOAD}`), job);
@@ -83,7 +75,7 @@ Deno.test("a batch keeps each payload's text, and a WebSocket enqueue does too",
   const { ws, frames } = await rawSocket(server);
   try {
     ws.send(`{"op":"enqueue","ref":7,"queue":"w","payload":${PAYLOAD}}`);
-    await until(() => frames.length === 1);
+    await eventually(() => frames.length === 1, "frame 1");
     const { id } = JSON.parse(frames[0]);
     const job = await (await fetch(`${server.url}/v1/jobs/${id}`)).text();
     assert.ok(job.includes(`"payload":${PAYLOAD}`), job);

@@ -17,7 +17,7 @@ import {
   MAX_PENDING_FRAMES,
   type SocketLike,
 } from "../lib/ws/connection.ts";
-import type { Frame } from "./helpers/ws_client.ts";
+import { eventually, type Frame } from "./helpers/ws_client.ts";
 
 const TOKEN = "fake-socket-token-0123456789";
 
@@ -123,15 +123,6 @@ async function startHarness(): Promise<Harness> {
   };
 }
 
-/** Lets commits and dispatches run until `check` holds; fails after ~1 s of real time. */
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 1000;
-  while (!await check()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
-}
-
 /** Lets a few rounds of commits and dispatches run. */
 async function settle(rounds = 10): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 0));
@@ -149,7 +140,7 @@ async function subscribe(
 ): Promise<void> {
   const ref = `sub-${queue}`;
   connection.onMessage(frame({ op: "subscribe", ref, queue, prefetch }));
-  await until(() => socket.reply(ref) !== undefined, "the subscribe reply");
+  await eventually(() => socket.reply(ref) !== undefined, "the subscribe reply");
   assert.equal(socket.reply(ref)?.op, "ok");
 }
 
@@ -162,8 +153,8 @@ Deno.test("Connection releases a pushed job at once, uncounted, when its frame c
   socket.sendsLeft = 0;
   const start = h.clock.now();
   const [id] = await h.enqueue("w", [1]);
-  await until(() => finished === 1, "the failed push to end the connection");
-  await until(async () => (await h.job(id)).state === "pending", "the release");
+  await eventually(() => finished === 1, "the failed push to end the connection");
+  await eventually(async () => (await h.job(id)).state === "pending", "the release");
   assert.equal(h.clock.now(), start, "released by expiry, not at once");
   assert.equal((await h.job(id)).attempts, 0, "an attempt that reached nobody was counted");
   assert.equal(connection.leaseCount, 0);
@@ -178,8 +169,8 @@ Deno.test("Connection releases every job of a push when a send fails midway", as
   await subscribe(socket, connection, "w", 5);
   socket.sendsLeft = 1; // the first job frame goes out, the second fails
   const ids = await h.enqueue("w", [1, 2, 3]);
-  await until(() => finished, "the failed push to end the connection");
-  await until(async () => {
+  await eventually(() => finished, "the failed push to end the connection");
+  await eventually(async () => {
     for (const id of ids) {
       const job = await h.job(id);
       if (job.state !== "pending") return false;
@@ -200,10 +191,10 @@ Deno.test("Connection releases its leases when a reply cannot be sent", async ()
   const connection = h.connect(socket);
   await subscribe(socket, connection, "w", 1);
   const [id] = await h.enqueue("w", [1]);
-  await until(() => connection.leaseCount === 1, "the push");
+  await eventually(() => connection.leaseCount === 1, "the push");
   socket.sendsLeft = 0;
   connection.onMessage(frame({ op: "subscribe", ref: 2, queue: "other", prefetch: 1 }));
-  await until(async () => (await h.job(id)).state === "pending", "the release");
+  await eventually(async () => (await h.job(id)).state === "pending", "the release");
   assert.equal(connection.leaseCount, 0);
 });
 
@@ -218,7 +209,7 @@ Deno.test("Connection gives back a job claimed for a subscription that was just 
   connection.onMessage(frame({ op: "unsubscribe", ref: 2, queue: "w" }));
   const [id] = await enqueued;
   await settle();
-  await until(async () => (await h.job(id)).state === "pending", "the release");
+  await eventually(async () => (await h.job(id)).state === "pending", "the release");
   assert.deepEqual(socket.frames((f) => f.op === "job"), []);
   assert.equal((await h.job(id)).attempts, 0);
   assert.equal(connection.leaseCount, 0);
@@ -232,7 +223,7 @@ Deno.test("a job enqueued while a subscription's first claim is in flight is sti
   const connection = h.connect(socket);
   connection.onMessage(frame({ op: "subscribe", ref: 1, queue: "w", prefetch: 1 }));
   const [id] = await h.enqueue("w", [1]);
-  await until(() => socket.frames((f) => f.op === "job").length === 1, "the push");
+  await eventually(() => socket.frames((f) => f.op === "job").length === 1, "the push");
   assert.equal(socket.frames((f) => f.op === "job")[0].id, id);
 });
 
@@ -242,10 +233,10 @@ Deno.test("Connection.onClose() releases every lease it holds at once", async ()
   const connection = h.connect(socket);
   await subscribe(socket, connection, "w", 3);
   const ids = await h.enqueue("w", [1, 2, 3]);
-  await until(() => connection.leaseCount === 3, "three pushes");
+  await eventually(() => connection.leaseCount === 3, "three pushes");
   connection.onClose();
   for (const id of ids) {
-    await until(async () => (await h.job(id)).state === "pending", `job ${id} released`);
+    await eventually(async () => (await h.job(id)).state === "pending", `job ${id} released`);
   }
 });
 
@@ -255,7 +246,7 @@ Deno.test("Connection.shutdown() closes with 1001 and keeps leases, even when on
   const connection = h.connect(socket);
   await subscribe(socket, connection, "w", 1);
   const [id] = await h.enqueue("w", [1]);
-  await until(() => connection.leaseCount === 1, "the push");
+  await eventually(() => connection.leaseCount === 1, "the push");
   connection.shutdown();
   connection.onClose(); // the runtime's close event arrives afterwards
   await settle();
@@ -300,7 +291,7 @@ Deno.test("Connection accepts frames after a good auth frame and applies the tok
   connection.onMessage(frame({ op: "enqueue", ref: 2, queue: "orders.eu", payload: 1 }));
   connection.onMessage(frame({ op: "enqueue", ref: 3, queue: "billing", payload: 1 }));
   connection.onMessage(frame({ op: "subscribe", ref: 4, queue: "orders.eu", prefetch: 1 }));
-  await until(() => socket.reply(4) !== undefined, "all replies");
+  await eventually(() => socket.reply(4) !== undefined, "all replies");
   assert.deepEqual(socket.reply(1), { op: "ok", ref: 1, name: "shop" });
   assert.equal(socket.reply(2)?.op, "ok");
   assert.equal(socket.reply(3)?.code, "forbidden");
@@ -314,7 +305,7 @@ Deno.test("Connection refuses a bad auth frame with unauthorized and closes 1008
   const socket = new FakeSocket();
   const connection = h.connect(socket, { tokens, principal: null as Principal | null });
   connection.onMessage(frame({ op: "auth", ref: 1, token: "wrong-token-0123456789abc" }));
-  await until(() => socket.closes.length > 0, "the close");
+  await eventually(() => socket.closes.length > 0, "the close");
   assert.equal(socket.reply(1)?.code, "unauthorized");
   assert.deepEqual(socket.closes.map((c) => c.code), [1008]);
 });
@@ -342,7 +333,7 @@ Deno.test("Connection answers rate_limited past the limit of frames in progress,
   for (let i = 0; i <= MAX_PENDING_FRAMES; i++) {
     connection.onMessage(frame({ op: "enqueue", ref: i, queue: "w", payload: i }));
   }
-  await until(() => socket.sent.length === MAX_PENDING_FRAMES + 1, "every reply");
+  await eventually(() => socket.sent.length === MAX_PENDING_FRAMES + 1, "every reply");
   const refused = socket.frames((f) => f.op === "error");
   assert.equal(refused.length, 1);
   assert.equal(refused[0].code, "rate_limited");
@@ -350,7 +341,7 @@ Deno.test("Connection answers rate_limited past the limit of frames in progress,
   assert.equal((await h.broker.stats("w"))[0].counts.pending, MAX_PENDING_FRAMES);
   // Once the replies are out, frames are taken again.
   connection.onMessage(frame({ op: "enqueue", ref: "after", queue: "w", payload: 0 }));
-  await until(() => socket.reply("after") !== undefined, "the reply");
+  await eventually(() => socket.reply("after") !== undefined, "the reply");
   assert.equal(socket.reply("after")?.op, "ok");
 });
 
@@ -387,7 +378,7 @@ Deno.test("Connection pauses pushes while the socket's buffer is over pauseBuffe
   assert.deepEqual(await h.job(first), { state: "pending", attempts: 0 });
   socket.bufferedAmount = 0;
   await h.enqueue("w", [2]);
-  await until(() => socket.frames((f) => f.op === "job").length === 2, "both pushes");
+  await eventually(() => socket.frames((f) => f.op === "job").length === 2, "both pushes");
 });
 
 Deno.test("Connection resumes pushes once a full buffer drains, without another job arriving", async () => {
@@ -400,7 +391,7 @@ Deno.test("Connection resumes pushes once a full buffer drains, without another 
   await settle();
   assert.deepEqual(socket.frames((f) => f.op === "job"), []);
   socket.bufferedAmount = 0; // the reader caught up; nothing else happens on the queue
-  await until(() => socket.frames((f) => f.op === "job").length === 1, "the push after drain");
+  await eventually(() => socket.frames((f) => f.op === "job").length === 1, "the push after drain");
 });
 
 Deno.test("Connection cuts a reader whose buffer passes maxBuffered with 1008 and releases its jobs", async () => {
@@ -410,10 +401,10 @@ Deno.test("Connection cuts a reader whose buffer passes maxBuffered with 1008 an
   const connection = h.connect(socket, { pauseBuffered: 1000, maxBuffered: 3000 });
   await subscribe(socket, connection, "w", 5);
   const ids = await h.enqueue("w", Array.from({ length: 5 }, () => "x".repeat(1000)));
-  await until(() => socket.closes.length > 0, "the cut");
+  await eventually(() => socket.closes.length > 0, "the cut");
   assert.deepEqual(socket.closes.map((c) => c.code), [1008]);
   for (const id of ids) {
-    await until(async () => (await h.job(id)).state === "pending", `job ${id} released`);
+    await eventually(async () => (await h.job(id)).state === "pending", `job ${id} released`);
     assert.equal((await h.job(id)).attempts, 1);
   }
   assert.equal(h.broker.consumerCount("w"), 0);

@@ -5,30 +5,18 @@
  */
 
 import assert from "node:assert/strict";
+import { enqueue, getJob } from "./helpers/http_calls.ts";
 import { startTestServer, type TestServer } from "./helpers/test_server.ts";
 import { eventually, type Frame, WsClient, wsUrl } from "./helpers/ws_client.ts";
 
 /** How long "nothing more arrives" is watched, ms of real time. */
 const QUIET_MS = 100;
 
-async function enqueue(server: TestServer, queue: string, body: unknown): Promise<number> {
-  const answer = await server.request("POST", `/v1/queues/${queue}/jobs`, body);
-  assert.equal(answer.status, 201, JSON.stringify(answer.body));
-  return answer.body.id;
-}
-
 async function enqueueMany(server: TestServer, queue: string, n: number): Promise<number[]> {
   const jobs = Array.from({ length: n }, (_, i) => ({ payload: i }));
   const answer = await server.request("POST", `/v1/queues/${queue}/jobs`, { jobs });
   assert.equal(answer.status, 201, JSON.stringify(answer.body));
   return answer.body.jobs.map((j: { id: number }) => j.id);
-}
-
-// deno-lint-ignore no-explicit-any
-async function getJob(server: TestServer, id: number): Promise<any> {
-  const answer = await server.request("GET", `/v1/jobs/${id}`);
-  assert.equal(answer.status, 200);
-  return answer.body;
 }
 
 async function counts(server: TestServer, queue: string): Promise<Record<string, number>> {

@@ -4,14 +4,9 @@
  */
 
 import assert from "node:assert/strict";
-import { startTestServer, type TestServer } from "./helpers/test_server.ts";
+import { enqueue } from "./helpers/http_calls.ts";
+import { startTestServer } from "./helpers/test_server.ts";
 import { type Frame, WsClient, wsUrl } from "./helpers/ws_client.ts";
-
-async function enqueue(server: TestServer, queue: string, body: unknown): Promise<number> {
-  const answer = await server.request("POST", `/v1/queues/${queue}/jobs`, body);
-  assert.equal(answer.status, 201, JSON.stringify(answer.body));
-  return answer.body.id;
-}
 
 /** Sends raw text and answers the next error frame. */
 async function errorFor(ws: WsClient, text: string | Uint8Array): Promise<Frame> {

@@ -7,21 +7,9 @@
 import assert from "node:assert/strict";
 import { ManualClock } from "../lib/clock.ts";
 import { RawWs, upgradeStatus } from "./helpers/raw_ws.ts";
-import { startTestServer, type TestServer } from "./helpers/test_server.ts";
+import { enqueue, getJob } from "./helpers/http_calls.ts";
+import { startTestServer } from "./helpers/test_server.ts";
 import { eventually, WsClient, wsUrl } from "./helpers/ws_client.ts";
-
-// deno-lint-ignore no-explicit-any
-async function getJob(server: TestServer, id: number): Promise<any> {
-  const answer = await server.request("GET", `/v1/jobs/${id}`);
-  assert.equal(answer.status, 200);
-  return answer.body;
-}
-
-async function enqueue(server: TestServer, queue: string, body: unknown): Promise<number> {
-  const answer = await server.request("POST", `/v1/queues/${queue}/jobs`, body);
-  assert.equal(answer.status, 201, JSON.stringify(answer.body));
-  return answer.body.id;
-}
 
 /** A temp directory that outlives one server, for restarts. */
 async function tempDir(): Promise<{ path: string } & AsyncDisposable> {
