@@ -50,10 +50,9 @@ export function rssBytes(pid: number): number {
 /** Machine-wide busy CPU seconds (every core, everything but idle and iowait). */
 function machineBusySeconds(): number {
   const line = Deno.readTextFileSync("/proc/stat").split("\n")[0];
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1)
+  // Fields: user nice system idle iowait irq softirq steal; idle and iowait are not busy.
+  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1)
     .map(Number);
-  void idle;
-  void iowait;
   return (user + nice + system + irq + softirq + steal) / TICKS_PER_SECOND;
 }
 

@@ -30,7 +30,7 @@ import { cpuMeter, totalRss } from "./proc.ts";
 import { jsonRows, markdownTable, type Row } from "./report.ts";
 import { checkTargets, describeTargets } from "./targets.ts";
 import { batchEnqueue } from "./workloads/batch_enqueue.ts";
-import { drain } from "./workloads/drain.ts";
+import { drain, fillBacklog, type Filled } from "./workloads/drain.ts";
 import { endToEnd } from "./workloads/end_to_end.ts";
 import { enqueue } from "./workloads/enqueue.ts";
 import { pushLatency } from "./workloads/push_latency.ts";
@@ -231,7 +231,7 @@ async function main(): Promise<number> {
   });
   const peers: Peer[] = [];
   const amqpUrl = Deno.env.get("TEGAMI_BENCH_AMQP_URL") ?? "amqp://guest:guest@127.0.0.1:5672";
-  if (o.peers.has("floor")) peers.push(floorPeer());
+  if (o.peers.has("floor")) peers.push(floorPeer(o.fetch ? "fetch" : "lean"));
   if (o.peers.has("rabbitmq")) peers.push(rabbitmqPeer(amqpUrl));
   if (o.peers.has("beanstalkd")) peers.push(beanstalkdPeer(0), beanstalkdPeer(50));
   if (o.peers.has("bullmq")) peers.push(bullmqPeer());
@@ -239,6 +239,9 @@ async function main(): Promise<number> {
   const runner = new Runner(progress, !o.cold);
   const timings: Record<string, number> = {};
   const everyone = [tegami, ...peers];
+  // W2's backlog, filled before the server's figures are snapshotted, for the drain that follows.
+  const w2 = { queue: "w2", backlog: o.backlog };
+  let filled: Filled | undefined;
   const plan: [Exclude<WorkloadKey, "scale">, Peer[], Workload][] = [
     ["RSS", everyone, {
       label: "RSS idle",
@@ -255,7 +258,10 @@ async function main(): Promise<number> {
     }],
     ["W2", everyone, {
       label: "W2 drain",
-      run: (t) => drain(t, { queue: "w2", backlog: o.backlog }),
+      prepare: async (t) => {
+        filled = await fillBacklog(t, w2);
+      },
+      run: (t) => drain(t, w2, filled!),
     }],
     ["W3", everyone, {
       label: "W3 enqueue",

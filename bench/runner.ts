@@ -23,6 +23,8 @@ import { warmUp } from "./workloads/warm_up.ts";
 export interface Workload {
   /** Row label, e.g. `W1 end to end`. */
   label: string;
+  /** Set-up on the fresh target before anything is measured (W2's fill). */
+  prepare?: (target: Target) => Promise<void>;
   /** Runs it on a fresh target. */
   run: (target: Target) => Promise<Measurement>;
   /** Whether jobs/s is its figure of merit; else the p50 latency (or nothing) is. @default true */
@@ -81,6 +83,7 @@ export class Runner {
     this.#progress(`${label} · ${target.name} …`);
     try {
       if (this.#warm && workload.warm !== false) await warmUp(target);
+      await workload.prepare?.(target);
       const tegami = target instanceof TegamiTarget ? target : null;
       const before = tegami === null ? null : await tegami.commitBatches();
       const m = await workload.run(target);

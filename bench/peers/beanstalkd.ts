@@ -92,7 +92,7 @@ class BeanstalkdTarget extends ChildProcessTarget {
  * install command, when the binary is missing.
  */
 export function beanstalkdPeer(fsyncMs: number): Peer {
-  const name = fsyncMs === 0 ? "beanstalkd -f 0" : `beanstalkd -f ${fsyncMs}`;
+  const name = `beanstalkd -f ${fsyncMs}`;
   return {
     key: "beanstalkd",
     name,

@@ -7,6 +7,7 @@
  */
 
 import { type ServerProcess, spawnServer } from "../../tests/helpers/process_server.ts";
+import { wsUrl } from "../../tests/helpers/ws_client.ts";
 import { type CommitBatches, parseCommitBatches } from "../commit_batches.ts";
 import type { Stamp } from "../payload.ts";
 import { AckTracker } from "./ack_tracker.ts";
@@ -302,7 +303,7 @@ export class TegamiTarget implements Target {
 }
 
 async function openSocket(url: string): Promise<WebSocket> {
-  const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/ws`);
+  const ws = new WebSocket(wsUrl(url));
   await new Promise<void>((resolve, reject) => {
     ws.onopen = () => resolve();
     ws.onerror = () => reject(new Error(`Cannot open a WebSocket to ${url}`));
@@ -329,11 +330,11 @@ export function tegamiPeer(options: TegamiOptions = {}): TegamiPeer {
   return { key: "tegami", name: "tegami", start: () => TegamiTarget.start(options) };
 }
 
-/** Starts fresh runtime floors (see `bench/floor_server.ts`). */
-export function floorPeer(): TegamiPeer {
+/** Starts fresh runtime floors (see `bench/floor_server.ts`), driven by the same HTTP client. */
+export function floorPeer(http: "lean" | "fetch" = "lean"): TegamiPeer {
   return {
     key: "floor",
     name: FLOOR_NAME,
-    start: () => TegamiTarget.start({ floor: true }),
+    start: () => TegamiTarget.start({ floor: true, http }),
   };
 }

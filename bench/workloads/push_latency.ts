@@ -8,7 +8,7 @@
 
 import { guarded, type Measurement } from "../measurement.ts";
 import { now, type Stamp, stampedPayload } from "../payload.ts";
-import type { Producer, Target } from "../peers/peer.ts";
+import type { Target } from "../peers/peer.ts";
 import { cpuMeter } from "../proc.ts";
 import { summarize } from "../stats.ts";
 
@@ -20,8 +20,6 @@ export interface PushLatencyOptions {
   samples: number;
   /** Samples taken first and thrown away. @default 20 */
   warmup?: number;
-  /** Makes the producer; the target's usual one by default. */
-  producer?: (queue: string) => Promise<Producer>;
 }
 
 /** Runs W5 against `target`. */
@@ -42,7 +40,7 @@ export async function pushLatency(
     waiting?.(latency);
     waiting = null;
   });
-  const producer = await (options.producer ?? ((q: string) => target.producer(q)))(queue);
+  const producer = await target.producer(queue);
   try {
     let stop = cpuMeter(target.pids, target.singleThreaded);
     let startedAt = performance.now();
