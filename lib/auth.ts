@@ -20,6 +20,7 @@
  */
 
 import { createHash, timingSafeEqual } from "node:crypto";
+import { TegamiError } from "./errors.ts";
 
 /** What a token may do: `admin` implies `produce` and `consume`. */
 export type Scope = "produce" | "consume" | "admin";
@@ -246,4 +247,27 @@ export function bearerToken(header: string | null): string | null {
   if (match === null || match[1].toLowerCase() !== "bearer") return null;
   const token = match[2].trim();
   return token === "" ? null : token;
+}
+
+/** Throws `forbidden` unless `principal` holds `scope` (admin holds every scope). */
+export function requireScope(principal: Principal, scope: Scope | "produce or consume"): void {
+  const ok = scope === "produce or consume"
+    ? principal.allows("produce") || principal.allows("consume")
+    : principal.allows(scope);
+  if (!ok) {
+    throw new TegamiError(
+      "forbidden",
+      `Cannot do that with token "${principal.name}": it lacks the ${scope} scope`,
+    );
+  }
+}
+
+/** Throws `forbidden` unless `principal` may use `queue`. */
+export function requireQueue(principal: Principal, queue: string): void {
+  if (!principal.allowsQueue(queue)) {
+    throw new TegamiError(
+      "forbidden",
+      `Cannot use queue "${queue}" with token "${principal.name}": not among its queues`,
+    );
+  }
 }

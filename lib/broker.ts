@@ -170,6 +170,11 @@ export class Broker {
     return this.#store.get(id);
   }
 
+  /** The queue of a job, or null if there is no such job. */
+  queueOf(id: number): Promise<string | null> {
+    return this.#store.queueOf(id);
+  }
+
   /** Cancels a waiting or leased job (telling its holder), or removes a finished one. */
   async cancel(id: number): Promise<CancelResult> {
     const result = await this.#store.cancel(id, this.#clock.now());

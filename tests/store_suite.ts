@@ -689,6 +689,18 @@ export function exerciseStore(name: string, open: OpenStore): void {
     assert.equal(await store.get(424242), null);
   });
 
+  test("queueOf() answers a job's queue, leased or not, and null once it is gone", async (store) => {
+    const waiting = await enqueueOne(store, "a.one");
+    const leased = await enqueueOne(store, "b.two");
+    await store.claim("b.two", 1, null, T0);
+    assert.equal(await store.queueOf(waiting), "a.one");
+    assert.equal(await store.queueOf(leased), "b.two");
+    assert.equal(await store.queueOf(424242), null);
+    await store.cancel(waiting, T0);
+    await store.cancel(waiting, T0); // a cancelled job is removed by the second cancel
+    assert.equal(await store.queueOf(waiting), null);
+  });
+
   // ---- cancel ----
 
   test("cancel() makes a pending or delayed job cancelled", async (store) => {

@@ -5,7 +5,15 @@
  * @module
  */
 
-import { bearerToken, OPEN_ACCESS, type Principal, type Scope, type TokenSet } from "../auth.ts";
+import {
+  bearerToken,
+  OPEN_ACCESS,
+  type Principal,
+  requireQueue,
+  requireScope,
+  type Scope,
+  type TokenSet,
+} from "../auth.ts";
 import type { Broker } from "../broker.ts";
 import type { Clock } from "../clock.ts";
 import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../errors.ts";
@@ -102,12 +110,12 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     }
   };
 
-  /** Checks the caller may act on a job's queue; answers the job's queue. */
+  /** Checks the caller may act on the queue of job `id` (which must exist). */
   const jobAccess = async (ctx: Context, id: number): Promise<void> => {
     if (tokens === null) return;
-    const job = await broker.get(id);
-    if (job === null) throw jobNotFound(id);
-    requireQueue(ctx.principal, job.queue);
+    const queue = await broker.queueOf(id);
+    if (queue === null) throw jobNotFound(id);
+    requireQueue(ctx.principal, queue);
   };
 
   const table: Route[] = [
@@ -477,27 +485,8 @@ function unauthorized(): TegamiError {
 }
 
 function requireAccess(principal: Principal, access: Access): void {
-  const ok = access === "read" || access === "open" ||
-    (access === "job"
-      ? principal.allows("produce") || principal.allows("consume")
-      : principal.allows(access));
-  if (!ok) {
-    throw new TegamiError(
-      "forbidden",
-      `Cannot do that with token "${principal.name}": it lacks the ${
-        access === "job" ? "produce or consume" : access
-      } scope`,
-    );
-  }
-}
-
-function requireQueue(principal: Principal, queue: string): void {
-  if (!principal.allowsQueue(queue)) {
-    throw new TegamiError(
-      "forbidden",
-      `Cannot use queue "${queue}" with token "${principal.name}": not among its queues`,
-    );
-  }
+  if (access === "read" || access === "open") return;
+  requireScope(principal, access === "job" ? "produce or consume" : access);
 }
 
 /** A one-line description of an internal failure's cause, for the log. */

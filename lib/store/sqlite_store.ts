@@ -414,6 +414,13 @@ export class SqliteStore implements Store {
     });
   }
 
+  queueOf(id: number): Promise<string | null> {
+    // From the table, never the leased-queue cache: that may hold an id whose job is gone.
+    return this.#read(() =>
+      (this.#s.queueById.get(id) as { queue: string } | undefined)?.queue ?? null
+    );
+  }
+
   get(id: number): Promise<Job | null> {
     return this.#read(() => {
       const row = this.#s.byId.get(id) as JobRow | undefined;

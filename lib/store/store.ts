@@ -182,6 +182,8 @@ export interface Store {
   ): Promise<{ id: number; expires_at: number }>;
   /** Records a checkpoint (JSON text) on a leased job. */
   checkpoint(id: number, token: string, data: string, now: number): Promise<{ id: number }>;
+  /** The queue of a job, or null if there is no such job (cheaper than reading the job). */
+  queueOf(id: number): Promise<string | null>;
   /** Reads a job, or null. */
   get(id: number): Promise<Job | null>;
   /** Cancels a waiting or leased job, or removes a finished one. */

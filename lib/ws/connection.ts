@@ -16,10 +16,10 @@
  * @module
  */
 
-import type { Principal, Scope, TokenSet } from "../auth.ts";
+import { type Principal, requireQueue, requireScope, type Scope, type TokenSet } from "../auth.ts";
 import type { Broker, Consumer, LeaseEnd, LeaseHolder } from "../broker.ts";
 import type { Clock, TimerHandle } from "../clock.ts";
-import { invalid, TegamiError, toTegamiError } from "../errors.ts";
+import { invalid, jobNotFound, TegamiError, toTegamiError } from "../errors.ts";
 import type { Delivery } from "../job.ts";
 import { MAX_LEASE_MS, MIN_LEASE_MS } from "../limits.ts";
 import type { Logger } from "../log.ts";
@@ -362,7 +362,7 @@ export class Connection implements LeaseHolder {
       }
       case "ack": {
         const req = parseAck(body, limits);
-        await this.#requireJob(frame.id);
+        if (this.#o.tokens !== null) await this.#requireJob(frame.id);
         const acked = broker.ack(frame.id, req.token, req.result);
         this.#settling(frame.id, req.token);
         await acked;
@@ -370,7 +370,7 @@ export class Connection implements LeaseHolder {
       }
       case "nack": {
         const req = parseNack(body);
-        await this.#requireJob(frame.id);
+        if (this.#o.tokens !== null) await this.#requireJob(frame.id);
         const nacked = broker.nack(frame.id, req.token, req);
         this.#settling(frame.id, req.token);
         const out = await nacked;
@@ -378,12 +378,12 @@ export class Connection implements LeaseHolder {
       }
       case "extend": {
         const req = parseExtend(body);
-        await this.#requireJob(frame.id);
+        if (this.#o.tokens !== null) await this.#requireJob(frame.id);
         return await broker.extend(frame.id, req.token, req.lease_ms);
       }
       case "checkpoint": {
         const req = parseCheckpoint(body, limits);
-        await this.#requireJob(frame.id);
+        if (this.#o.tokens !== null) await this.#requireJob(frame.id);
         return await broker.checkpoint(frame.id, req.token, req.data);
       }
     }
@@ -408,32 +408,14 @@ export class Connection implements LeaseHolder {
   }
 
   #require(scope: Scope, queue: string): void {
-    const principal = this.#principal!;
-    if (!principal.allows(scope)) {
-      throw new TegamiError(
-        "forbidden",
-        `Cannot do that with token "${principal.name}": it lacks the ${scope} scope`,
-      );
-    }
-    if (!principal.allowsQueue(queue)) {
-      throw new TegamiError(
-        "forbidden",
-        `Cannot use queue "${queue}" with token "${principal.name}": not among its queues`,
-      );
-    }
+    requireScope(this.#principal!, scope);
+    requireQueue(this.#principal!, queue);
   }
 
+  /** With auth on, checks this token may consume from job `id`'s queue. */
   async #requireJob(id: number): Promise<void> {
-    if (this.#o.tokens === null) return;
-    const held = this.#leases.get(id);
-    let queue = held?.sub.queue;
-    if (queue === undefined) {
-      const job = await this.#o.broker.get(id);
-      if (job === null) {
-        throw new TegamiError("not_found", `Cannot find job ${id}: no such job`, { id });
-      }
-      queue = job.queue;
-    }
+    const queue = this.#leases.get(id)?.sub.queue ?? await this.#o.broker.queueOf(id);
+    if (queue === null) throw jobNotFound(id);
     this.#require("consume", queue);
   }
 
