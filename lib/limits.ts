@@ -12,6 +12,8 @@ export const MAX_KEY_BYTES = 512;
 export const MIN_LEASE_MS = 100;
 /** The longest lease, ms (12 h). */
 export const MAX_LEASE_MS = 12 * 60 * 60 * 1000;
+/** Largest WebSocket subscription `prefetch`. */
+export const MAX_PREFETCH = 1000;
 /** The most deliveries a job may allow. */
 export const MAX_ATTEMPTS = 1000;
 /** The default deliveries a job allows. */

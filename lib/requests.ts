@@ -19,6 +19,7 @@ import {
   MAX_LEASE_BATCH,
   MAX_LEASE_MS,
   MAX_LIST_LIMIT,
+  MAX_PREFETCH,
   MAX_REQUEUE_IDS,
   MAX_WAIT_MS,
   MIN_LEASE_MS,
@@ -148,6 +149,8 @@ const NACK_FIELDS = new Set(["token", "error", "delay_ms", "dead"]);
 const EXTEND_FIELDS = new Set(["token", "lease_ms"]);
 const CHECKPOINT_FIELDS = new Set(["token", "data"]);
 const REQUEUE_FIELDS = new Set(["ids"]);
+const SUBSCRIBE_FIELDS = new Set(["prefetch", "lease_ms"]);
+const NO_FIELDS = new Set<string>();
 
 /**
  * Parses one job of an enqueue; `prefix` locates it in a batch (`jobs[3].`). `rawPayload` is the
@@ -382,5 +385,22 @@ export function parseDeadQuery(params: URLSearchParams): { limit: number; after:
 /** Checks a body that takes no fields (absent, or `{}`). */
 export function parseEmpty(value: unknown): void {
   if (value === undefined) return;
-  rejectUnknown(asObject(value), new Set());
+  rejectUnknown(asObject(value), NO_FIELDS);
+}
+
+/** A WebSocket subscription's settings. */
+export interface SubscribeRequest {
+  /** Most unsettled jobs pushed at once. */
+  prefetch: number;
+  /** The lease length for its jobs, or null for each job's own or the server's. */
+  leaseMs: number | null;
+}
+
+/** Parses a `subscribe` frame's fields (`prefetch` 1–1000, default 1; `lease_ms`). */
+export function parseSubscribe(body: Fields): SubscribeRequest {
+  rejectUnknown(body, SUBSCRIBE_FIELDS);
+  return {
+    prefetch: integer(body, "prefetch", 1, MAX_PREFETCH) ?? 1,
+    leaseMs: integer(body, "lease_ms", MIN_LEASE_MS, MAX_LEASE_MS) ?? null,
+  };
 }

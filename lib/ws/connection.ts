@@ -21,14 +21,15 @@ import type { Broker, Consumer, LeaseEnd, LeaseHolder } from "../broker.ts";
 import type { Clock, TimerHandle } from "../clock.ts";
 import { invalid, jobNotFound, TegamiError, toTegamiError } from "../errors.ts";
 import type { Delivery } from "../job.ts";
-import { MAX_LEASE_MS, MIN_LEASE_MS } from "../limits.ts";
 import type { Logger } from "../log.ts";
 import {
   parseAck,
   parseCheckpoint,
+  parseEmpty,
   parseEnqueue,
   parseExtend,
   parseNack,
+  parseSubscribe,
   type RequestLimits,
   utf8Length,
 } from "../requests.ts";
@@ -53,8 +54,6 @@ export interface SocketLike {
   readonly bufferedAmount: number;
 }
 
-/** The most prefetch a subscription may ask for. */
-export const MAX_PREFETCH = 1000;
 /** Frames being processed at once per connection before `rate_limited`. */
 export const MAX_PENDING_FRAMES = 4096;
 /** How long a socket may stay open without authenticating when auth is on, ms. */
@@ -344,7 +343,7 @@ export class Connection implements LeaseHolder {
         return { queue: frame.queue, prefetch };
       }
       case "unsubscribe": {
-        if (Object.keys(body).length > 0) throw invalid(Object.keys(body)[0], "unknown field");
+        parseEmpty(body);
         const sub = this.#subs.get(frame.queue);
         if (sub !== undefined) {
           sub.active = false;
@@ -519,29 +518,4 @@ function frameBytes(data: string | Uint8Array, limit: number): number {
   if (typeof data !== "string") return data.byteLength;
   if (data.length > limit || data.length * 3 <= limit) return data.length;
   return utf8Length(data);
-}
-
-/** Parses a subscribe frame's fields. */
-function parseSubscribe(
-  body: Record<string, unknown>,
-): { prefetch: number; leaseMs: number | null } {
-  for (const name of Object.keys(body)) {
-    if (name !== "prefetch" && name !== "lease_ms") throw invalid(name, "unknown field");
-  }
-  const prefetch = body.prefetch ?? 1;
-  if (
-    typeof prefetch !== "number" || !Number.isInteger(prefetch) || prefetch < 1 ||
-    prefetch > MAX_PREFETCH
-  ) {
-    throw invalid("prefetch", `expected an integer from 1 to ${MAX_PREFETCH}`);
-  }
-  const lease = body.lease_ms ?? null;
-  if (
-    lease !== null &&
-    (typeof lease !== "number" || !Number.isInteger(lease) || lease < MIN_LEASE_MS ||
-      lease > MAX_LEASE_MS)
-  ) {
-    throw invalid("lease_ms", `expected an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS}`);
-  }
-  return { prefetch, leaseMs: lease as number | null };
 }
