@@ -16,7 +16,7 @@ import {
   serveHelp,
   topLevelHelp,
   wantsHelp,
-} from "./lib/config.ts";
+} from "./lib/config/config.ts";
 import { startServer } from "./lib/server.ts";
 import { CLIENT_COMMANDS, runClientCommand } from "./lib/cli/client_commands.ts";
 

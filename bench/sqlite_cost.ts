@@ -12,7 +12,7 @@
 
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
-import { MIGRATIONS } from "../lib/store/sqlite_schema.ts";
+import { MIGRATIONS } from "../lib/store/sqlite/sqlite_schema.ts";
 
 const { values } = parseArgs({ options: { jobs: { type: "string", default: "64000" } } });
 const jobs = Number(values.jobs);

@@ -6,23 +6,23 @@
  * @module
  */
 
-import { type Principal, TokenSet } from "./auth.ts";
-import { Broker } from "./broker.ts";
-import { type Clock, systemClock } from "./clock.ts";
-import type { ServeConfig } from "./config.ts";
-import { DASHBOARD_HTML } from "./dashboard_page.ts";
-import { retryDelayMs } from "./backoff.ts";
+import { type Principal, TokenSet } from "./auth/tokens.ts";
+import { Broker } from "./core/broker.ts";
+import { type Clock, systemClock } from "./core/clock.ts";
+import type { ServeConfig } from "./config/config.ts";
+import { DASHBOARD_HTML } from "./dashboard/dashboard_page.ts";
+import { retryDelayMs } from "./core/backoff.ts";
 import { createApi, describeCause } from "./http/api.ts";
 import { eventStreamResponse } from "./http/event_stream.ts";
-import { LiveFeed } from "./live_feed.ts";
-import { EventLoopLag } from "./event_loop_lag.ts";
-import { createLogger, type Logger } from "./log.ts";
-import { ServerMetrics } from "./server_metrics.ts";
-import { SqliteStore } from "./store/sqlite_store.ts";
+import { LiveFeed } from "./observe/live_feed.ts";
+import { EventLoopLag } from "./observe/event_loop_lag.ts";
+import { createLogger, type Logger } from "./observe/log.ts";
+import { ServerMetrics } from "./observe/server_metrics.ts";
+import { SqliteStore } from "./store/sqlite/sqlite_store.ts";
 import { Connection } from "./ws/connection.ts";
 import { upgradeToWebSocket } from "./ws/deno_socket.ts";
-import { originAllowed } from "./ws/origin.ts";
-import { TegamiError } from "./errors.ts";
+import { originAllowed } from "./http/origin.ts";
+import { TegamiError } from "./core/errors.ts";
 import { errorResponse } from "./http/respond.ts";
 import type { Store } from "./store/store.ts";
 

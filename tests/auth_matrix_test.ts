@@ -12,7 +12,7 @@
 
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { TokenSet } from "../lib/auth.ts";
+import { TokenSet } from "../lib/auth/tokens.ts";
 import { upgradeStatus } from "./helpers/raw_ws.ts";
 import { type Answer, startTestServer, type TestServer } from "./helpers/test_server.ts";
 import { WsClient, wsUrl } from "./helpers/ws_client.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { bearerToken, OPEN_ACCESS, type Principal, TokenSet } from "../lib/auth.ts";
+import { bearerToken, OPEN_ACCESS, type Principal, TokenSet } from "../lib/auth/tokens.ts";
 
 const SECRET = "s3cret-token-value-0123456789";
 const OTHER = "another-token-value-abcdefghij";

@@ -10,8 +10,8 @@ import {
   serveHelp,
   topLevelHelp,
   wantsHelp,
-} from "../lib/config.ts";
-import { formatDuration, formatSize, parseDuration, parseSize } from "../lib/units.ts";
+} from "../lib/config/config.ts";
+import { formatDuration, formatSize, parseDuration, parseSize } from "../lib/config/units.ts";
 
 /** Asserts that `fn` throws a ConfigError about `field` whose message matches `pattern`. */
 function assertConfigError(fn: () => unknown, field: string, pattern?: RegExp): ConfigError {

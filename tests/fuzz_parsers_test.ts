@@ -1,5 +1,5 @@
 /**
- * Fuzzing the request parsers shared by HTTP and WebSocket (lib/requests.ts, lib/ws/protocol.ts,
+ * Fuzzing the request parsers shared by HTTP and WebSocket (lib/api/requests.ts, lib/ws/protocol.ts,
  * lib/http/body.ts) in-process, where tens of thousands of inputs take a second: whatever the
  * input, a parser answers or throws a `TegamiError` with a 4xx code — never a `TypeError`,
  * `RangeError` or anything else that would become a 500 — and what it accepts is within the
@@ -9,7 +9,7 @@
 
 import fc from "fast-check";
 import assert from "node:assert/strict";
-import { TegamiError } from "../lib/errors.ts";
+import { TegamiError } from "../lib/core/errors.ts";
 import { readJsonBody } from "../lib/http/body.ts";
 import {
   MAX_ATTEMPTS,
@@ -19,7 +19,7 @@ import {
   MAX_WAIT_MS,
   MIN_LEASE_MS,
   QUEUE_NAME,
-} from "../lib/limits.ts";
+} from "../lib/core/limits.ts";
 import {
   jobId,
   parseAck,
@@ -33,7 +33,7 @@ import {
   parseRequeue,
   queueName,
   utf8Length,
-} from "../lib/requests.ts";
+} from "../lib/api/requests.ts";
 import { decodeFrame } from "../lib/ws/protocol.ts";
 import { brokenText, deepText, fuzzParams, jsonText, mutated } from "./helpers/fuzz.ts";
 

@@ -4,7 +4,7 @@
  */
 
 import assert from "node:assert/strict";
-import { TegamiError } from "../lib/errors.ts";
+import { TegamiError } from "../lib/core/errors.ts";
 import { GroupCommit, type Transactor } from "../lib/store/group_commit.ts";
 
 /** A transactor that records its calls and can be told to fail. */

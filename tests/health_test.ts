@@ -11,9 +11,9 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { systemClock } from "../lib/clock.ts";
+import { systemClock } from "../lib/core/clock.ts";
 import { createApi } from "../lib/http/api.ts";
-import { silentLogger } from "../lib/log.ts";
+import { silentLogger } from "../lib/observe/log.ts";
 import { startTestServer } from "./helpers/test_server.ts";
 
 Deno.test("/healthz answers 200 without a token, even with auth on", async () => {

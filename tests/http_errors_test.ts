@@ -14,7 +14,7 @@ import {
   untilConsumers,
 } from "./helpers/http_calls.ts";
 import { type Answer, startTestServer, type TestServer } from "./helpers/test_server.ts";
-import { STATUS_OF } from "../lib/errors.ts";
+import { STATUS_OF } from "../lib/core/errors.ts";
 
 /** Asserts an answer is the error `code` with its status and the documented body shape. */
 function assertError(answer: Answer, status: number, code: string, message?: RegExp): void {

@@ -581,7 +581,7 @@ Deno.test("a dead job is not swept by the done retention", async () => {
   assert.equal((await getJob(server, id)).state, "dead");
 });
 
-// Both of the following fail today because of lib/broker.ts (not this suite's to fix): the broker
+// Both of the following fail today because of lib/core/broker.ts (not this suite's to fix): the broker
 // keeps one timer for the earliest deadline, but arms it from `jobs[0].lease.expires_at` of a
 // claim (in lease() and #handOver()) and never re-arms on extend(), so a lease ending earlier
 // than the armed time stays "leased" until some later tick.

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { elementSpans, memberSpan } from "../lib/json_spans.ts";
+import { elementSpans, memberSpan } from "../lib/api/json_spans.ts";
 
 const spaced = (value: unknown, indent: number) => JSON.stringify(value, null, indent);
 

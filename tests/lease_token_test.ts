@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { newLeaseToken } from "../lib/lease_token.ts";
+import { newLeaseToken } from "../lib/core/lease_token.ts";
 
 Deno.test("lease tokens are 22 base64url characters and never repeat, across refills of the random pool", () => {
   const seen = new Set<string>();

@@ -5,9 +5,9 @@
  */
 
 import assert from "node:assert/strict";
-import { type Clock, ManualClock } from "../lib/clock.ts";
-import { type FeedSink, LiveFeed } from "../lib/live_feed.ts";
-import type { QueueTotals } from "../lib/server_metrics.ts";
+import { type Clock, ManualClock } from "../lib/core/clock.ts";
+import { type FeedSink, LiveFeed } from "../lib/observe/live_feed.ts";
+import type { QueueTotals } from "../lib/observe/server_metrics.ts";
 
 /** Fake sources: `email` enqueues `perTick` jobs between samples. */
 function sources(perTick: number) {

@@ -9,9 +9,9 @@
 
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { ManualClock } from "../lib/clock.ts";
-import { resolveServeConfig } from "../lib/config.ts";
-import { createLogger, type LogFormat } from "../lib/log.ts";
+import { ManualClock } from "../lib/core/clock.ts";
+import { resolveServeConfig } from "../lib/config/config.ts";
+import { createLogger, type LogFormat } from "../lib/observe/log.ts";
 import { type RunningServer, startServer } from "../lib/server.ts";
 import { RawWs, upgradeStatus } from "./helpers/raw_ws.ts";
 import { WsClient, wsUrl } from "./helpers/ws_client.ts";

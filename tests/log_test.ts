@@ -6,8 +6,8 @@
  */
 
 import assert from "node:assert/strict";
-import { resolveServeConfig } from "../lib/config.ts";
-import { createLogger } from "../lib/log.ts";
+import { resolveServeConfig } from "../lib/config/config.ts";
+import { createLogger } from "../lib/observe/log.ts";
 import { startServer } from "../lib/server.ts";
 import { send } from "./helpers/test_server.ts";
 

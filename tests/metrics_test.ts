@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Registry } from "../lib/metrics.ts";
+import { Registry } from "../lib/observe/metrics.ts";
 import { startTestServer } from "./helpers/test_server.ts";
 
 interface Family {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { ManualClock } from "../lib/clock.ts";
+import { ManualClock } from "../lib/core/clock.ts";
 import { runProgram, spawnServer } from "./helpers/process_server.ts";
 import { send, startTestServer } from "./helpers/test_server.ts";
 

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { SqliteStore } from "../lib/store/sqlite_store.ts";
+import { SqliteStore } from "../lib/store/sqlite/sqlite_store.ts";
 import { exerciseStore, SUITE_POLICY } from "./store_suite.ts";
 
 const T0 = 1_700_000_000_000;

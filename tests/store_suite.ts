@@ -11,8 +11,8 @@
  */
 
 import assert from "node:assert/strict";
-import { type ErrorCode, TegamiError } from "../lib/errors.ts";
-import type { Delivery, JobState, NewJob } from "../lib/job.ts";
+import { type ErrorCode, TegamiError } from "../lib/core/errors.ts";
+import type { Delivery, JobState, NewJob } from "../lib/core/job.ts";
 import type { StateCounts, Store, StorePolicy } from "../lib/store/store.ts";
 
 /** A fresh, empty store and a way to dispose of it (which must also accept a closed store). */

@@ -4,9 +4,9 @@
  */
 
 import assert from "node:assert/strict";
-import { ConfigError, resolveServeConfig } from "../lib/config.ts";
+import { ConfigError, resolveServeConfig } from "../lib/config/config.ts";
 import { GroupCommit, type Transactor } from "../lib/store/group_commit.ts";
-import { createLogger } from "../lib/log.ts";
+import { createLogger } from "../lib/observe/log.ts";
 import { startServer } from "../lib/server.ts";
 import { runProgram } from "./helpers/process_server.ts";
 import { send } from "./helpers/test_server.ts";

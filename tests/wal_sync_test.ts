@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { TegamiError } from "../lib/errors.ts";
-import { WalSync } from "../lib/store/wal_sync.ts";
+import { TegamiError } from "../lib/core/errors.ts";
+import { WalSync } from "../lib/store/sqlite/wal_sync.ts";
 
 Deno.test("WalSync.durable() resolves at once when nothing was committed", async () => {
   const sync = new WalSync("/nonexistent/never-opened");

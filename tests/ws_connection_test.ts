@@ -5,12 +5,12 @@
  */
 
 import assert from "node:assert/strict";
-import { OPEN_ACCESS, type Principal, TokenSet } from "../lib/auth.ts";
-import { Broker } from "../lib/broker.ts";
-import { ManualClock } from "../lib/clock.ts";
-import type { NewJob } from "../lib/job.ts";
-import { silentLogger } from "../lib/log.ts";
-import { SqliteStore } from "../lib/store/sqlite_store.ts";
+import { OPEN_ACCESS, type Principal, TokenSet } from "../lib/auth/tokens.ts";
+import { Broker } from "../lib/core/broker.ts";
+import { ManualClock } from "../lib/core/clock.ts";
+import type { NewJob } from "../lib/core/job.ts";
+import { silentLogger } from "../lib/observe/log.ts";
+import { SqliteStore } from "../lib/store/sqlite/sqlite_store.ts";
 import {
   Connection,
   type ConnectionOptions,

@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { ManualClock } from "../lib/clock.ts";
+import { ManualClock } from "../lib/core/clock.ts";
 import { RawWs, upgradeStatus } from "./helpers/raw_ws.ts";
 import { enqueue, getJob } from "./helpers/http_calls.ts";
 import { startTestServer } from "./helpers/test_server.ts";

@@ -7,9 +7,9 @@
  */
 
 import { consume, JobFailure, TegamiClient, TegamiError } from "../client/mod.ts";
-import { ConfigError, resolveClientConfig } from "../config.ts";
-import { JOB_STATES } from "../job.ts";
-import { parseDuration } from "../units.ts";
+import { ConfigError, resolveClientConfig } from "../config/config.ts";
+import { JOB_STATES } from "../core/job.ts";
+import { parseDuration } from "../config/units.ts";
 import { enqueueStream } from "./enqueue_stream.ts";
 
 /** Where a command reads and writes; the process's own streams in production. */

@@ -7,7 +7,7 @@
  */
 
 import type { BatchJob, JobOptions, TegamiClient } from "../client/mod.ts";
-import { TegamiError } from "../errors.ts";
+import { TegamiError } from "../core/errors.ts";
 
 /** Options of {@linkcode enqueueStream}. */
 export interface EnqueueStreamOptions {

@@ -16,7 +16,7 @@
  * @module
  */
 
-import { TegamiError } from "../errors.ts";
+import { TegamiError } from "../core/errors.ts";
 import { baseUrl, type ConnectionOptions, errorFromWire } from "./producer.ts";
 
 /** What a handler knows about the job it runs. */

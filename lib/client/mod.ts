@@ -35,4 +35,4 @@ export {
   type QueueStats,
   TegamiClient,
 } from "./producer.ts";
-export { type ErrorCode, TegamiError } from "../errors.ts";
+export { type ErrorCode, TegamiError } from "../core/errors.ts";

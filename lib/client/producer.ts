@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type ErrorCode, TegamiError } from "../errors.ts";
+import { type ErrorCode, TegamiError } from "../core/errors.ts";
 
 /** Options of one job. */
 export interface JobOptions {

@@ -13,12 +13,12 @@ import {
   requireScope,
   type Scope,
   type TokenSet,
-} from "../auth.ts";
-import type { Broker } from "../broker.ts";
-import type { Clock } from "../clock.ts";
-import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../errors.ts";
-import { deliveryJson, jobJson } from "../job.ts";
-import type { Logger } from "../log.ts";
+} from "../auth/tokens.ts";
+import type { Broker } from "../core/broker.ts";
+import type { Clock } from "../core/clock.ts";
+import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../core/errors.ts";
+import { deliveryJson, jobJson } from "../core/job.ts";
+import type { Logger } from "../observe/log.ts";
 import {
   jobId,
   parseAck,
@@ -32,7 +32,7 @@ import {
   parseRequeue,
   queueName,
   type RequestLimits,
-} from "../requests.ts";
+} from "../api/requests.ts";
 import type { QueueCounts } from "../store/store.ts";
 import { type JsonBody, readJsonBody } from "./body.ts";
 import { errorResponse, json, jsonText } from "./respond.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { TegamiError } from "../errors.ts";
+import { TegamiError } from "../core/errors.ts";
 
 function tooLarge(limit: number): TegamiError {
   return new TegamiError(

@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { LiveFeed } from "../live_feed.ts";
+import type { LiveFeed } from "../observe/live_feed.ts";
 
 /** Chunks queued for one reader beyond which snapshots are dropped. */
 const MAX_QUEUED = 16;

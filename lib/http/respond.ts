@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { TegamiError } from "../errors.ts";
+import type { TegamiError } from "../core/errors.ts";
 
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 

@@ -16,7 +16,7 @@
  * @module
  */
 
-import { TegamiError } from "../errors.ts";
+import { TegamiError } from "../core/errors.ts";
 
 /** What group commit needs from a database. */
 export interface Transactor {

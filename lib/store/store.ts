@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../job.ts";
+import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
 
 /** Policy the store applies inside its transactions. */
 export interface StorePolicy {

@@ -16,12 +16,18 @@
  * @module
  */
 
-import { type Principal, requireQueue, requireScope, type Scope, type TokenSet } from "../auth.ts";
-import type { Broker, Consumer, LeaseEnd, LeaseHolder } from "../broker.ts";
-import type { Clock, TimerHandle } from "../clock.ts";
-import { invalid, jobNotFound, TegamiError, toTegamiError } from "../errors.ts";
-import type { Delivery } from "../job.ts";
-import type { Logger } from "../log.ts";
+import {
+  type Principal,
+  requireQueue,
+  requireScope,
+  type Scope,
+  type TokenSet,
+} from "../auth/tokens.ts";
+import type { Broker, Consumer, LeaseEnd, LeaseHolder } from "../core/broker.ts";
+import type { Clock, TimerHandle } from "../core/clock.ts";
+import { invalid, jobNotFound, TegamiError, toTegamiError } from "../core/errors.ts";
+import type { Delivery } from "../core/job.ts";
+import type { Logger } from "../observe/log.ts";
 import {
   parseAck,
   parseCheckpoint,
@@ -32,7 +38,7 @@ import {
   parseSubscribe,
   type RequestLimits,
   utf8Length,
-} from "../requests.ts";
+} from "../api/requests.ts";
 import {
   cancelFrame,
   type ClientFrame,

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { TegamiError } from "../errors.ts";
+import { TegamiError } from "../core/errors.ts";
 import type { Connection, SocketLike } from "./connection.ts";
 
 /** Upgrades `request`; `connect` builds the protocol state for the socket. */

@@ -10,9 +10,9 @@
  * @module
  */
 
-import { invalid, TegamiError } from "../errors.ts";
-import { type Delivery, deliveryMembers } from "../job.ts";
-import { asObject, jobId, queueName } from "../requests.ts";
+import { invalid, TegamiError } from "../core/errors.ts";
+import { type Delivery, deliveryMembers } from "../core/job.ts";
+import { asObject, jobId, queueName } from "../api/requests.ts";
 
 /** Operations a client may send. */
 export type ClientOp =

@@ -15,9 +15,9 @@
 import fc from "fast-check";
 import { DatabaseSync } from "node:sqlite";
 import assert from "node:assert/strict";
-import { STATUS_OF } from "../../lib/errors.ts";
-import type { NewJob } from "../../lib/job.ts";
-import type { ServeConfig } from "../../lib/config.ts";
+import { STATUS_OF } from "../../lib/core/errors.ts";
+import type { NewJob } from "../../lib/core/job.ts";
+import type { ServeConfig } from "../../lib/config/config.ts";
 import { startTestServer, type TestServer } from "./test_server.ts";
 
 /** The fast-check parameters of one property: a fixed seed, bounded runs, env overrides. */

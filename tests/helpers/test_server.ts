@@ -5,9 +5,9 @@
  * @module
  */
 
-import { ManualClock, systemClock } from "../../lib/clock.ts";
-import { resolveServeConfig, type ServeConfig } from "../../lib/config.ts";
-import { silentLogger } from "../../lib/log.ts";
+import { ManualClock, systemClock } from "../../lib/core/clock.ts";
+import { resolveServeConfig, type ServeConfig } from "../../lib/config/config.ts";
+import { silentLogger } from "../../lib/observe/log.ts";
 import { type RunningServer, startServer } from "../../lib/server.ts";
 
 /** An answer: status, parsed JSON body (or text when not JSON), headers. */

@@ -23,7 +23,7 @@ import type {
   NackResult,
   QueueCounts,
   Store,
-} from "./store/store.ts";
+} from "../store/store.ts";
 
 /** Why a lease ended, as told to its holder. */
 export type LeaseEnd = "settled" | "cancelled" | "expired";

@@ -12,7 +12,7 @@
  * @module
  */
 
-import { TegamiError } from "../errors.ts";
+import { TegamiError } from "../../core/errors.ts";
 
 interface Waiter {
   seq: number;

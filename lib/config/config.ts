@@ -11,8 +11,8 @@
 
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { formatDuration, formatSize, parseDuration, parseSize } from "./units.ts";
-import { MAX_LEASE_MS, MIN_LEASE_MS } from "./limits.ts";
-import type { LogFormat, LogLevel } from "./log.ts";
+import { MAX_LEASE_MS, MIN_LEASE_MS } from "../core/limits.ts";
+import type { LogFormat, LogLevel } from "../observe/log.ts";
 
 /** How a flag's text is read: each kind has one parser and one "expected …" message. */
 export type FlagKind = "string" | "int" | "size" | "duration" | "bool" | "enum" | "list";

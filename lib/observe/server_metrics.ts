@@ -6,9 +6,9 @@
  * @module
  */
 
-import type { BrokerObserver, Outcome } from "./broker.ts";
+import type { BrokerObserver, Outcome } from "../core/broker.ts";
 import { type Counter, type Histogram, LATENCY_BUCKETS, Registry } from "./metrics.ts";
-import type { QueueCounts } from "./store/store.ts";
+import type { QueueCounts } from "../store/store.ts";
 
 /** What a scrape reads besides the counters. */
 export interface ScrapeInput {

@@ -19,10 +19,10 @@
  * @module
  */
 
-import type { Clock, TimerHandle } from "./clock.ts";
-import { statsView } from "./http/api.ts";
+import type { Clock, TimerHandle } from "../core/clock.ts";
+import { statsView } from "../http/api.ts";
 import type { QueueTotals } from "./server_metrics.ts";
-import type { QueueCounts } from "./store/store.ts";
+import type { QueueCounts } from "../store/store.ts";
 
 /** Jobs per interval (one second) of one queue. */
 export interface Rates {

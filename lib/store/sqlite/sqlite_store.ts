@@ -12,10 +12,10 @@
  */
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import { jobNotFound, leaseLost, TegamiError } from "../errors.ts";
-import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../job.ts";
-import { newLeaseToken } from "../lease_token.ts";
-import { type CommitObserver, GroupCommit, type Transactor } from "./group_commit.ts";
+import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
+import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
+import { newLeaseToken } from "../../core/lease_token.ts";
+import { type CommitObserver, GroupCommit, type Transactor } from "../group_commit.ts";
 import { migrate } from "./sqlite_schema.ts";
 import { WalSync } from "./wal_sync.ts";
 import {
@@ -34,7 +34,7 @@ import {
   type Store,
   type StorePolicy,
   type TickResult,
-} from "./store.ts";
+} from "../store.ts";
 
 /** Options of {@linkcode SqliteStore.open}. */
 export interface SqliteStoreOptions {

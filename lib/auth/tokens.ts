@@ -20,7 +20,7 @@
  */
 
 import { createHash, timingSafeEqual } from "node:crypto";
-import { TegamiError } from "./errors.ts";
+import { TegamiError } from "../core/errors.ts";
 
 /** What a token may do: `admin` implies `produce` and `consume`. */
 export type Scope = "produce" | "consume" | "admin";

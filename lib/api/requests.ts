@@ -7,9 +7,9 @@
  * @module
  */
 
-import { invalid, TegamiError } from "./errors.ts";
+import { invalid, TegamiError } from "../core/errors.ts";
 import { elementSpans, memberSpan, type Span } from "./json_spans.ts";
-import type { Backoff, NewJob } from "./job.ts";
+import type { Backoff, NewJob } from "../core/job.ts";
 import {
   DEFAULT_MAX_ATTEMPTS,
   MAX_ATTEMPTS,
@@ -25,7 +25,7 @@ import {
   MIN_LEASE_MS,
   PRIORITY_RANGE,
   QUEUE_NAME,
-} from "./limits.ts";
+} from "../core/limits.ts";
 
 /** Limits that come from the server's configuration. */
 export interface RequestLimits {
