@@ -64,7 +64,7 @@ Deno.test("createApi's /readyz answers 503 once it is told the server no longer 
     limits: { maxPayload: 1 << 20, maxBatch: 1000, maxBody: 1 << 24 },
     accepting: () => false,
     metrics: () => Promise.resolve(""),
-    dashboard: "",
+    dashboard: [],
   });
   const answer = await api(new Request("http://127.0.0.1/readyz"));
   assert.equal(answer.status, 503);

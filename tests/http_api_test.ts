@@ -505,4 +505,18 @@ Deno.test("GET / answers the dashboard page as HTML", async () => {
   assert.match(answer.headers.get("content-type") ?? "", /^text\/html/);
   assert.match(answer.body, /^<!doctype html>/i);
   assert.match(answer.body, /<title>tegami<\/title>/);
+  assert.equal(answer.headers.get("content-security-policy"), "default-src 'self'");
+  assert.doesNotMatch(answer.body, /<script>|<style>| on[a-z]+="/, "nothing inline");
+});
+
+Deno.test("GET /dashboard.js and /dashboard.css answer the page's script and styles", async () => {
+  await using server = await startTestServer();
+  const script = await server.request("GET", "/dashboard.js");
+  assert.equal(script.status, 200);
+  assert.equal(script.headers.get("content-type"), "text/javascript; charset=utf-8");
+  assert.match(script.body, /getElementById/);
+  const css = await server.request("GET", "/dashboard.css");
+  assert.equal(css.status, 200);
+  assert.equal(css.headers.get("content-type"), "text/css; charset=utf-8");
+  assert.match(css.body, /--accent:/);
 });
