@@ -18,7 +18,7 @@ import type { Broker } from "../core/broker.ts";
 import type { Clock } from "../core/clock.ts";
 import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../core/errors.ts";
 import { deliveryJson, jobJson } from "../core/job.ts";
-import type { Logger } from "../observe/log.ts";
+import { describeCause, type Logger } from "../observe/log.ts";
 import {
   jobId,
   parseAck,
@@ -34,7 +34,7 @@ import {
   type RequestLimits,
 } from "../api/requests.ts";
 import type { Asset } from "../dashboard/assets.ts";
-import type { QueueCounts } from "../store/store.ts";
+import { statsView } from "../api/views.ts";
 import { type JsonBody, readJsonBody } from "./body.ts";
 import { errorResponse, json, jsonText } from "./respond.ts";
 
@@ -79,19 +79,6 @@ interface Route {
   path: string[];
   access: Access;
   handle: (ctx: Context) => Promise<Response> | Response;
-}
-
-/** Stats as the API shows them. */
-export function statsView(stats: QueueCounts, now: number, consumers: number): unknown {
-  return {
-    name: stats.name,
-    paused: stats.paused,
-    counts: stats.counts,
-    oldest_pending_age_ms: stats.oldest_pending_at === null
-      ? 0
-      : Math.max(0, now - stats.oldest_pending_at),
-    consumers,
-  };
 }
 
 /** Makes the request handler of the HTTP API. */
@@ -489,13 +476,4 @@ function unauthorized(): TegamiError {
 function requireAccess(principal: Principal, access: Access): void {
   if (access === "read" || access === "open") return;
   requireScope(principal, access === "job" ? "produce or consume" : access);
-}
-
-/** A one-line description of an internal failure's cause, for the log. */
-export function describeCause(cause: unknown): string {
-  if (cause instanceof Error) {
-    const inner = cause.cause instanceof Error ? `: ${cause.cause.message}` : "";
-    return `${cause.name}: ${cause.message}${inner}`.slice(0, 500);
-  }
-  return String(cause).slice(0, 500);
 }
