@@ -79,7 +79,11 @@ export async function send(
     (init.headers as Headers).set("content-type", "application/json");
     init.body = typeof body === "string" ? body : JSON.stringify(body);
   }
-  const response = await fetch(url + path, init);
+  return readAnswer(await fetch(url + path, init));
+}
+
+/** Reads a response into an {@linkcode Answer}: the body parsed as JSON, else kept as text. */
+export async function readAnswer(response: Response): Promise<Answer> {
   const text = await response.text();
   let parsed: unknown = text;
   try {
