@@ -1,6 +1,6 @@
 /**
  * fsync ordering, seen from the kernel's side (DESIGN §1 "any 2xx or ok means the change is
- * committed"; issue 6): the server runs under `strace -f`, mutating calls are made one at a time
+ * committed"): the server runs under `strace -f`, mutating calls are made one at a time
  * (HTTP on a fresh connection each, WebSocket frames on one socket), and the trace must show,
  * for every mutating 2xx answer and every `ok` reply, this order:
  *
