@@ -5,13 +5,12 @@
  * @module
  */
 
+import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
 import {
   bearerToken,
   OPEN_ACCESS,
   type Principal,
   requireQueue,
-  requireScope,
-  type Scope,
   type TokenSet,
 } from "../auth/tokens.ts";
 import type { Broker } from "../core/broker.ts";
@@ -64,9 +63,6 @@ export interface ApiOptions {
   onRequest?: (route: string, status: number, ms: number) => void;
 }
 
-/** Who may call a route: a scope, `read` (any valid token), `job` (produce or consume), `open`. */
-type Access = Scope | "read" | "job" | "open";
-
 interface Context {
   request: Request;
   url: URL;
@@ -110,7 +106,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "jobs"],
-      access: "produce",
+      access: OPERATIONS.enqueue,
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const { value, text } = await bodyText(ctx);
@@ -126,7 +122,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "leases"],
-      access: "consume",
+      access: OPERATIONS.lease,
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const req = parseLease(await body(ctx));
@@ -145,7 +141,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "ack"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         const req = parseAck(await body(ctx), limits);
@@ -157,7 +153,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "nack"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         const req = parseNack(await body(ctx));
@@ -169,7 +165,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "extend"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         const req = parseExtend(await body(ctx));
@@ -180,7 +176,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "checkpoint"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         const req = parseCheckpoint(await body(ctx), limits);
@@ -191,7 +187,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "jobs", ":id"],
-      access: "job",
+      access: OPERATIONS.readJob,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         const job = await broker.get(id);
@@ -203,7 +199,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "DELETE",
       path: ["v1", "jobs", ":id"],
-      access: "admin",
+      access: OPERATIONS.cancelJob,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         await jobAccess(ctx, id);
@@ -220,7 +216,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: async (ctx) => {
         const now = clock.now();
         const all = await broker.stats();
@@ -233,7 +229,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: async (ctx) => {
         const [stats] = await broker.stats(ctx.params[0]);
         return json(200, statsView(stats, clock.now(), broker.consumerCount(stats.name)));
@@ -242,7 +238,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     ...([["pause", true], ["resume", false]] as const).map(([action, paused]): Route => ({
       method: "POST",
       path: ["v1", "queues", ":queue", action],
-      access: "admin",
+      access: OPERATIONS.pauseQueue,
       handle: async (ctx) => {
         parseEmpty(await body(ctx));
         await broker.setPaused(ctx.params[0], paused);
@@ -256,7 +252,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue", "dead"],
-      access: "admin",
+      access: OPERATIONS.deadLetters,
       handle: async (ctx) => {
         const { limit, after } = parseDeadQuery(ctx.url.searchParams);
         const jobs = await broker.listDead(ctx.params[0], limit, after);
@@ -267,7 +263,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "dead", "requeue"],
-      access: "admin",
+      access: OPERATIONS.deadLetters,
       handle: async (ctx) => {
         const { ids } = parseRequeue(await body(ctx));
         const requeued = await broker.requeueDead(ctx.params[0], ids);
@@ -283,7 +279,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "events"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: (ctx) => {
         if (options.events === undefined) throw notFound(ctx.request, ctx.url);
         return options.events(ctx.principal);
@@ -292,13 +288,13 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["healthz"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: () => json(200, { status: "ok" }),
     },
     {
       method: "GET",
       path: ["readyz"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: async () => {
         if (!options.accepting()) {
           throw new TegamiError("unavailable", "Not ready: the server is shutting down");
@@ -316,7 +312,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["metrics"],
-      access: "admin",
+      access: OPERATIONS.metrics,
       handle: async (ctx) => {
         // The metrics name and count every queue; GET /v1/queues hides the others from a token
         // limited to some queues, so /metrics must not show them either.
@@ -334,7 +330,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     ...options.dashboard.map((asset): Route => ({
       method: "GET",
       path: asset.path.split("/").filter((part) => part !== ""),
-      access: "open",
+      access: OPERATIONS.open,
       handle: () =>
         new Response(asset.body, {
           headers: {
@@ -473,7 +469,3 @@ function unauthorized(): TegamiError {
   );
 }
 
-function requireAccess(principal: Principal, access: Access): void {
-  if (access === "read" || access === "open") return;
-  requireScope(principal, access === "job" ? "produce or consume" : access);
-}
