@@ -120,13 +120,22 @@ export function queueName(value: unknown, field = "queue"): string {
   return value;
 }
 
-/** Parses a job id from a path segment or a JSON value. */
+/**
+ * Parses a job id given as a JSON value: a positive safe integer. Types are strict, so the string
+ * `"42"` is refused like any other wrong type; only a path segment spells an id as text (see
+ * {@linkcode pathJobId}).
+ */
 export function jobId(value: unknown, field = "id"): number {
-  const n = typeof value === "string" && /^[0-9]{1,16}$/.test(value) ? Number(value) : value;
-  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 1) {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
     throw invalid(field, "expected a positive integer job id");
   }
-  return n;
+  return value;
+}
+
+/** Parses a job id from a URL path segment: 1 to 16 decimal digits naming a positive id. */
+export function pathJobId(segment: string): number {
+  if (!/^[0-9]{1,16}$/.test(segment)) throw invalid("id", "expected a positive integer job id");
+  return jobId(Number(segment));
 }
 
 const JOB_FIELDS = new Set([
@@ -314,7 +323,7 @@ export function parseNack(
     // U+FFFD: make both U+FFFD here so the error kept is exactly the one recorded, whole.
     error = cut.replaceAll("\u0000", "\uFFFD").toWellFormed();
   }
-  if (has(body, "dead") && typeof body.dead !== "boolean") {
+  if (has(body, "dead") && body.dead !== null && typeof body.dead !== "boolean") {
     throw invalid("dead", "expected true or false");
   }
   return {
@@ -358,11 +367,7 @@ export function parseRequeue(value: unknown): { ids: number[] | null } {
     throw invalid("ids", `more than ${MAX_REQUEUE_IDS} ids`);
   }
   return {
-    ids: body.ids.map((id, i) => {
-      // Ids in a body are JSON numbers; only path segments spell them as text.
-      if (typeof id !== "number") throw invalid(`ids[${i}]`, "expected a positive integer job id");
-      return jobId(id, `ids[${i}]`);
-    }),
+    ids: body.ids.map((id, i) => jobId(id, `ids[${i}]`)),
   };
 }
 

@@ -20,7 +20,6 @@ import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "
 import { deliveryJson, jobJson } from "../core/job.ts";
 import type { Logger } from "../observe/log.ts";
 import {
-  jobId,
   parseAck,
   parseCheckpoint,
   parseDeadQuery,
@@ -30,6 +29,7 @@ import {
   parseLease,
   parseNack,
   parseRequeue,
+  pathJobId,
   queueName,
   type RequestLimits,
 } from "../api/requests.ts";
@@ -159,7 +159,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id", "ack"],
       access: "consume",
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseAck(await body(ctx), limits);
         await jobAccess(ctx, id);
         await broker.ack(id, req.token, req.result);
@@ -171,7 +171,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id", "nack"],
       access: "consume",
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseNack(await body(ctx));
         await jobAccess(ctx, id);
         const out = await broker.nack(id, req.token, req);
@@ -183,7 +183,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id", "extend"],
       access: "consume",
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseExtend(await body(ctx));
         await jobAccess(ctx, id);
         return json(200, await broker.extend(id, req.token, req.lease_ms));
@@ -194,7 +194,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id", "checkpoint"],
       access: "consume",
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseCheckpoint(await body(ctx), limits);
         await jobAccess(ctx, id);
         return json(200, await broker.checkpoint(id, req.token, req.data));
@@ -205,7 +205,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id"],
       access: "job",
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const job = await broker.get(id);
         if (job === null) throw jobNotFound(id);
         requireQueue(ctx.principal, job.queue);
@@ -217,7 +217,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id"],
       access: "admin",
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         await jobAccess(ctx, id);
         const out = await broker.cancel(id);
         log.info(out.removed ? "Job removed" : "Job cancelled", {
