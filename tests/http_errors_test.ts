@@ -360,7 +360,8 @@ Deno.test("a known path with the wrong method answers 404 not_found", async (t) 
   await using server = await startTestServer();
   const cases: [string, string][] = [
     ["PUT", "/v1/queues/q/jobs"],
-    ["GET", "/v1/queues/q/jobs"],
+    ["DELETE", "/v1/queues/q/jobs"],
+    ["GET", "/v1/jobs/1/run"],
     ["GET", "/v1/queues/q/leases"],
     ["PATCH", "/v1/jobs/1"],
     ["POST", "/v1/jobs/1"],

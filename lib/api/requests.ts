@@ -9,7 +9,8 @@
 
 import { invalid, TegamiError } from "../core/errors.ts";
 import { elementSpans, memberSpan, type Span } from "./json_spans.ts";
-import type { Backoff, NewJob } from "../core/job.ts";
+import { type Backoff, JOB_STATES, type JobState, type NewJob } from "../core/job.ts";
+import type { JobPage } from "../store/store.ts";
 import {
   DEFAULT_MAX_ATTEMPTS,
   MAX_ATTEMPTS,
@@ -371,9 +372,12 @@ export function parseRequeue(value: unknown): { ids: number[] | null } {
   };
 }
 
-/** Parses the dead-letter list's query string. */
-export function parseDeadQuery(params: URLSearchParams): { limit: number; after: number } {
-  const read = (name: string, fallback: number, min: number, max: number): number => {
+/** Reads integer query parameters, refusing any parameter not in `allowed`. */
+function queryReader(params: URLSearchParams, allowed: ReadonlySet<string>) {
+  for (const name of params.keys()) {
+    if (!allowed.has(name)) throw invalid(name, "unknown query parameter");
+  }
+  return (name: string, fallback: number, min: number, max: number): number => {
     const raw = params.get(name);
     if (raw === null || raw === "") return fallback;
     if (!/^[0-9]{1,16}$/.test(raw)) throw invalid(name, "expected a non-negative integer");
@@ -381,9 +385,39 @@ export function parseDeadQuery(params: URLSearchParams): { limit: number; after:
     if (n < min || n > max) throw invalid(name, `expected an integer from ${min} to ${max}`);
     return n;
   };
+}
+
+const DEAD_QUERY = new Set(["limit", "after"]);
+const JOBS_QUERY = new Set(["state", "order", "limit", "after"]);
+const ORDERS = new Set(["oldest", "newest"]);
+
+/** Parses the dead-letter list's query string. */
+export function parseDeadQuery(params: URLSearchParams): { limit: number; after: number } {
+  const read = queryReader(params, DEAD_QUERY);
   return {
     limit: read("limit", 100, 1, MAX_LIST_LIMIT),
     after: read("after", 0, 0, Number.MAX_SAFE_INTEGER),
+  };
+}
+
+/**
+ * Parses the job browser's query string: `state` (required), `order` (`oldest`, the default, or
+ * `newest`), `limit` (1–1000, default 100) and `after` (an id cursor in the listing's order).
+ */
+export function parseJobsQuery(params: URLSearchParams): JobPage {
+  const read = queryReader(params, JOBS_QUERY);
+  const state = params.get("state");
+  if (state === null || !(JOB_STATES as readonly string[]).includes(state)) {
+    throw invalid("state", `expected one of ${JOB_STATES.join(", ")}`);
+  }
+  const order = params.get("order") ?? "oldest";
+  if (!ORDERS.has(order)) throw invalid("order", "expected oldest or newest");
+  const after = read("after", 0, 0, Number.MAX_SAFE_INTEGER);
+  return {
+    state: state as JobState,
+    order: order as JobPage["order"],
+    after: after === 0 ? null : after,
+    limit: read("limit", 100, 1, MAX_LIST_LIMIT),
   };
 }
 

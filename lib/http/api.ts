@@ -26,6 +26,7 @@ import {
   parseEmpty,
   parseEnqueue,
   parseExtend,
+  parseJobsQuery,
   parseLease,
   parseNack,
   parseRequeue,
@@ -274,6 +275,30 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         const jobs = await broker.listDead(ctx.params[0], limit, after);
         const next = jobs.length === limit ? jobs[jobs.length - 1].id : null;
         return jsonText(200, `{"jobs":[${jobs.map(jobJson).join(",")}],"next_after":${next}}`);
+      },
+    },
+    {
+      method: "GET",
+      path: ["v1", "queues", ":queue", "jobs"],
+      access: "admin",
+      handle: async (ctx) => {
+        const page = parseJobsQuery(ctx.url.searchParams);
+        const jobs = await broker.listJobs(ctx.params[0], page);
+        const next = jobs.length === page.limit ? jobs[jobs.length - 1].id : null;
+        return jsonText(200, `{"jobs":[${jobs.map(jobJson).join(",")}],"next_after":${next}}`);
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "jobs", ":id", "run"],
+      access: "admin",
+      handle: async (ctx) => {
+        const id = pathJobId(ctx.params[0]);
+        parseEmpty(await body(ctx));
+        await jobAccess(ctx, id);
+        const out = await broker.runNow(id);
+        log.info("Job run now", { id, queue: out.queue, by: ctx.principal.name });
+        return json(200, { id, state: out.state, run_at: out.run_at });
       },
     },
     {
