@@ -234,6 +234,8 @@ const INVALID: [string, string, string, unknown, string][] = [
     payload: 1,
   }, "queue"],
   ["a bad queue name for stats", "GET", "/v1/queues/%C3%A9t%C3%A9", undefined, "queue"],
+  ["a queue name that is not percent-encoding", "GET", "/v1/queues/%zz", undefined, "queue"],
+  ["a job id that is not percent-encoding", "DELETE", "/v1/jobs/%E0%A4", undefined, "id"],
   ["a bad queue name for pause", "POST", "/v1/queues/-/pause", undefined, "queue"],
   ["a bad queue name for dead", "GET", "/v1/queues/_x/dead", undefined, "queue"],
   ["pause with a field", "POST", "/v1/queues/q/pause", { whatever: 1 }, "whatever"],
@@ -345,7 +347,6 @@ Deno.test("an unknown route answers 404 not_found", async (t) => {
     ["POST", "/v1/jobs/1/retry"],
     ["GET", "/v1/jobs/1/ack/more"],
     ["GET", "/v1/queues/q/jobs/1"],
-    ["GET", "/v1/queues/%zz"],
     ["GET", "/index.html"],
     ["GET", "/v1/../../etc/passwd"],
   ];

@@ -36,6 +36,8 @@ import {
 } from "../api/requests.ts";
 import type { QueueCounts } from "../store/store.ts";
 import { type JsonBody, readJsonBody } from "./body.ts";
+import openapi from "./openapi.json" with { type: "json" };
+import asyncapi from "../ws/asyncapi.json" with { type: "json" };
 import { errorResponse, json, jsonText } from "./respond.ts";
 
 /** What the API needs from the server around it. */
@@ -118,6 +120,10 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     if (queue === null) throw jobNotFound(id);
     requireQueue(ctx.principal, queue);
   };
+
+  // The API documents, embedded by the imports (a compiled binary carries them), as sent.
+  const openapiText = JSON.stringify(openapi);
+  const asyncapiText = JSON.stringify(asyncapi);
 
   const table: Route[] = [
     {
@@ -370,6 +376,18 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     },
     {
       method: "GET",
+      path: ["openapi.json"],
+      access: "open",
+      handle: () => jsonText(200, openapiText),
+    },
+    {
+      method: "GET",
+      path: ["asyncapi.json"],
+      access: "open",
+      handle: () => jsonText(200, asyncapiText),
+    },
+    {
+      method: "GET",
       path: [],
       access: "open",
       handle: () =>
@@ -416,8 +434,8 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     }
     let pathMatched = false;
     for (const r of routes) {
-      const params = match(r.path, segments);
-      if (params === null) continue;
+      const matched = match(r.path, segments);
+      if (matched === null) continue;
       pathMatched = true;
       if (r.method !== request.method) continue;
       seen.pattern = r.pattern;
@@ -429,6 +447,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         principal = found;
         requireAccess(principal, r.access);
       }
+      const params = decoded(r.path, matched);
       if (r.namesQueue) {
         const queue = queueName(params[0]);
         requireQueue(principal, queue);
@@ -466,21 +485,34 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
   };
 }
 
-function match(pattern: string[], segments: string[]): string[] | null {
+/**
+ * The parameters of a path that has the pattern's shape, or null. A parameter segment that is
+ * not valid percent-encoding (`%zz`) still matches, as undefined: the route is the right one and
+ * the caller's parameter is malformed (400), which the router reports once the method matches.
+ */
+function match(pattern: string[], segments: string[]): (string | undefined)[] | null {
   if (pattern.length !== segments.length) return null;
-  const params: string[] = [];
+  const params: (string | undefined)[] = [];
   for (let i = 0; i < pattern.length; i++) {
     if (pattern[i].startsWith(":")) {
-      let value: string;
+      let value: string | undefined;
       try {
         value = decodeURIComponent(segments[i]);
       } catch {
-        return null;
+        value = undefined;
       }
       params.push(value);
     } else if (pattern[i] !== segments[i]) return null;
   }
   return params;
+}
+
+/** The decoded parameters, or `validation_failed` naming the first malformed one. */
+function decoded(pattern: string[], params: (string | undefined)[]): string[] {
+  const at = params.indexOf(undefined);
+  if (at < 0) return params as string[];
+  const name = pattern.filter((p) => p.startsWith(":"))[at].slice(1);
+  throw invalid(name, "not valid percent-encoding");
 }
 
 /**

@@ -9,6 +9,7 @@ import { ManualClock, systemClock } from "../../lib/core/clock.ts";
 import { resolveServeConfig, type ServeConfig } from "../../lib/config/config.ts";
 import { silentLogger } from "../../lib/observe/log.ts";
 import { type RunningServer, startServer } from "../../lib/server.ts";
+import { checkHttpAnswer } from "./api_schemas.ts";
 
 /** An answer: status, parsed JSON body (or text when not JSON), headers. */
 export interface Answer {
@@ -57,7 +58,10 @@ export async function settle(rounds = 5): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 0));
 }
 
-/** Sends a request to a server and reads the answer. */
+/**
+ * Sends a request to a server and reads the answer, which must agree with the OpenAPI document
+ * (see `api_schemas.ts`): an undocumented status or a body that breaks its schema throws.
+ */
 export async function send(
   url: string,
   method: string,
@@ -72,6 +76,7 @@ export async function send(
   }
   const response = await fetch(url + path, init);
   const text = await response.text();
+  checkHttpAnswer(method, path, response.status, response.headers.get("content-type"), text);
   let parsed: unknown = text;
   try {
     parsed = JSON.parse(text);
