@@ -503,8 +503,8 @@ export class SqliteStore implements Store {
   listJobs(queue: string, page: JobPage): Promise<Job[]> {
     return this.#read(() => {
       const rows = page.order === "oldest"
-        ? this.#s.listOldest.all(queue, page.state, page.after ?? 0, page.limit)
-        : this.#s.listNewest.all(
+        ? this.#statements.listOldest.all(queue, page.state, page.after ?? 0, page.limit)
+        : this.#statements.listNewest.all(
           queue,
           page.state,
           page.after ?? Number.MAX_SAFE_INTEGER,
@@ -527,7 +527,7 @@ export class SqliteStore implements Store {
           { id },
         );
       }
-      this.#s.runNow.run(now, id);
+      this.#statements.runNow.run(now, id);
       this.#moves.push([row.queue, "delayed", "pending"]);
       return { id, queue: row.queue, state: "pending", run_at: now };
     });
