@@ -211,6 +211,8 @@ export async function driveTraffic(
   await call("/readyz", "GET", "/readyz", undefined, {});
   await call("/metrics", "GET", "/metrics");
   await call("/", "GET", "/", undefined, {});
+  await call("/dashboard.js", "GET", "/dashboard.js", undefined, {});
+  await call("/dashboard.css", "GET", "/dashboard.css", undefined, {});
   await call("/openapi.json", "GET", "/openapi.json", undefined, {});
   await call("/asyncapi.json", "GET", "/asyncapi.json", undefined, {});
 
