@@ -525,4 +525,3 @@ function unauthorized(): TegamiError {
     "Cannot authenticate: send a valid token as Authorization: Bearer <token>",
   );
 }
-
