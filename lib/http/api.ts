@@ -5,20 +5,19 @@
  * @module
  */
 
+import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
 import {
   bearerToken,
   OPEN_ACCESS,
   type Principal,
   requireQueue,
-  requireScope,
-  type Scope,
   type TokenSet,
 } from "../auth/tokens.ts";
 import type { Broker } from "../core/broker.ts";
 import type { Clock } from "../core/clock.ts";
 import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../core/errors.ts";
 import { deliveryJson, jobJson } from "../core/job.ts";
-import type { Logger } from "../observe/log.ts";
+import { describeCause, type Logger } from "../observe/log.ts";
 import {
   parseAck,
   parseCheckpoint,
@@ -35,7 +34,7 @@ import {
   type RequestLimits,
 } from "../api/requests.ts";
 import type { Asset } from "../dashboard/assets.ts";
-import type { QueueCounts } from "../store/store.ts";
+import { statsView } from "../api/views.ts";
 import { type JsonBody, readJsonBody } from "./body.ts";
 import openapi from "./openapi.json" with { type: "json" };
 import asyncapi from "../ws/asyncapi.json" with { type: "json" };
@@ -67,9 +66,6 @@ export interface ApiOptions {
   onRequest?: (route: string, status: number, ms: number) => void;
 }
 
-/** Who may call a route: a scope, `read` (any valid token), `job` (produce or consume), `open`. */
-type Access = Scope | "read" | "job" | "open";
-
 interface Context {
   request: Request;
   url: URL;
@@ -82,19 +78,6 @@ interface Route {
   path: string[];
   access: Access;
   handle: (ctx: Context) => Promise<Response> | Response;
-}
-
-/** Stats as the API shows them. */
-export function statsView(stats: QueueCounts, now: number, consumers: number): unknown {
-  return {
-    name: stats.name,
-    paused: stats.paused,
-    counts: stats.counts,
-    oldest_pending_age_ms: stats.oldest_pending_at === null
-      ? 0
-      : Math.max(0, now - stats.oldest_pending_at),
-    consumers,
-  };
 }
 
 /** Makes the request handler of the HTTP API. */
@@ -130,7 +113,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "jobs"],
-      access: "produce",
+      access: OPERATIONS.enqueue,
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const { value, text } = await bodyText(ctx);
@@ -146,7 +129,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "leases"],
-      access: "consume",
+      access: OPERATIONS.lease,
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const req = parseLease(await body(ctx));
@@ -165,7 +148,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "ack"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = pathJobId(ctx.params[0]);
         const req = parseAck(await body(ctx), limits);
@@ -177,7 +160,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "nack"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = pathJobId(ctx.params[0]);
         const req = parseNack(await body(ctx));
@@ -189,7 +172,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "extend"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = pathJobId(ctx.params[0]);
         const req = parseExtend(await body(ctx));
@@ -200,7 +183,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "checkpoint"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = pathJobId(ctx.params[0]);
         const req = parseCheckpoint(await body(ctx), limits);
@@ -211,7 +194,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "jobs", ":id"],
-      access: "job",
+      access: OPERATIONS.readJob,
       handle: async (ctx) => {
         const id = pathJobId(ctx.params[0]);
         const job = await broker.get(id);
@@ -223,7 +206,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "DELETE",
       path: ["v1", "jobs", ":id"],
-      access: "admin",
+      access: OPERATIONS.cancelJob,
       handle: async (ctx) => {
         const id = pathJobId(ctx.params[0]);
         await jobAccess(ctx, id);
@@ -240,7 +223,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: async (ctx) => {
         const now = clock.now();
         const all = await broker.stats();
@@ -253,7 +236,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: async (ctx) => {
         const [stats] = await broker.stats(ctx.params[0]);
         return json(200, statsView(stats, clock.now(), broker.consumerCount(stats.name)));
@@ -262,7 +245,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     ...([["pause", true], ["resume", false]] as const).map(([action, paused]): Route => ({
       method: "POST",
       path: ["v1", "queues", ":queue", action],
-      access: "admin",
+      access: OPERATIONS.pauseQueue,
       handle: async (ctx) => {
         parseEmpty(await body(ctx));
         await broker.setPaused(ctx.params[0], paused);
@@ -276,7 +259,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue", "dead"],
-      access: "admin",
+      access: OPERATIONS.deadLetters,
       handle: async (ctx) => {
         const { limit, after } = parseDeadQuery(ctx.url.searchParams);
         const jobs = await broker.listDead(ctx.params[0], limit, after);
@@ -287,7 +270,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue", "jobs"],
-      access: "admin",
+      access: OPERATIONS.browseJobs,
       handle: async (ctx) => {
         const page = parseJobsQuery(ctx.url.searchParams);
         const jobs = await broker.listJobs(ctx.params[0], page);
@@ -298,7 +281,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "run"],
-      access: "admin",
+      access: OPERATIONS.runJob,
       handle: async (ctx) => {
         const id = pathJobId(ctx.params[0]);
         parseEmpty(await body(ctx));
@@ -311,7 +294,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "dead", "requeue"],
-      access: "admin",
+      access: OPERATIONS.deadLetters,
       handle: async (ctx) => {
         const { ids } = parseRequeue(await body(ctx));
         const requeued = await broker.requeueDead(ctx.params[0], ids);
@@ -327,7 +310,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "events"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: (ctx) => {
         if (options.events === undefined) throw notFound(ctx.request, ctx.url);
         return options.events(ctx.principal);
@@ -336,13 +319,13 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["healthz"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: () => json(200, { status: "ok" }),
     },
     {
       method: "GET",
       path: ["readyz"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: async () => {
         if (!options.accepting()) {
           throw new TegamiError("unavailable", "Not ready: the server is shutting down");
@@ -360,7 +343,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["metrics"],
-      access: "admin",
+      access: OPERATIONS.metrics,
       handle: async (ctx) => {
         // The metrics name and count every queue; GET /v1/queues hides the others from a token
         // limited to some queues, so /metrics must not show them either.
@@ -378,19 +361,19 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["openapi.json"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: () => jsonText(200, openapiText),
     },
     {
       method: "GET",
       path: ["asyncapi.json"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: () => jsonText(200, asyncapiText),
     },
     ...options.dashboard.map((asset): Route => ({
       method: "GET",
       path: asset.path.split("/").filter((part) => part !== ""),
-      access: "open",
+      access: OPERATIONS.open,
       handle: () =>
         new Response(asset.body, {
           headers: {
@@ -541,18 +524,4 @@ function unauthorized(): TegamiError {
     "unauthorized",
     "Cannot authenticate: send a valid token as Authorization: Bearer <token>",
   );
-}
-
-function requireAccess(principal: Principal, access: Access): void {
-  if (access === "read" || access === "open") return;
-  requireScope(principal, access === "job" ? "produce or consume" : access);
-}
-
-/** A one-line description of an internal failure's cause, for the log. */
-export function describeCause(cause: unknown): string {
-  if (cause instanceof Error) {
-    const inner = cause.cause instanceof Error ? `: ${cause.cause.message}` : "";
-    return `${cause.name}: ${cause.message}${inner}`.slice(0, 500);
-  }
-  return String(cause).slice(0, 500);
 }

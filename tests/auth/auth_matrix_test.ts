@@ -66,18 +66,8 @@ function expectedStatus(access: Access, queueBound: boolean, caller: Caller, ok:
   return ok;
 }
 
-async function startMatrixServer(): Promise<TestServer> {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-auth-matrix-" });
-  const tokensFile = `${dir}/tokens.json`;
-  await Deno.writeTextFile(tokensFile, JSON.stringify(ENTRIES));
-  const server = await startTestServer({ dir, config: { tokensFile } });
-  return {
-    ...server,
-    [Symbol.asyncDispose]: async () => {
-      await server.stop();
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
+function startMatrixServer(): Promise<TestServer> {
+  return startTestServer({ tokens: ENTRIES });
 }
 
 /** A job made through the broker (no auth involved), for one cell of the grid. */

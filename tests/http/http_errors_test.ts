@@ -13,7 +13,12 @@ import {
   RawHttp,
   untilConsumers,
 } from "../helpers/http_calls.ts";
-import { type Answer, startTestServer, type TestServer } from "../helpers/test_server.ts";
+import {
+  type Answer,
+  readAnswer,
+  startTestServer,
+  type TestServer,
+} from "../helpers/test_server.ts";
 import { STATUS_OF } from "../../lib/core/errors.ts";
 
 /** Asserts an answer is the error `code` with its status and the documented body shape. */
@@ -41,15 +46,7 @@ async function sendRaw(
   if (contentType !== null) headers.set("content-type", contentType);
   // A Uint8Array or a stream gets no Content-Type from fetch; a string would get text/plain.
   const payload = typeof body === "string" ? new TextEncoder().encode(body) : body;
-  const response = await fetch(server.url + path, { method, headers, body: payload });
-  const text = await response.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON
-  }
-  return { status: response.status, body: parsed, headers: response.headers };
+  return readAnswer(await fetch(server.url + path, { method, headers, body: payload }), method);
 }
 
 async function pendingCount(server: TestServer, queue: string): Promise<number> {

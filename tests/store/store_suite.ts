@@ -36,7 +36,7 @@ export const SUITE_POLICY: LifecyclePolicy = {
 const T0 = 1_700_000_000_000;
 
 /** A job due at T0 with the usual defaults, overridden by `fields`. */
-function newJob(fields: Partial<NewJob> = {}): NewJob {
+export function newJob(fields: Partial<NewJob> = {}): NewJob {
   return {
     payload: '{"n":0}',
     priority: 0,
