@@ -40,10 +40,8 @@ const CLIENT_MAY_IMPORT = ["lib/core/errors.ts"];
 const POSTGRES_DRIVER =
   /^(npm:\/?(postgres|pg|pg-native|pg-pool|@neondatabase\/serverless)(@|\/|$)|jsr:\/?@db\/postgres|https:\/\/deno\.land\/x\/postgres)/;
 
-/** Test folders that mirror no folder of lib/. */
-// contract (third-party testers against live servers) and node (the SDK on Node) hold
-// installed tools too (node_modules), so they are not walked either.
-const SHARED_TEST_DIRS = new Set(["helpers", "server", "torture", "contract", "node"]);
+/** Test folders that mirror no folder of lib/: helpers, whole-server, contract and cross-runtime tests. */
+const SHARED_TEST_DIRS = new Set(["contract", "helpers", "node", "server", "torture"]);
 
 /** One module's imports: local ones as repo-relative paths, the rest as resolved specifiers. */
 interface Module {
@@ -230,7 +228,6 @@ Deno.test("every folder of tests/ mirrors a folder of lib/", async () => {
   const collect = async (dir: string) => {
     for await (const entry of Deno.readDir(`${ROOT}${dir}`)) {
       if (!entry.isDirectory) continue;
-      if (dir === "tests" && SHARED_TEST_DIRS.has(entry.name)) continue;
       dirs.push(`${dir}/${entry.name}`);
       await collect(`${dir}/${entry.name}`);
     }

@@ -83,17 +83,20 @@ export async function send(
     (init.headers as Headers).set("content-type", "application/json");
     init.body = typeof body === "string" ? body : JSON.stringify(body);
   }
-  return readAnswer(await fetch(url + path, init), method);
+  return readAnswer(method, path, await fetch(url + path, init));
 }
 
 /**
- * Reads a response into an {@linkcode Answer}: the body parsed as JSON, else kept as text. The
- * answer must agree with the OpenAPI document for `method` and the response's URL.
+ * Reads the response to `method path` into an {@linkcode Answer} (the body parsed as JSON, else
+ * kept as text), checking it against the OpenAPI document as {@linkcode send} does.
  */
-export async function readAnswer(response: Response, method: string): Promise<Answer> {
+export async function readAnswer(
+  method: string,
+  path: string,
+  response: Response,
+): Promise<Answer> {
   const text = await response.text();
-  const type = response.headers.get("content-type");
-  checkHttpAnswer(method, response.url, response.status, type, text);
+  checkHttpAnswer(method, path, response.status, response.headers.get("content-type"), text);
   let parsed: unknown = text;
   try {
     parsed = JSON.parse(text);

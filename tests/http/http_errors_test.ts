@@ -46,7 +46,11 @@ async function sendRaw(
   if (contentType !== null) headers.set("content-type", contentType);
   // A Uint8Array or a stream gets no Content-Type from fetch; a string would get text/plain.
   const payload = typeof body === "string" ? new TextEncoder().encode(body) : body;
-  return readAnswer(await fetch(server.url + path, { method, headers, body: payload }), method);
+  return readAnswer(
+    method,
+    path,
+    await fetch(server.url + path, { method, headers, body: payload }),
+  );
 }
 
 async function pendingCount(server: TestServer, queue: string): Promise<number> {
