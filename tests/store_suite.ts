@@ -112,16 +112,26 @@ async function makeDead(store: Store, queue: string, n: number, now = T0): Promi
   return ids;
 }
 
+/** Options of {@linkcode exerciseStore}. */
+export interface ExerciseOptions {
+  /** Registers every case as ignored (the engine is not reachable here). @default false */
+  ignore?: boolean;
+}
+
 /** Registers the behaviour suite for a store; every test name starts with `name`. */
-export function exerciseStore(name: string, open: OpenStore): void {
+export function exerciseStore(name: string, open: OpenStore, options: ExerciseOptions = {}): void {
   function test(title: string, fn: (store: Store) => Promise<void>): void {
-    Deno.test(`${name}: ${title}`, async () => {
-      const { store, cleanup } = await open();
-      try {
-        await fn(store);
-      } finally {
-        await cleanup();
-      }
+    Deno.test({
+      name: `${name}: ${title}`,
+      ignore: options.ignore ?? false,
+      fn: async () => {
+        const { store, cleanup } = await open();
+        try {
+          await fn(store);
+        } finally {
+          await cleanup();
+        }
+      },
     });
   }
 

@@ -1,0 +1,148 @@
+/**
+ * Group commit on PostgreSQL: writes that arrive while a transaction is running share the next
+ * one, so a burst of N writes from one server costs one COMMIT (one WAL flush) instead of N.
+ *
+ * An operation is an async function given the transaction's `sql` and the batch's
+ * {@linkcode BatchNews}. Operations of a batch run one after another inside one transaction,
+ * so no two interleave. The rule every operation keeps: it throws a `TegamiError` (a stale
+ * token, an unknown job) only before it has written anything, so that error is answered to its
+ * caller alone and the others commit. Any other failure (a lost connection, an error from the
+ * database) aborts the transaction, and every caller in it gets `unavailable`; a deadlock or
+ * serialization failure first runs the whole batch again, a few times.
+ *
+ * The news collected by a batch — queues that gained ready jobs, leases that ended — is sent as
+ * NOTIFYs inside the same transaction, once per batch and queue: PostgreSQL delivers them only
+ * if the transaction commits.
+ *
+ * @module
+ */
+
+import { TegamiError } from "../../core/errors.ts";
+import type { RemoteLeaseEnd } from "../store.ts";
+import { asStoreError, isRetryable, type Sql, type TxSql } from "./pg_driver.ts";
+
+/** What a batch tells the other servers once it commits. */
+export class BatchNews {
+  /** Queues that gained ready jobs. */
+  readonly ready = new Set<string>();
+  /** Leases ended here that another server may hold: `[id, token, why]`. */
+  readonly ended: [number, string, RemoteLeaseEnd][] = [];
+
+  /** True when there is nothing to tell. */
+  get empty(): boolean {
+    return this.ready.size === 0 && this.ended.length === 0;
+  }
+}
+
+/** One write: runs inside the batch's transaction. */
+export type PgOperation<T> = (tx: TxSql, news: BatchNews) => Promise<T>;
+
+interface Pending {
+  run: PgOperation<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Called after each commit attempt with the batch size, the time it took and any failure. */
+export type PgCommitObserver = (size: number, ms: number, error: unknown) => void;
+
+/** How often a batch that hit a deadlock or serialization failure runs again. */
+const RETRIES = 3;
+
+/** Batches async operations into shared transactions, one transaction at a time. */
+export class PgGroupCommit {
+  readonly #sql: Sql;
+  readonly #observer: PgCommitObserver;
+  readonly #publish: (tx: TxSql, news: BatchNews) => Promise<void>;
+  #queue: Pending[] = [];
+  #running = false;
+  #idle: (() => void)[] = [];
+
+  /**
+   * Wraps a pool. `publish` sends a batch's news inside its transaction, just before COMMIT;
+   * `observer` sees every commit attempt.
+   */
+  constructor(
+    sql: Sql,
+    publish: (tx: TxSql, news: BatchNews) => Promise<void>,
+    observer: PgCommitObserver,
+  ) {
+    this.#sql = sql;
+    this.#publish = publish;
+    this.#observer = observer;
+  }
+
+  /** Runs `operation` in the next shared transaction; resolves after it is committed. */
+  submit<T>(operation: PgOperation<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({
+        run: operation as PgOperation<unknown>,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
+      if (!this.#running) {
+        this.#running = true;
+        // One macrotask of grace, so writes issued together start out together.
+        setTimeout(() => this.#drain(), 0);
+      }
+    });
+  }
+
+  /** Operations waiting for the next transaction. */
+  get waiting(): number {
+    return this.#queue.length;
+  }
+
+  /** Resolves once nothing is waiting or running. */
+  drained(): Promise<void> {
+    if (!this.#running && this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const batch = this.#queue;
+      this.#queue = [];
+      await this.#commit(batch);
+    }
+    this.#running = false;
+    const idle = this.#idle;
+    this.#idle = [];
+    for (const resolve of idle) resolve();
+  }
+
+  async #commit(batch: Pending[]): Promise<void> {
+    const started = performance.now();
+    for (let attempt = 0;; attempt++) {
+      let outcomes: { ok: boolean; value: unknown }[];
+      try {
+        outcomes = await this.#sql.begin(async (tx) => {
+          const news = new BatchNews();
+          const out: { ok: boolean; value: unknown }[] = [];
+          for (const pending of batch) {
+            try {
+              out.push({ ok: true, value: await pending.run(tx, news) });
+            } catch (error) {
+              if (!(error instanceof TegamiError)) throw error;
+              out.push({ ok: false, value: error });
+            }
+          }
+          if (!news.empty) await this.#publish(tx, news);
+          return out;
+        });
+      } catch (error) {
+        if (attempt < RETRIES && isRetryable(error)) continue;
+        this.#observer(batch.length, performance.now() - started, error);
+        const failure = asStoreError(error, "commit the write");
+        for (const pending of batch) pending.reject(failure);
+        return;
+      }
+      this.#observer(batch.length, performance.now() - started, null);
+      for (let i = 0; i < batch.length; i++) {
+        if (outcomes[i].ok) batch[i].resolve(outcomes[i].value);
+        else batch[i].reject(outcomes[i].value);
+      }
+      return;
+    }
+  }
+}
