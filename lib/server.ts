@@ -25,6 +25,7 @@ import { originAllowed } from "./http/origin.ts";
 import { TegamiError } from "./core/errors.ts";
 import { errorResponse } from "./http/respond.ts";
 import type { Store } from "./store/store.ts";
+import type { Backoff } from "./core/job.ts";
 
 /** Options of {@linkcode startServer}. */
 export interface ServerOptions {
@@ -55,22 +56,39 @@ export interface RunningServer {
 }
 
 /** Opens the store named by `config.db`. */
-function openStore(config: ServeConfig, metrics: ServerMetrics): Store {
-  if (/^postgres(ql)?:\/\//.test(config.db)) {
-    throw new Error(
-      `Cannot open database "${redactUrl(config.db)}": the PostgreSQL store is not built yet`,
-    );
-  }
+async function openStore(
+  config: ServeConfig,
+  metrics: ServerMetrics,
+  log: Logger,
+): Promise<Store> {
   const backoff = { base_ms: config.backoffBaseMs, max_ms: config.backoffMaxMs };
+  const policy = {
+    defaultLeaseMs: config.leaseMs,
+    retryDelayMs: (attempt: number, own: Backoff | null) => retryDelayMs(attempt, own ?? backoff),
+  };
+  if (/^postgres(ql)?:\/\//.test(config.db)) {
+    if (config.unsafeFault !== null) {
+      throw new Error("Cannot use --unsafe-fault with PostgreSQL: it is a SQLite test fault");
+    }
+    // Loaded only here, so a SQLite server never loads the PostgreSQL driver.
+    const { PgStore } = await import("./store/postgres/pg_store.ts");
+    return await PgStore.open({
+      url: config.db,
+      schema: config.pgSchema,
+      poolSize: config.pgPool,
+      pollMs: config.pgPollMs,
+      policy,
+      onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
+      onBackgroundError: (what, error) =>
+        log.error(`Background ${what} failed`, { cause: describeCause(error) }),
+    });
+  }
   return SqliteStore.open({
     path: config.db,
     sync: config.sync,
     onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
     unsafeFault: config.unsafeFault,
-    policy: {
-      defaultLeaseMs: config.leaseMs,
-      retryDelayMs: (attempt, own) => retryDelayMs(attempt, own ?? backoff),
-    },
+    policy,
   });
 }
 
@@ -106,7 +124,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
   }
   const metrics = new ServerMetrics();
-  const store = openStore(config, metrics);
+  const store = await openStore(config, metrics, log);
   const broker = new Broker({
     store,
     clock,

@@ -11,14 +11,22 @@ const db = await pgTestDatabase();
 
 exerciseStore("postgres", async () => {
   const schema = db!.schema();
-  const store = await PgStore.open({ url: db!.url, schema, policy: SUITE_POLICY, poolSize: 4 });
+  const open = () =>
+    PgStore.open({ url: db!.url, schema, policy: SUITE_POLICY, poolSize: 4, pollMs: 50 });
+  const store = await open();
+  const peers: PgStore[] = [];
   return {
     store,
+    peer: async () => {
+      const peer = await open();
+      peers.push(peer);
+      return peer;
+    },
     async cleanup() {
-      await store.close();
+      await Promise.all([store, ...peers].map((s) => s.close()));
       await db!.dropSchema(schema);
     },
   };
-}, { ignore: db === null });
+}, { capabilities: { shared: true, localFiles: false }, ignore: db === null });
 
 dropPgTestDatabaseAfterwards(db);

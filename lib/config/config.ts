@@ -80,6 +80,29 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
   flag("db", "string", "tegami.db", "path to the SQLite file, or postgres://… URL", {
     placeholder: "PATH|URL",
   }),
+  flag(
+    "pg-schema",
+    "string",
+    "tegami",
+    "PostgreSQL schema for tegami's tables (created if missing)",
+    {
+      placeholder: "NAME",
+    },
+  ),
+  flag("pg-pool", "int", 10, "most PostgreSQL connections per server (plus one for LISTEN)", {
+    min: 1,
+    max: 1000,
+  }),
+  flag(
+    "pg-poll",
+    "duration",
+    SECOND,
+    "on PostgreSQL, how often to look for work a lost notification hid",
+    {
+      min: 50,
+      max: MINUTE,
+    },
+  ),
   flag("host", "string", "127.0.0.1", "interface to listen on", { placeholder: "HOST" }),
   flag("port", "int", 7700, "port to listen on; 0 picks any free port", { min: 0, max: 65535 }),
   flag("tokens", "string", null, "JSON tokens file; without one, anyone may call the API", {
@@ -166,6 +189,12 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
 export interface ServeConfig {
   /** SQLite file path, or a `postgres://` / `postgresql://` URL. */
   db: string;
+  /** The PostgreSQL schema holding tegami's tables. */
+  pgSchema: string;
+  /** Most PostgreSQL connections per server. */
+  pgPool: number;
+  /** How often, in ms, a PostgreSQL-backed server polls for work notifications may have missed. */
+  pgPollMs: number;
   /** Interface to listen on. */
   host: string;
   /** Port to listen on; 0 picks any free port. */
@@ -490,8 +519,16 @@ export function resolveServeConfig(
     );
   }
 
+  const pgSchema = get("pg-schema").value as string;
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(pgSchema)) {
+    fail("pg-schema", `"${pgSchema}" is not a plain identifier (letters, digits, _; at most 63)`);
+  }
+
   return {
     db: get("db").value as string,
+    pgSchema,
+    pgPool: get("pg-pool").value as number,
+    pgPollMs: get("pg-poll").value as number,
     host,
     port: get("port").value as number,
     tokensFile,

@@ -3,8 +3,12 @@
  * one, so a burst of N writes from one server costs one COMMIT (one WAL flush) instead of N.
  *
  * An operation is an async function given the transaction's `sql` and the batch's
- * {@linkcode BatchNews}. Operations of a batch run one after another inside one transaction,
- * so no two interleave. The rule every operation keeps: it throws a `TegamiError` (a stale
+ * {@linkcode BatchNews}. Operations of a batch run in submission order inside one transaction.
+ * One that is a single SQL statement may be submitted `pipelined`: a run of such operations
+ * is sent at once, without waiting for each answer (one round trip for the run), which is safe
+ * because each statement is atomic and sees every statement sent before it. Any other
+ * operation runs alone, after the ones before it have answered, so nothing interleaves with
+ * its reads and writes. The rule every operation keeps: it throws a `TegamiError` (a stale
  * token, an unknown job) only before it has written anything, so that error is answered to its
  * caller alone and the others commit. Any other failure (a lost connection, an error from the
  * database) aborts the transaction, and every caller in it gets `unavailable`; a deadlock or
@@ -39,6 +43,7 @@ export type PgOperation<T> = (tx: TxSql, news: BatchNews) => Promise<T>;
 
 interface Pending {
   run: PgOperation<unknown>;
+  pipelined: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -72,11 +77,15 @@ export class PgGroupCommit {
     this.#observer = observer;
   }
 
-  /** Runs `operation` in the next shared transaction; resolves after it is committed. */
-  submit<T>(operation: PgOperation<T>): Promise<T> {
+  /**
+   * Runs `operation` in the next shared transaction; resolves after it is committed.
+   * `pipelined` promises that the operation is one SQL statement (see the module doc).
+   */
+  submit<T>(operation: PgOperation<T>, pipelined = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({
         run: operation as PgOperation<unknown>,
+        pipelined,
         resolve: resolve as (value: unknown) => void,
         reject,
       });
@@ -118,14 +127,25 @@ export class PgGroupCommit {
       try {
         outcomes = await this.#sql.begin(async (tx) => {
           const news = new BatchNews();
-          const out: { ok: boolean; value: unknown }[] = [];
-          for (const pending of batch) {
+          const out: { ok: boolean; value: unknown }[] = new Array(batch.length);
+          const run = async (i: number) => {
             try {
-              out.push({ ok: true, value: await pending.run(tx, news) });
+              out[i] = { ok: true, value: await batch[i].run(tx, news) };
             } catch (error) {
               if (!(error instanceof TegamiError)) throw error;
-              out.push({ ok: false, value: error });
+              out[i] = { ok: false, value: error };
             }
+          };
+          for (let i = 0; i < batch.length;) {
+            if (!batch[i].pipelined) {
+              await run(i++);
+              continue;
+            }
+            const started: Promise<void>[] = [];
+            while (i < batch.length && batch[i].pipelined) started.push(run(i++));
+            // Every one settles before the first failure is thrown: none is left running.
+            const settled = await Promise.allSettled(started);
+            for (const result of settled) if (result.status === "rejected") throw result.reason;
           }
           if (!news.empty) await this.#publish(tx, news);
           return out;

@@ -266,6 +266,8 @@ export class PgStore implements Store {
   // ---- Store ----
 
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
+    // Without keys the enqueue is one statement; with them it may read the holders after.
+    const pipelined = jobs.every((job) => job.key === null);
     return this.#write(async (tx, news) => {
       const states = jobs.map((job): JobState => job.run_at > now ? "delayed" : "pending");
       const inserted = await tx<{ id: number; key: string | null }[]>`
@@ -323,7 +325,7 @@ export class PgStore implements Store {
       }
       if (out.some((e) => !e.deduplicated && e.state === "pending")) news.ready.add(queue);
       return out;
-    });
+    }, pipelined);
   }
 
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]> {
@@ -367,7 +369,7 @@ export class PgStore implements Store {
         });
       }
       return out;
-    });
+    }, true);
   }
 
   ack(
@@ -393,7 +395,7 @@ export class PgStore implements Store {
       if (row.changed) return { id, queue: row.queue };
       if (row.state === "done" && row.token === token) return { id, queue: row.queue };
       throw leaseLost(id, "ack");
-    });
+    }, true);
   }
 
   nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult> {
@@ -672,11 +674,15 @@ export class PgStore implements Store {
 
   // ---- helpers ----
 
-  #write<T>(operation: (tx: TxSql, news: BatchNews) => Promise<T>): Promise<T> {
+  /** Submits a write; `pipelined` only for an operation that is one SQL statement. */
+  #write<T>(
+    operation: (tx: TxSql, news: BatchNews) => Promise<T>,
+    pipelined = false,
+  ): Promise<T> {
     if (this.#closed) {
       return Promise.reject(new TegamiError("unavailable", "Cannot write: the store is closed"));
     }
-    return this.#commits.submit(operation);
+    return this.#commits.submit(operation, pipelined);
   }
 
   async #read<T>(action: string, query: (sql: Sql) => Promise<T>): Promise<T> {
