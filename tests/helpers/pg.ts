@@ -90,3 +90,14 @@ export function dropPgTestDatabaseAfterwards(db: PgTestDatabase | null): void {
     },
   });
 }
+
+/**
+ * Config fields that put a test server on a schema of the run's database (polling every
+ * 100 ms, so a test that relies on the fallback does not wait long).
+ */
+export function pgServerConfig(
+  db: PgTestDatabase,
+  schema: string,
+): { db: string; pgSchema: string; pgPollMs: number; pgPool: number } {
+  return { db: db.url, pgSchema: schema, pgPollMs: 100, pgPool: 4 };
+}
