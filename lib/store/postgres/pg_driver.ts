@@ -81,7 +81,31 @@ export function asStoreError(error: unknown, action: string): TegamiError {
   if (error instanceof TegamiError) return error;
   return new TegamiError(
     "unavailable",
-    `Cannot ${action}: the database did not answer (${describePgError(error)}); retry later`,
+    `Cannot ${action}: the database is unreachable or refused it (${
+      describePgError(error)
+    }); retry later`,
     { cause: error },
   );
+}
+
+/**
+ * `work`, or a rejection with `unavailable` when it has not settled within `ms`. A guard, not a
+ * cancel: the driver can wait for ever on a peer that closes a connection as soon as it is
+ * accepted, and no caller may wait with it.
+ */
+export function withDeadline<T>(work: Promise<T>, ms: number, action: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new TegamiError(
+            "unavailable",
+            `Cannot ${action}: the database did not answer within ${ms} ms; retry later`,
+          ),
+        ),
+      ms,
+    );
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }

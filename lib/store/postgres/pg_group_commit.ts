@@ -23,7 +23,7 @@
 
 import { TegamiError } from "../../core/errors.ts";
 import type { RemoteLeaseEnd } from "../store.ts";
-import { asStoreError, isRetryable, type Sql, type TxSql } from "./pg_driver.ts";
+import { asStoreError, isRetryable, type Sql, type TxSql, withDeadline } from "./pg_driver.ts";
 
 /** What a batch tells the other servers once it commits. */
 export class BatchNews {
@@ -53,6 +53,9 @@ export type PgCommitObserver = (size: number, ms: number, error: unknown) => voi
 
 /** How often a batch that hit a deadlock or serialization failure runs again. */
 const RETRIES = 3;
+
+/** The longest a batch may take before its callers are told `unavailable`, ms. */
+export const BATCH_DEADLINE_MS = 15_000;
 
 /** Batches async operations into shared transactions, one transaction at a time. */
 export class PgGroupCommit {
@@ -125,31 +128,35 @@ export class PgGroupCommit {
     for (let attempt = 0;; attempt++) {
       let outcomes: { ok: boolean; value: unknown }[];
       try {
-        outcomes = await this.#sql.begin(async (tx) => {
-          const news = new BatchNews();
-          const out: { ok: boolean; value: unknown }[] = new Array(batch.length);
-          const run = async (i: number) => {
-            try {
-              out[i] = { ok: true, value: await batch[i].run(tx, news) };
-            } catch (error) {
-              if (!(error instanceof TegamiError)) throw error;
-              out[i] = { ok: false, value: error };
+        outcomes = await withDeadline(
+          this.#sql.begin(async (tx) => {
+            const news = new BatchNews();
+            const out: { ok: boolean; value: unknown }[] = new Array(batch.length);
+            const run = async (i: number) => {
+              try {
+                out[i] = { ok: true, value: await batch[i].run(tx, news) };
+              } catch (error) {
+                if (!(error instanceof TegamiError)) throw error;
+                out[i] = { ok: false, value: error };
+              }
+            };
+            for (let i = 0; i < batch.length;) {
+              if (!batch[i].pipelined) {
+                await run(i++);
+                continue;
+              }
+              const started: Promise<void>[] = [];
+              while (i < batch.length && batch[i].pipelined) started.push(run(i++));
+              // Every one settles before the first failure is thrown: none is left running.
+              const settled = await Promise.allSettled(started);
+              for (const result of settled) if (result.status === "rejected") throw result.reason;
             }
-          };
-          for (let i = 0; i < batch.length;) {
-            if (!batch[i].pipelined) {
-              await run(i++);
-              continue;
-            }
-            const started: Promise<void>[] = [];
-            while (i < batch.length && batch[i].pipelined) started.push(run(i++));
-            // Every one settles before the first failure is thrown: none is left running.
-            const settled = await Promise.allSettled(started);
-            for (const result of settled) if (result.status === "rejected") throw result.reason;
-          }
-          if (!news.empty) await this.#publish(tx, news);
-          return out;
-        });
+            if (!news.empty) await this.#publish(tx, news);
+            return out;
+          }),
+          BATCH_DEADLINE_MS,
+          "commit the write",
+        );
       } catch (error) {
         if (attempt < RETRIES && isRetryable(error)) continue;
         this.#observer(batch.length, performance.now() - started, error);

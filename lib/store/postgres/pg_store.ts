@@ -43,7 +43,14 @@ import {
   type StorePolicy,
   type TickResult,
 } from "../store.ts";
-import { asStoreError, connectPg, describePgError, type Sql, type TxSql } from "./pg_driver.ts";
+import {
+  asStoreError,
+  connectPg,
+  describePgError,
+  type Sql,
+  type TxSql,
+  withDeadline,
+} from "./pg_driver.ts";
 import { channelOf, PgEvents, publishNews } from "./pg_events.ts";
 import { type BatchNews, type PgCommitObserver, PgGroupCommit } from "./pg_group_commit.ts";
 import { migratePg } from "./pg_schema.ts";
@@ -68,6 +75,9 @@ export interface PgStoreOptions {
 
 /** The most this host's clock may differ from the database's, ms. */
 export const MAX_SKEW_MS = 500;
+
+/** The longest a read may take before its caller is told `unavailable`, ms. */
+const READ_DEADLINE_MS = 15_000;
 
 /** How many rows one maintenance statement changes at most (keeps each commit short). */
 const CHUNK = 5000;
@@ -690,7 +700,7 @@ export class PgStore implements Store {
       throw new TegamiError("unavailable", "Cannot read: the store is closed");
     }
     try {
-      return await query(this.#sql);
+      return await withDeadline(query(this.#sql), READ_DEADLINE_MS, action);
     } catch (error) {
       throw asStoreError(error, action);
     }
