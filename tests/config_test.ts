@@ -1,16 +1,16 @@
 import assert from "node:assert/strict";
+import { CLIENT_FLAGS as CLIENT_TABLE, resolveClientConfig } from "../lib/config/client_config.ts";
+import { ConfigError, wantsHelp } from "../lib/config/flags.ts";
+import { serveHelp, topLevelHelp } from "../lib/config/help.ts";
 import {
-  CLIENT_FLAGS,
-  ConfigError,
   isLoopbackHost,
-  resolveClientConfig,
   resolveServeConfig,
-  SERVE_FLAGS,
+  SERVE_FLAGS as SERVE_TABLE,
   type ServeConfig,
-  serveHelp,
-  topLevelHelp,
-  wantsHelp,
-} from "../lib/config/config.ts";
+} from "../lib/config/serve_config.ts";
+
+const SERVE_FLAGS = Object.values(SERVE_TABLE);
+const CLIENT_FLAGS = Object.values(CLIENT_TABLE);
 import { formatDuration, formatSize, parseDuration, parseSize } from "../lib/config/units.ts";
 
 /** Asserts that `fn` throws a ConfigError about `field` whose message matches `pattern`. */
@@ -108,9 +108,25 @@ Deno.test("formatDuration() picks the largest exact unit, and parses back", () =
   }
 });
 
+Deno.test("resolveServeConfig() refuses a --pg-schema that is not a plain identifier", () => {
+  assert.throws(
+    () => resolveServeConfig(["--pg-schema", "a-b"], {}),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, /--pg-schema/);
+      assert.match(error.message, /plain identifier/);
+      return true;
+    },
+  );
+  assert.equal(resolveServeConfig(["--pg-schema", "jobs_2"], {}).pgSchema, "jobs_2");
+});
+
 Deno.test("resolveServeConfig() fills every default", () => {
   const expected: ServeConfig = {
     db: "tegami.db",
+    pgSchema: "tegami",
+    pgPool: 10,
+    pgPollMs: 1000,
     host: "127.0.0.1",
     port: 7700,
     tokensFile: null,
@@ -162,6 +178,9 @@ Deno.test("resolveServeConfig() prefers an env var over the default", () => {
 Deno.test("resolveServeConfig() reads every flag from its env var", () => {
   const env: Record<string, string> = {
     TEGAMI_DB: "/tmp/x.db",
+    TEGAMI_PG_SCHEMA: "queue_jobs",
+    TEGAMI_PG_POOL: "3",
+    TEGAMI_PG_POLL: "250ms",
     TEGAMI_HOST: "0.0.0.0",
     TEGAMI_PORT: "0",
     TEGAMI_TOKENS: "tokens.json",
@@ -186,6 +205,9 @@ Deno.test("resolveServeConfig() reads every flag from its env var", () => {
   assert.deepEqual(Object.keys(env).sort(), SERVE_FLAGS.map((s) => s.env).sort());
   assert.deepEqual(resolveServeConfig([], env), {
     db: "/tmp/x.db",
+    pgSchema: "queue_jobs",
+    pgPool: 3,
+    pgPollMs: 250,
     host: "0.0.0.0",
     port: 0,
     tokensFile: "tokens.json",

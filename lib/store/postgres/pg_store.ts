@@ -24,6 +24,21 @@ import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
 import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
 import {
+  afterLeaseEnd,
+  afterNack,
+  type AttemptedRow,
+  cancelRemoves,
+  claimTotal,
+  dealRoundRobin,
+  extendLeaseMs,
+  holdsLease,
+  initialState,
+  type LeaseEndCause,
+  type LifecyclePolicy,
+  type NackRequest,
+  type Transition,
+} from "../../core/lifecycle.ts";
+import {
   type CancelResult,
   type ClaimWant,
   type CommitStats,
@@ -32,7 +47,6 @@ import {
   emptyCommitStats,
   type EndedLease,
   type LeaseRef,
-  type NackRequest,
   type NackResult,
   type QueueCounts,
   type RemoteLeaseEnd,
@@ -40,7 +54,6 @@ import {
   type Store,
   type StoreCapabilities,
   type StoreEvent,
-  type StorePolicy,
   type TickResult,
 } from "../store.ts";
 import {
@@ -66,7 +79,7 @@ export interface PgStoreOptions {
   /** How often to look for work that notifications may have missed, ms. @default 1000 */
   pollMs?: number;
   /** Policy applied inside transactions. */
-  policy: StorePolicy;
+  policy: LifecyclePolicy;
   /** Sees every commit (batch size, duration, failure). */
   onCommit?: PgCommitObserver;
   /** Reports failures of background work (consumer-count heartbeats). */
@@ -137,38 +150,20 @@ function zeroCounts(): StateCounts {
   return { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
 }
 
-/**
- * Which want each claimed job goes to, by claim position: jobs are dealt one at a time,
- * round-robin over the wants that still have room (the same rule as every store).
- */
-function dealPositions(wants: ClaimWant[]): number[] {
-  const taken = wants.map(() => 0);
-  let total = 0;
-  for (const want of wants) total += want.max;
-  const out = new Array<number>(total);
-  let w = 0;
-  for (let k = 0; k < total; k++) {
-    while (taken[w] >= wants[w].max) w = (w + 1) % wants.length;
-    out[k] = w;
-    taken[w]++;
-    w = (w + 1) % wants.length;
-  }
-  return out;
-}
-
-/** Where a lease that ended without an ack sends its job, and the row's new fields. */
-interface LeaseEnding {
-  id: number;
-  queue: string;
-  token: string;
-  state: "pending" | "dead";
-  last_error: string | null;
+/** The fields the retry rules read. */
+function attempted(row: JobRow): AttemptedRow {
+  return {
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    last_error: row.last_error,
+    backoff: rowBackoff(row),
+  };
 }
 
 /** The PostgreSQL implementation of {@linkcode Store}. */
 export class PgStore implements Store {
   readonly #sql: Sql;
-  readonly #policy: StorePolicy;
+  readonly #policy: LifecyclePolicy;
   readonly #commits: PgGroupCommit;
   readonly #events: PgEvents;
   readonly #instance: string;
@@ -279,7 +274,7 @@ export class PgStore implements Store {
     // Without keys the enqueue is one statement; with them it may read the holders after.
     const pipelined = jobs.every((job) => job.key === null);
     return this.#write(async (tx, news) => {
-      const states = jobs.map((job): JobState => job.run_at > now ? "delayed" : "pending");
+      const states = jobs.map((job): JobState => initialState(job.run_at, now));
       const inserted = await tx<{ id: number; key: string | null }[]>`
         INSERT INTO jobs (queue, state, priority, key, payload, max_attempts, run_at, lease_ms,
           backoff_base_ms, backoff_max_ms, created_at)
@@ -343,8 +338,10 @@ export class PgStore implements Store {
   }
 
   claimFair(queue: string, wants: ClaimWant[], now: number): Promise<Delivery[][]> {
-    const positions = dealPositions(wants);
-    const total = positions.length;
+    const total = claimTotal(wants);
+    // Which want each claimed job goes to, by claim position: fixed before the claim, so one
+    // statement can write each job's own token and lease length.
+    const positions = dealRoundRobin(total, wants);
     const out: Delivery[][] = wants.map(() => []);
     if (total === 0) return this.#write(() => Promise.resolve(out));
     const tokens = positions.map(() => newLeaseToken());
@@ -365,6 +362,8 @@ export class PgStore implements Store {
           SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
             AS p(token, lease, k)
         )
+        -- The lease length is claimLeaseMs() (core/lifecycle.ts) in SQL: the consumer's, else
+        -- the job's own, else the server's.
         UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_token = p.token,
           lease_len_ms = coalesce(p.lease, j.lease_ms, ${fallback}::bigint),
           lease_expires_at = ${now}::bigint + coalesce(p.lease, j.lease_ms, ${fallback}::bigint)
@@ -411,22 +410,10 @@ export class PgStore implements Store {
   nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult> {
     return this.#write(async (tx, news) => {
       const row = await this.#leased(tx, id, token, now, "nack");
-      if (request.dead || row.attempts >= row.max_attempts) {
-        await tx`
-          UPDATE jobs SET state = 'dead', last_error = ${request.error ?? row.last_error},
-            finished_at = ${now}, lease_expires_at = NULL
-          WHERE id = ${id}`;
-        return { id, queue: row.queue, state: "dead", run_at: now };
-      }
-      const delay = request.delay_ms ?? this.#policy.retryDelayMs(row.attempts, rowBackoff(row));
-      const state: JobState = delay > 0 ? "delayed" : "pending";
-      const runAt = now + Math.max(0, delay);
-      await tx`
-        UPDATE jobs SET state = ${state}, run_at = ${runAt},
-          last_error = ${request.error ?? row.last_error}, lease_expires_at = NULL
-        WHERE id = ${id}`;
-      if (state === "pending") news.ready.add(row.queue);
-      return { id, queue: row.queue, state, run_at: runAt };
+      const next = afterNack(attempted(row), request, now, this.#policy);
+      await unlease(tx, [{ id, next }]);
+      if (next.state === "pending") news.ready.add(row.queue);
+      return { id, queue: row.queue, state: next.state, run_at: next.run_at };
     });
   }
 
@@ -438,7 +425,7 @@ export class PgStore implements Store {
   ): Promise<{ id: number; expires_at: number }> {
     return this.#write(async (tx) => {
       const row = await this.#leased(tx, id, token, now, "extend");
-      const length = lease_ms ?? row.lease_len_ms ?? this.#policy.defaultLeaseMs;
+      const length = extendLeaseMs(lease_ms, row.lease_len_ms, this.#policy);
       const expires = now + length;
       await tx`
         UPDATE jobs SET lease_expires_at = ${expires}, lease_len_ms = ${length} WHERE id = ${id}`;
@@ -471,7 +458,7 @@ export class PgStore implements Store {
   cancel(id: number, now: number): Promise<CancelResult> {
     return this.#write(async (tx, news) => {
       const row = await this.#lockRow(tx, id);
-      if (row.state === "done" || row.state === "dead" || row.state === "cancelled") {
+      if (cancelRemoves(row.state)) {
         await tx`DELETE FROM jobs WHERE id = ${id}`;
         return { id, queue: row.queue, state: row.state, removed: true, revoked_token: null };
       }
@@ -568,7 +555,7 @@ export class PgStore implements Store {
       const due = await tx<JobRow[]>`
         SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ${now}
         ORDER BY lease_expires_at LIMIT ${CHUNK} FOR UPDATE SKIP LOCKED`;
-      const ended = await this.#endLeases(tx, due, now, "expired");
+      const ended = await endLeases(tx, due.map((row) => ({ row, cause: "expired" })), now);
       for (const lease of ended) {
         if (lease.state === "pending") woken.add(lease.queue);
         news.ended.push([lease.id, lease.token, "expired"]);
@@ -585,29 +572,15 @@ export class PgStore implements Store {
         SELECT * FROM jobs WHERE id = ANY(${leases.map((l) => l.id)}::bigint[])
         ORDER BY id FOR UPDATE`;
       const byId = new Map(rows.map((row) => [row.id, row]));
-      const out: EndedLease[] = [];
-      const ending: JobRow[] = [];
-      const undelivered: number[] = [];
-      for (const { id, token, undelivered: never } of leases) {
+      const ending: { row: JobRow; cause: LeaseEndCause }[] = [];
+      for (const { id, token, undelivered } of leases) {
         const row = byId.get(id);
         if (row === undefined || row.state !== "leased" || row.lease_token !== token) continue;
-        if (never === true) {
-          undelivered.push(id);
-          out.push({ id, queue: row.queue, token, state: "pending" });
-          news.ready.add(row.queue);
-        } else ending.push(row);
+        // A delivery nobody received does not count as an attempt.
+        ending.push({ row, cause: undelivered === true ? "undelivered" : "released" });
       }
-      if (undelivered.length > 0) {
-        // Nobody received these deliveries: they do not count as attempts.
-        await tx`
-          UPDATE jobs SET state = 'pending', run_at = ${now}, attempts = attempts - 1,
-            lease_expires_at = NULL
-          WHERE id = ANY(${undelivered}::bigint[])`;
-      }
-      for (const lease of await this.#endLeases(tx, ending, now, "released")) {
-        if (lease.state === "pending") news.ready.add(lease.queue);
-        out.push(lease);
-      }
+      const out = await endLeases(tx, ending, now);
+      for (const lease of out) if (lease.state === "pending") news.ready.add(lease.queue);
       return out;
     });
   }
@@ -714,45 +687,45 @@ export class PgStore implements Store {
 
   async #leased(tx: TxSql, id: number, token: string, now: number, action: string) {
     const row = await this.#lockRow(tx, id);
-    if (
-      row.state !== "leased" || row.lease_token !== token || row.lease_expires_at === null ||
-      row.lease_expires_at <= now
-    ) {
-      throw leaseLost(id, action);
-    }
+    if (!holdsLease(row, token, now)) throw leaseLost(id, action);
     return row;
   }
+}
 
-  /** Ends leases without an ack (rows locked by the caller): pending at once, or dead. */
-  async #endLeases(
-    tx: TxSql,
-    rows: JobRow[],
-    now: number,
-    why: "expired" | "released",
-  ): Promise<EndedLease[]> {
-    if (rows.length === 0) return [];
-    const endings: LeaseEnding[] = rows.map((row) => {
-      const dead = row.attempts >= row.max_attempts;
-      const reason = why === "expired"
-        ? `Lease expired on attempt ${row.attempts} of ${row.max_attempts}`
-        : `Consumer went away on attempt ${row.attempts} of ${row.max_attempts}`;
-      return {
-        id: row.id,
-        queue: row.queue,
-        token: row.lease_token ?? "",
-        state: dead ? "dead" : "pending",
-        last_error: dead ? reason : row.last_error,
-      };
-    });
-    await tx`
-      UPDATE jobs j SET state = e.state, last_error = e.last_error, lease_expires_at = NULL,
-        run_at = CASE WHEN e.state = 'pending' THEN ${now}::bigint ELSE j.run_at END,
-        finished_at = CASE WHEN e.state = 'dead' THEN ${now}::bigint ELSE j.finished_at END
-      FROM unnest(${endings.map((e) => e.id)}::bigint[], ${endings.map((e) => e.state)}::text[],
-        ${endings.map((e) => e.last_error)}::text[]) AS e(id, state, last_error)
-      WHERE j.id = e.id`;
-    return endings.map(({ id, queue, token, state }) => ({ id, queue, token, state }));
-  }
+/**
+ * Ends leases without an ack (rows locked by the caller) as the lifecycle rules say: pending
+ * at once, or dead.
+ */
+async function endLeases(
+  tx: TxSql,
+  ending: { row: JobRow; cause: LeaseEndCause }[],
+  now: number,
+): Promise<EndedLease[]> {
+  const moves = ending.map(({ row, cause }) => ({
+    id: row.id,
+    next: afterLeaseEnd(attempted(row), cause, now),
+  }));
+  await unlease(tx, moves);
+  return ending.map(({ row }, i) => ({
+    id: row.id,
+    queue: row.queue,
+    token: row.lease_token ?? "",
+    state: moves[i].next.state,
+  }));
+}
+
+/** Writes leased jobs' moves to their next state (retry, or dead), in one statement. */
+async function unlease(tx: TxSql, moves: { id: number; next: Transition }[]): Promise<void> {
+  if (moves.length === 0) return;
+  await tx`
+    UPDATE jobs j SET state = m.state, last_error = m.error, attempts = m.attempts,
+      lease_expires_at = NULL,
+      run_at = CASE WHEN m.state = 'dead' THEN j.run_at ELSE m.run_at END,
+      finished_at = CASE WHEN m.state = 'dead' THEN m.run_at ELSE j.finished_at END
+    FROM unnest(${moves.map((m) => m.id)}::bigint[], ${moves.map((m) => m.next.state)}::text[],
+      ${moves.map((m) => m.next.error)}::text[], ${moves.map((m) => m.next.attempts)}::int[],
+      ${moves.map((m) => m.next.run_at)}::bigint[]) AS m(id, state, error, attempts, run_at)
+    WHERE j.id = m.id`;
 }
 
 /** How far the database's clock is ahead of this host's, ms (half a round trip precise). */
