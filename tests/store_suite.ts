@@ -1400,6 +1400,22 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1, leased: 2, done: 1 }));
   });
 
+  test("acks of one job submitted together: the holder's wins, a stale one is lease_lost", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const first = await claimOne(store, "q", T0, 1_000);
+    await store.tick(T0 + 1_000);
+    const second = await claimOne(store, "q", T0 + 1_000);
+    const results = await Promise.allSettled([
+      store.ack(id, first.lease.token, '"old"', T0 + 1_001),
+      store.ack(id, second.lease.token, '"new"', T0 + 1_001),
+      store.ack(id, second.lease.token, '"new"', T0 + 1_001),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), ["rejected", "fulfilled", "fulfilled"]);
+    assert.equal(((results[0] as PromiseRejectedResult).reason as TegamiError).code, "lease_lost");
+    assert.equal((await store.get(id))?.result, '"new"');
+    assert.deepEqual(await countsOf(store, "q"), counts({ done: 1 }));
+  });
+
   test("close() answers the writes submitted before it", async (store) => {
     const pending = store.enqueue("q", [newJob()], T0);
     await store.close();

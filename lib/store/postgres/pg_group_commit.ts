@@ -44,12 +44,16 @@ export type PgOperation<T> = (tx: TxSql, news: BatchNews) => Promise<T>;
 interface Pending {
   run: PgOperation<unknown>;
   pipelined: boolean;
+  /** How many callers' writes it carries (a coalesced statement carries many). */
+  weight: () => number;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
 
 /** Called after each commit attempt with the batch size, the time it took and any failure. */
 export type PgCommitObserver = (size: number, ms: number, error: unknown) => void;
+
+const one = () => 1;
 
 /** How often a batch that hit a deadlock or serialization failure runs again. */
 const RETRIES = 3;
@@ -82,13 +86,15 @@ export class PgGroupCommit {
 
   /**
    * Runs `operation` in the next shared transaction; resolves after it is committed.
-   * `pipelined` promises that the operation is one SQL statement (see the module doc).
+   * `pipelined` promises that the operation is one SQL statement (see the module doc);
+   * `weight` answers, once it ran, how many callers' writes it carried (for the commit figures).
    */
-  submit<T>(operation: PgOperation<T>, pipelined = false): Promise<T> {
+  submit<T>(operation: PgOperation<T>, pipelined = false, weight = one): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({
         run: operation as PgOperation<unknown>,
         pipelined,
+        weight,
         resolve: resolve as (value: unknown) => void,
         reject,
       });
@@ -159,12 +165,12 @@ export class PgGroupCommit {
         );
       } catch (error) {
         if (attempt < RETRIES && isRetryable(error)) continue;
-        this.#observer(batch.length, performance.now() - started, error);
+        this.#observer(weigh(batch), performance.now() - started, error);
         const failure = asStoreError(error, "commit the write");
         for (const pending of batch) pending.reject(failure);
         return;
       }
-      this.#observer(batch.length, performance.now() - started, null);
+      this.#observer(weigh(batch), performance.now() - started, null);
       for (let i = 0; i < batch.length; i++) {
         if (outcomes[i].ok) batch[i].resolve(outcomes[i].value);
         else batch[i].reject(outcomes[i].value);
@@ -172,4 +178,11 @@ export class PgGroupCommit {
       return;
     }
   }
+}
+
+/** The callers' writes a batch carried. */
+function weigh(batch: Pending[]): number {
+  let n = 0;
+  for (const pending of batch) n += pending.weight();
+  return n;
 }

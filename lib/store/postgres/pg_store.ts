@@ -65,7 +65,13 @@ import {
   withDeadline,
 } from "./pg_driver.ts";
 import { channelOf, PgEvents, publishNews } from "./pg_events.ts";
-import { type BatchNews, type PgCommitObserver, PgGroupCommit } from "./pg_group_commit.ts";
+import {
+  type BatchNews,
+  type PgCommitObserver,
+  PgGroupCommit,
+  type PgOperation,
+} from "./pg_group_commit.ts";
+import { Coalescer } from "./pg_coalesce.ts";
 import { migratePg } from "./pg_schema.ts";
 
 /** Options of {@linkcode PgStore.open}. */
@@ -168,6 +174,8 @@ export class PgStore implements Store {
   readonly #events: PgEvents;
   readonly #instance: string;
   readonly #stats: CommitStats = emptyCommitStats();
+  readonly #acks: Coalescer<AckItem, { id: number; queue: string }>;
+  readonly #enqueues: Coalescer<EnqueueItem, Enqueued[]>;
   #closed = false;
   #dbClosed = false;
   #closing: Promise<void> | null = null;
@@ -191,6 +199,10 @@ export class PgStore implements Store {
         observer?.(size, ms, error);
       },
     );
+    const submit = <T>(operation: PgOperation<T>, weight: () => number) =>
+      this.#write(operation, true, weight);
+    this.#acks = new Coalescer(submit, (tx, _news, items) => ackMany(tx, items));
+    this.#enqueues = new Coalescer(submit, enqueueMany);
     this.#events = new PgEvents({
       sql,
       schema,
@@ -271,8 +283,9 @@ export class PgStore implements Store {
   // ---- Store ----
 
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
-    // Without keys the enqueue is one statement; with them it may read the holders after.
-    const pipelined = jobs.every((job) => job.key === null);
+    // Without keys, enqueues arriving together share one INSERT; with them, an enqueue may
+    // read the jobs holding its keys after its INSERT, so it runs alone.
+    if (jobs.every((job) => job.key === null)) return this.#enqueues.add({ queue, jobs, now });
     return this.#write(async (tx, news) => {
       const states = jobs.map((job): JobState => initialState(job.run_at, now));
       const inserted = await tx<{ id: number; key: string | null }[]>`
@@ -330,7 +343,7 @@ export class PgStore implements Store {
       }
       if (out.some((e) => !e.deduplicated && e.state === "pending")) news.ready.add(queue);
       return out;
-    }, pipelined);
+    });
   }
 
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]> {
@@ -387,24 +400,7 @@ export class PgStore implements Store {
     result: string | null,
     now: number,
   ): Promise<{ id: number; queue: string }> {
-    return this.#write(async (tx) => {
-      const rows = await tx<{ queue: string; state: JobState; token: string; changed: boolean }[]>`
-        WITH j AS (SELECT queue, state, lease_token FROM jobs WHERE id = ${id}),
-        u AS (
-          UPDATE jobs SET state = 'done', result = ${result}, finished_at = ${now},
-            lease_expires_at = NULL
-          WHERE id = ${id} AND state = 'leased' AND lease_token = ${token}
-            AND lease_expires_at > ${now}
-          RETURNING id
-        )
-        SELECT j.queue, j.state, j.lease_token AS token, EXISTS (SELECT 1 FROM u) AS changed
-        FROM j`;
-      if (rows.length === 0) throw jobNotFound(id);
-      const row = rows[0];
-      if (row.changed) return { id, queue: row.queue };
-      if (row.state === "done" && row.token === token) return { id, queue: row.queue };
-      throw leaseLost(id, "ack");
-    }, true);
+    return this.#acks.add({ id, token, result, now });
   }
 
   nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult> {
@@ -661,11 +657,12 @@ export class PgStore implements Store {
   #write<T>(
     operation: (tx: TxSql, news: BatchNews) => Promise<T>,
     pipelined = false,
+    weight?: () => number,
   ): Promise<T> {
     if (this.#closed) {
       return Promise.reject(new TegamiError("unavailable", "Cannot write: the store is closed"));
     }
-    return this.#commits.submit(operation, pipelined);
+    return this.#commits.submit(operation, pipelined, weight);
   }
 
   async #read<T>(action: string, query: (sql: Sql) => Promise<T>): Promise<T> {
@@ -690,6 +687,116 @@ export class PgStore implements Store {
     if (!holdsLease(row, token, now)) throw leaseLost(id, action);
     return row;
   }
+}
+
+/** One ack waiting for its shared statement. */
+interface AckItem {
+  id: number;
+  token: string;
+  result: string | null;
+  now: number;
+}
+
+/**
+ * Completes leased jobs, one statement for all: each ack that presents its job's current,
+ * unexpired token completes it; a repeated ack of a done job with the token that completed it
+ * answers the same; anything else is `lease_lost`, or `not_found` for an unknown id.
+ */
+async function ackMany(
+  tx: TxSql,
+  items: AckItem[],
+): Promise<({ id: number; queue: string } | TegamiError)[]> {
+  const rows = await tx<
+    {
+      k: number;
+      queue: string | null;
+      state: JobState | null;
+      token: string | null;
+      done: boolean;
+    }[]
+  >`
+    WITH a AS (
+      SELECT * FROM unnest(${items.map((i) => i.id)}::bigint[], ${
+    items.map((i) => i.token)
+  }::text[],
+        ${items.map((i) => i.result)}::text[], ${items.map((i) => i.now)}::bigint[])
+        WITH ORDINALITY AS a(id, token, result, now, k)
+    ), j AS (
+      SELECT jobs.id, jobs.queue, jobs.state, jobs.lease_token FROM jobs
+      WHERE jobs.id IN (SELECT id FROM a)
+    ), u AS (
+      UPDATE jobs SET state = 'done', result = a.result, finished_at = a.now,
+        lease_expires_at = NULL
+      FROM a
+      WHERE jobs.id = a.id AND jobs.state = 'leased' AND jobs.lease_token = a.token
+        AND jobs.lease_expires_at > a.now
+      RETURNING jobs.id, a.token
+    )
+    SELECT a.k, j.queue, j.state, j.lease_token AS token,
+      EXISTS (SELECT 1 FROM u WHERE u.id = a.id AND u.token = a.token) AS done
+    FROM a LEFT JOIN j ON j.id = a.id
+    ORDER BY a.k`;
+  return rows.map((row, i) => {
+    const { id, token } = items[i];
+    if (row.queue === null) return jobNotFound(id);
+    if (row.done) return { id, queue: row.queue };
+    if (row.state === "done" && row.token === token) return { id, queue: row.queue };
+    return leaseLost(id, "ack");
+  });
+}
+
+/** One enqueue without keys waiting for its shared statement. */
+interface EnqueueItem {
+  queue: string;
+  jobs: NewJob[];
+  now: number;
+}
+
+/** Stores the jobs of several enqueues without keys with one INSERT. */
+async function enqueueMany(
+  tx: TxSql,
+  news: BatchNews,
+  items: EnqueueItem[],
+): Promise<Enqueued[][]> {
+  const queues: string[] = [];
+  const states: JobState[] = [];
+  const jobs: NewJob[] = [];
+  const runAts: number[] = [];
+  const nows: number[] = [];
+  for (const item of items) {
+    for (const job of item.jobs) {
+      const state = initialState(job.run_at, item.now);
+      queues.push(item.queue);
+      states.push(state);
+      jobs.push(job);
+      runAts.push(state === "delayed" ? job.run_at : item.now);
+      nows.push(item.now);
+      if (state === "pending") news.ready.add(item.queue);
+    }
+  }
+  // PostgreSQL inserts the rows in the SELECT's order and RETURNING answers them in that order.
+  const inserted = await tx<{ id: number }[]>`
+    INSERT INTO jobs (queue, state, priority, payload, max_attempts, run_at, lease_ms,
+      backoff_base_ms, backoff_max_ms, created_at)
+    SELECT t.queue, t.state, t.priority, t.payload, t.max_attempts, t.run_at, t.lease_ms,
+      t.base_ms, t.max_ms, t.now
+    FROM unnest(
+      ${queues}::text[], ${states}::text[], ${jobs.map((j) => j.priority)}::int[],
+      ${jobs.map((j) => j.payload)}::text[], ${jobs.map((j) => j.max_attempts)}::int[],
+      ${runAts}::bigint[], ${jobs.map((j) => j.lease_ms)}::bigint[],
+      ${jobs.map((j) => j.backoff?.base_ms ?? null)}::bigint[],
+      ${jobs.map((j) => j.backoff?.max_ms ?? null)}::bigint[], ${nows}::bigint[]
+    ) WITH ORDINALITY AS t(queue, state, priority, payload, max_attempts, run_at, lease_ms,
+      base_ms, max_ms, now, ord)
+    ORDER BY t.ord
+    RETURNING id`;
+  let at = 0;
+  return items.map((item) =>
+    item.jobs.map(() => {
+      const i = at++;
+      return { id: inserted[i].id, deduplicated: false, state: states[i] };
+    })
+  );
 }
 
 /**
