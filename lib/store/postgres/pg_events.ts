@@ -152,6 +152,11 @@ export class PgEvents {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Tells the listeners to look at everything again (news may have been missed). */
+  resync(): void {
+    this.#emit({ kind: "resync" });
+  }
+
   /** Records this server's consumers of a queue (written at the next heartbeat). */
   setConsumers(queue: string, n: number): void {
     if ((this.#local.get(queue) ?? 0) === n) return;

@@ -14,6 +14,13 @@
  * database) aborts the transaction, and every caller in it gets `unavailable`; a deadlock or
  * serialization failure first runs the whole batch again, a few times.
  *
+ * After a failure that is not the database refusing one statement (a lost connection, a
+ * restart under way), the writer is "down": batches are refused with `unavailable` at once, and
+ * a probe (a plain query, with backoff) decides when it is up again. This is also a guard: the
+ * driver's transactions can hang for ever when their connection meets a server still starting
+ * up, so none is begun until a plain query has succeeded; and a batch that takes longer than
+ * {@linkcode BATCH_DEADLINE_MS} is answered `unavailable` and its connections replaced.
+ *
  * The news collected by a batch — queues that gained ready jobs, leases that ended — is sent as
  * NOTIFYs inside the same transaction, once per batch and queue: PostgreSQL delivers them only
  * if the transaction commits.
@@ -24,6 +31,7 @@
 import { TegamiError } from "../../core/errors.ts";
 import type { RemoteLeaseEnd } from "../store.ts";
 import { asStoreError, isRetryable, type Sql, type TxSql, withDeadline } from "./pg_driver.ts";
+import postgres from "postgres";
 
 /** What a batch tells the other servers once it commits. */
 export class BatchNews {
@@ -61,25 +69,41 @@ const RETRIES = 3;
 /** The longest a batch may take before its callers are told `unavailable`, ms. */
 export const BATCH_DEADLINE_MS = 15_000;
 
+/** First and longest wait between probes of a writer that is down, ms. */
+const PROBE_MIN_MS = 50;
+const PROBE_MAX_MS = 250;
+
 /** Batches async operations into shared transactions, one transaction at a time. */
 export class PgGroupCommit {
-  readonly #sql: Sql;
+  readonly #open: () => Sql;
+  #sql: Sql;
+  /** Pools given up on (a hung transaction): ended at close. */
+  readonly #abandoned: Sql[] = [];
+  /** Why the writer is down, or null while it is up. */
+  #down: TegamiError | null = null;
+  #probe: ReturnType<typeof setTimeout> | null = null;
   readonly #observer: PgCommitObserver;
+  readonly #onUp: () => void;
   readonly #publish: (tx: TxSql, news: BatchNews) => Promise<void>;
   #queue: Pending[] = [];
   #running = false;
   #idle: (() => void)[] = [];
 
   /**
-   * Wraps a pool. `publish` sends a batch's news inside its transaction, just before COMMIT;
-   * `observer` sees every commit attempt.
+   * Writes through pools made by `open` (a new one replaces one whose transaction hung).
+   * `publish` sends a batch's news inside its transaction, just before COMMIT; `observer` sees
+   * every commit attempt; `onUp` is called when writes work again after the database was
+   * out of reach (whatever was refused meanwhile may need another look).
    */
   constructor(
-    sql: Sql,
+    open: () => Sql,
     publish: (tx: TxSql, news: BatchNews) => Promise<void>,
     observer: PgCommitObserver,
+    onUp: () => void = () => {},
   ) {
-    this.#sql = sql;
+    this.#onUp = onUp;
+    this.#open = open;
+    this.#sql = open();
     this.#publish = publish;
     this.#observer = observer;
   }
@@ -100,10 +124,26 @@ export class PgGroupCommit {
       });
       if (!this.#running) {
         this.#running = true;
-        // One macrotask of grace, so writes issued together start out together.
-        setTimeout(() => this.#drain(), 0);
+        // Writes issued in the same task start out together; those arriving while a
+        // transaction runs wait for the next one, which is where batches grow under load.
+        queueMicrotask(() => this.#drain());
       }
     });
+  }
+
+  /** Stops probing and closes the writer's pools. */
+  async close(): Promise<void> {
+    if (this.#probe !== null) clearTimeout(this.#probe);
+    this.#probe = null;
+    this.#down = new TegamiError("unavailable", "Cannot write: the store is closed");
+    const ends = [this.#sql, ...this.#abandoned].map((sql) => sql.end({ timeout: 1 }));
+    // A pool whose connection hung may never finish ending: give up on it after a while.
+    await Promise.race([Promise.all(ends), new Promise((r) => setTimeout(r, 3_000))]);
+  }
+
+  /** True while writes are refused because the database could not be reached. */
+  get down(): boolean {
+    return this.#down !== null;
   }
 
   /** Operations waiting for the next transaction. */
@@ -129,8 +169,38 @@ export class PgGroupCommit {
     for (const resolve of idle) resolve();
   }
 
+  /** The writer lost the database: refuse writes until a probe gets through. */
+  #fell(failure: TegamiError): void {
+    if (this.#down !== null) return;
+    this.#down = failure;
+    if (failure.message.includes("did not answer within")) {
+      // A hung transaction: its pool may never recover, so writes go through a new one.
+      this.#abandoned.push(this.#sql);
+      this.#sql = this.#open();
+    }
+    let wait = PROBE_MIN_MS;
+    const probe = () => {
+      this.#probe = null;
+      withDeadline(this.#sql`SELECT 1`, BATCH_DEADLINE_MS, "probe the database").then(
+        () => {
+          this.#down = null;
+          this.#onUp();
+        },
+        () => {
+          wait = Math.min(wait * 2, PROBE_MAX_MS);
+          this.#probe = setTimeout(probe, wait);
+        },
+      );
+    };
+    this.#probe = setTimeout(probe, wait);
+  }
+
   async #commit(batch: Pending[]): Promise<void> {
     const started = performance.now();
+    if (this.#down !== null) {
+      for (const pending of batch) pending.reject(this.#down);
+      return;
+    }
     for (let attempt = 0;; attempt++) {
       let outcomes: { ok: boolean; value: unknown }[];
       try {
@@ -168,6 +238,7 @@ export class PgGroupCommit {
         this.#observer(weigh(batch), performance.now() - started, error);
         const failure = asStoreError(error, "commit the write");
         for (const pending of batch) pending.reject(failure);
+        if (lostDatabase(error)) this.#fell(failure);
         return;
       }
       this.#observer(weigh(batch), performance.now() - started, null);
@@ -185,4 +256,13 @@ function weigh(batch: Pending[]): number {
   let n = 0;
   for (const pending of batch) n += pending.weight();
   return n;
+}
+
+/**
+ * Whether `error` means the database is out of reach (no connection, a connection cut, a
+ * server shutting down, starting up or full) rather than refusing one statement.
+ */
+function lostDatabase(error: unknown): boolean {
+  if (!(error instanceof postgres.PostgresError)) return true;
+  return /^(08|57P|53)/.test(error.code);
 }

@@ -184,7 +184,13 @@ export class PgStore implements Store {
   /** Shared by any number of servers; no local files. */
   readonly capabilities: StoreCapabilities = { shared: true, localFiles: false };
 
-  private constructor(sql: Sql, engine: string, options: PgStoreOptions, schema: string) {
+  private constructor(
+    sql: Sql,
+    openWriter: () => Sql,
+    engine: string,
+    options: PgStoreOptions,
+    schema: string,
+  ) {
     this.#sql = sql;
     this.engine = engine;
     this.#policy = options.policy;
@@ -192,12 +198,14 @@ export class PgStore implements Store {
     const channel = channelOf(schema);
     const observer = options.onCommit;
     this.#commits = new PgGroupCommit(
-      sql,
+      openWriter,
       (tx, news) => publishNews(tx, channel, this.#instance, news),
       (size, ms, error) => {
         if (error === null) countCommit(this.#stats, size, ms);
         observer?.(size, ms, error);
       },
+      // Wakes and ticks refused while the database was away are not repeated by anyone.
+      () => this.#events.resync(),
     );
     const submit = <T>(operation: PgOperation<T>, weight: () => number) =>
       this.#write(operation, true, weight);
@@ -218,7 +226,12 @@ export class PgStore implements Store {
    */
   static async open(options: PgStoreOptions): Promise<PgStore> {
     const schema = options.schema ?? "tegami";
-    const sql = connectPg(options.url, { schema, max: options.poolSize ?? 10 });
+    // Reads, LISTEN and heartbeats use one pool; the group commit, its own (see
+    // pg_group_commit.ts on why it may replace it).
+    const max = options.poolSize ?? 10;
+    const sql = connectPg(options.url, { schema, max: Math.max(1, Math.floor(max / 2)) });
+    const openWriter = () =>
+      connectPg(options.url, { schema, max: Math.max(1, Math.ceil(max / 2)) });
     try {
       let version: string;
       try {
@@ -243,7 +256,7 @@ export class PgStore implements Store {
         );
       }
       await migratePg(sql, schema);
-      const store = new PgStore(sql, `PostgreSQL ${version}`, options, schema);
+      const store = new PgStore(sql, openWriter, `PostgreSQL ${version}`, options, schema);
       await store.#events.start();
       return store;
     } catch (error) {
@@ -647,6 +660,7 @@ export class PgStore implements Store {
     } while (this.#commits.waiting > 0);
     this.#closed = true;
     await this.#events.close();
+    await this.#commits.close();
     this.#dbClosed = true;
     await this.#sql.end({ timeout: 5 });
   }
