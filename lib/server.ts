@@ -10,22 +10,20 @@ import { type Principal, TokenSet } from "./auth/tokens.ts";
 import { Broker } from "./core/broker.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
 import type { ServeConfig } from "./config/serve_config.ts";
-import { DASHBOARD_HTML } from "./dashboard/dashboard_page.ts";
-import { retryDelayMs } from "./core/backoff.ts";
-import { createApi, describeCause } from "./http/api.ts";
+import { DASHBOARD_ASSETS } from "./dashboard/assets.ts";
+import { createApi } from "./http/api.ts";
 import { eventStreamResponse } from "./http/event_stream.ts";
 import { LiveFeed } from "./observe/live_feed.ts";
 import { EventLoopLag } from "./observe/event_loop_lag.ts";
-import { createLogger, type Logger } from "./observe/log.ts";
+import { createLogger, describeCause, type Logger } from "./observe/log.ts";
 import { ServerMetrics } from "./observe/server_metrics.ts";
-import { SqliteStore } from "./store/sqlite/sqlite_store.ts";
+import { openStore, policyOf, redactUrl, type StoreFactory } from "./store/open_store.ts";
 import { Connection } from "./ws/connection.ts";
 import { upgradeToWebSocket } from "./ws/deno_socket.ts";
 import { originAllowed } from "./http/origin.ts";
 import { TegamiError } from "./core/errors.ts";
 import { errorResponse } from "./http/respond.ts";
 import type { Store } from "./store/store.ts";
-import type { Backoff } from "./core/job.ts";
 
 /** Options of {@linkcode startServer}. */
 export interface ServerOptions {
@@ -37,6 +35,8 @@ export interface ServerOptions {
   log?: Logger;
   /** The program's version, for the startup line. @default "dev" */
   version?: string;
+  /** Opens the store. @default the engine `config.db` names (`openStore`) */
+  openStore?: StoreFactory;
 }
 
 /** A running server. */
@@ -53,48 +53,6 @@ export interface RunningServer {
   close(): Promise<void>;
   /** Same as {@linkcode RunningServer.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
-}
-
-/** Opens the store named by `config.db`. */
-async function openStore(
-  config: ServeConfig,
-  metrics: ServerMetrics,
-  log: Logger,
-): Promise<Store> {
-  const backoff = { base_ms: config.backoffBaseMs, max_ms: config.backoffMaxMs };
-  const policy = {
-    defaultLeaseMs: config.leaseMs,
-    retryDelayMs: (attempt: number, own: Backoff | null) => retryDelayMs(attempt, own ?? backoff),
-  };
-  if (/^postgres(ql)?:\/\//.test(config.db)) {
-    if (config.unsafeFault !== null) {
-      throw new Error("Cannot use --unsafe-fault with PostgreSQL: it is a SQLite test fault");
-    }
-    // Loaded only here, so a SQLite server never loads the PostgreSQL driver.
-    const { PgStore } = await import("./store/postgres/pg_store.ts");
-    return await PgStore.open({
-      url: config.db,
-      schema: config.pgSchema,
-      poolSize: config.pgPool,
-      pollMs: config.pgPollMs,
-      policy,
-      onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
-      onBackgroundError: (what, error) =>
-        log.error(`Background ${what} failed`, { cause: describeCause(error) }),
-    });
-  }
-  return SqliteStore.open({
-    path: config.db,
-    sync: config.sync,
-    onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
-    unsafeFault: config.unsafeFault,
-    policy,
-  });
-}
-
-/** A database URL without its password, for messages and logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
 }
 
 /** Starts a server; throws a one-line `Error` when it cannot start. */
@@ -115,16 +73,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
     tokens = TokenSet.parse(text);
   }
-  if (config.unsafeFault !== null) {
-    // Logged at error level, which no --log-level hides: this server must never pass unnoticed.
-    log.error(
-      `UNSAFE FAULT "${config.unsafeFault}" IS ON: this server breaks its guarantees on purpose ` +
-        "(test only); acknowledged writes may be lost or stale tokens accepted",
-      { fault: config.unsafeFault },
-    );
-  }
   const metrics = new ServerMetrics();
-  const store = await openStore(config, metrics, log);
+  const store = await (options.openStore ?? openStore)(config, {
+    policy: policyOf(config),
+    onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
+    onBackgroundError: (what, error) =>
+      log.error(`Background ${what} failed`, { cause: describeCause(error) }),
+  });
   const broker = new Broker({
     store,
     clock,
@@ -208,7 +163,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     limits: { ...limits, maxBody: config.maxBody },
     upgrade,
     accepting: () => accepting,
-    dashboard: DASHBOARD_HTML,
+    dashboard: DASHBOARD_ASSETS,
     events: (principal) => eventStreamResponse(feed, (queue) => principal.allowsQueue(queue)),
     metrics: async () =>
       metrics.render({

@@ -179,17 +179,6 @@ export const SERVE_FLAGS = {
     "WebSocket ping interval; two unanswered pings close the connection",
     { min: 10, max: HOUR },
   ),
-  /**
-   * TEST ONLY: a fault the server commits on purpose (see the `unsafe-fault` flag), or null.
-   * The server logs a loud warning line at startup when it is set.
-   */
-  unsafeFault: flag.optionalChoice(
-    "unsafe-fault",
-    ["ack-before-commit", "any-token"],
-    "TEST ONLY, never in production: breaks the server on purpose (ack-before-commit answers " +
-      "writes before COMMIT; any-token lets an ack present any lease token)",
-    { placeholder: "FAULT" },
-  ),
 };
 
 /** The settings of `tegami serve`, validated; sizes in bytes, durations in ms. */

@@ -5,36 +5,39 @@
  * @module
  */
 
+import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
 import {
   bearerToken,
   OPEN_ACCESS,
   type Principal,
   requireQueue,
-  requireScope,
-  type Scope,
   type TokenSet,
 } from "../auth/tokens.ts";
 import type { Broker } from "../core/broker.ts";
 import type { Clock } from "../core/clock.ts";
 import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../core/errors.ts";
 import { deliveryJson, jobJson } from "../core/job.ts";
-import type { Logger } from "../observe/log.ts";
+import { describeCause, type Logger } from "../observe/log.ts";
 import {
-  jobId,
   parseAck,
   parseCheckpoint,
   parseDeadQuery,
   parseEmpty,
   parseEnqueue,
   parseExtend,
+  parseJobsQuery,
   parseLease,
   parseNack,
   parseRequeue,
+  pathJobId,
   queueName,
   type RequestLimits,
 } from "../api/requests.ts";
-import type { QueueCounts } from "../store/store.ts";
+import type { Asset } from "../dashboard/assets.ts";
+import { statsView } from "../api/views.ts";
 import { type JsonBody, readJsonBody } from "./body.ts";
+import openapi from "./openapi.json" with { type: "json" };
+import asyncapi from "../ws/asyncapi.json" with { type: "json" };
 import { errorResponse, json, jsonText } from "./respond.ts";
 
 /** What the API needs from the server around it. */
@@ -53,8 +56,8 @@ export interface ApiOptions {
   accepting: () => boolean;
   /** Prometheus text for `/metrics`. */
   metrics: () => Promise<string>;
-  /** The dashboard page's HTML. */
-  dashboard: string;
+  /** The dashboard's files, each served at its path (`/` is the page). */
+  dashboard: readonly Asset[];
   /** The live feed as an event stream for `GET /v1/events`, for a caller seeing some queues. */
   events?: (principal: Principal) => Response;
   /** Handles `GET /v1/ws` once the caller is authenticated (or auth is left to the first frame). */
@@ -62,9 +65,6 @@ export interface ApiOptions {
   /** Sees every answered request (route pattern, status, duration). */
   onRequest?: (route: string, status: number, ms: number) => void;
 }
-
-/** Who may call a route: a scope, `read` (any valid token), `job` (produce or consume), `open`. */
-type Access = Scope | "read" | "job" | "open";
 
 interface Context {
   request: Request;
@@ -78,19 +78,6 @@ interface Route {
   path: string[];
   access: Access;
   handle: (ctx: Context) => Promise<Response> | Response;
-}
-
-/** Stats as the API shows them. */
-export function statsView(stats: QueueCounts, now: number, consumers: number): unknown {
-  return {
-    name: stats.name,
-    paused: stats.paused,
-    counts: stats.counts,
-    oldest_pending_age_ms: stats.oldest_pending_at === null
-      ? 0
-      : Math.max(0, now - stats.oldest_pending_at),
-    consumers,
-  };
 }
 
 /** Makes the request handler of the HTTP API. */
@@ -118,11 +105,15 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     requireQueue(ctx.principal, queue);
   };
 
+  // The API documents, embedded by the imports (a compiled binary carries them), as sent.
+  const openapiText = JSON.stringify(openapi);
+  const asyncapiText = JSON.stringify(asyncapi);
+
   const table: Route[] = [
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "jobs"],
-      access: "produce",
+      access: OPERATIONS.enqueue,
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const { value, text } = await bodyText(ctx);
@@ -138,7 +129,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "leases"],
-      access: "consume",
+      access: OPERATIONS.lease,
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const req = parseLease(await body(ctx));
@@ -157,9 +148,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "ack"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseAck(await body(ctx), limits);
         await jobAccess(ctx, id);
         await broker.ack(id, req.token, req.result);
@@ -169,9 +160,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "nack"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseNack(await body(ctx));
         await jobAccess(ctx, id);
         const out = await broker.nack(id, req.token, req);
@@ -181,9 +172,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "extend"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseExtend(await body(ctx));
         await jobAccess(ctx, id);
         return json(200, await broker.extend(id, req.token, req.lease_ms));
@@ -192,9 +183,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "checkpoint"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseCheckpoint(await body(ctx), limits);
         await jobAccess(ctx, id);
         return json(200, await broker.checkpoint(id, req.token, req.data));
@@ -203,9 +194,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "jobs", ":id"],
-      access: "job",
+      access: OPERATIONS.readJob,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const job = await broker.get(id);
         if (job === null) throw jobNotFound(id);
         requireQueue(ctx.principal, job.queue);
@@ -215,9 +206,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "DELETE",
       path: ["v1", "jobs", ":id"],
-      access: "admin",
+      access: OPERATIONS.cancelJob,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         await jobAccess(ctx, id);
         const out = await broker.cancel(id);
         log.info(out.removed ? "Job removed" : "Job cancelled", {
@@ -232,7 +223,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: async (ctx) => {
         const now = clock.now();
         const all = await broker.stats();
@@ -245,7 +236,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: async (ctx) => {
         const [stats] = await broker.stats(ctx.params[0]);
         return json(200, statsView(stats, clock.now(), broker.consumerCount(stats.name)));
@@ -254,7 +245,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     ...([["pause", true], ["resume", false]] as const).map(([action, paused]): Route => ({
       method: "POST",
       path: ["v1", "queues", ":queue", action],
-      access: "admin",
+      access: OPERATIONS.pauseQueue,
       handle: async (ctx) => {
         parseEmpty(await body(ctx));
         await broker.setPaused(ctx.params[0], paused);
@@ -268,7 +259,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue", "dead"],
-      access: "admin",
+      access: OPERATIONS.deadLetters,
       handle: async (ctx) => {
         const { limit, after } = parseDeadQuery(ctx.url.searchParams);
         const jobs = await broker.listDead(ctx.params[0], limit, after);
@@ -277,9 +268,33 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       },
     },
     {
+      method: "GET",
+      path: ["v1", "queues", ":queue", "jobs"],
+      access: "admin",
+      handle: async (ctx) => {
+        const page = parseJobsQuery(ctx.url.searchParams);
+        const jobs = await broker.listJobs(ctx.params[0], page);
+        const next = jobs.length === page.limit ? jobs[jobs.length - 1].id : null;
+        return jsonText(200, `{"jobs":[${jobs.map(jobJson).join(",")}],"next_after":${next}}`);
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "jobs", ":id", "run"],
+      access: "admin",
+      handle: async (ctx) => {
+        const id = pathJobId(ctx.params[0]);
+        parseEmpty(await body(ctx));
+        await jobAccess(ctx, id);
+        const out = await broker.runNow(id);
+        log.info("Job run now", { id, queue: out.queue, by: ctx.principal.name });
+        return json(200, { id, state: out.state, run_at: out.run_at });
+      },
+    },
+    {
       method: "POST",
       path: ["v1", "queues", ":queue", "dead", "requeue"],
-      access: "admin",
+      access: OPERATIONS.deadLetters,
       handle: async (ctx) => {
         const { ids } = parseRequeue(await body(ctx));
         const requeued = await broker.requeueDead(ctx.params[0], ids);
@@ -295,7 +310,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "events"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: (ctx) => {
         if (options.events === undefined) throw notFound(ctx.request, ctx.url);
         return options.events(ctx.principal);
@@ -304,13 +319,13 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["healthz"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: () => json(200, { status: "ok" }),
     },
     {
       method: "GET",
       path: ["readyz"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: async () => {
         if (!options.accepting()) {
           throw new TegamiError("unavailable", "Not ready: the server is shutting down");
@@ -328,7 +343,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["metrics"],
-      access: "admin",
+      access: OPERATIONS.metrics,
       handle: async (ctx) => {
         // The metrics name and count every queue; GET /v1/queues hides the others from a token
         // limited to some queues, so /metrics must not show them either.
@@ -345,17 +360,30 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     },
     {
       method: "GET",
-      path: [],
+      path: ["openapi.json"],
       access: "open",
+      handle: () => jsonText(200, openapiText),
+    },
+    {
+      method: "GET",
+      path: ["asyncapi.json"],
+      access: "open",
+      handle: () => jsonText(200, asyncapiText),
+    },
+    ...options.dashboard.map((asset): Route => ({
+      method: "GET",
+      path: asset.path.split("/").filter((part) => part !== ""),
+      access: OPERATIONS.open,
       handle: () =>
-        new Response(options.dashboard, {
+        new Response(asset.body, {
           headers: {
-            "content-type": "text/html; charset=utf-8",
-            "content-security-policy":
-              "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+            "content-type": asset.contentType,
+            // Scripts and styles only from this server, as files: nothing inline runs.
+            "content-security-policy": "default-src 'self'",
+            "x-content-type-options": "nosniff",
           },
         }),
-    },
+    })),
   ];
   // What each request would otherwise work out again: the metrics label, whether a queue is named.
   const routes = table.map((r) => ({
@@ -391,8 +419,8 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     }
     let pathMatched = false;
     for (const r of routes) {
-      const params = match(r.path, segments);
-      if (params === null) continue;
+      const matched = match(r.path, segments);
+      if (matched === null) continue;
       pathMatched = true;
       if (r.method !== request.method) continue;
       seen.pattern = r.pattern;
@@ -404,6 +432,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         principal = found;
         requireAccess(principal, r.access);
       }
+      const params = decoded(r.path, matched);
       if (r.namesQueue) {
         const queue = queueName(params[0]);
         requireQueue(principal, queue);
@@ -441,21 +470,34 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
   };
 }
 
-function match(pattern: string[], segments: string[]): string[] | null {
+/**
+ * The parameters of a path that has the pattern's shape, or null. A parameter segment that is
+ * not valid percent-encoding (`%zz`) still matches, as undefined: the route is the right one and
+ * the caller's parameter is malformed (400), which the router reports once the method matches.
+ */
+function match(pattern: string[], segments: string[]): (string | undefined)[] | null {
   if (pattern.length !== segments.length) return null;
-  const params: string[] = [];
+  const params: (string | undefined)[] = [];
   for (let i = 0; i < pattern.length; i++) {
     if (pattern[i].startsWith(":")) {
-      let value: string;
+      let value: string | undefined;
       try {
         value = decodeURIComponent(segments[i]);
       } catch {
-        return null;
+        value = undefined;
       }
       params.push(value);
     } else if (pattern[i] !== segments[i]) return null;
   }
   return params;
+}
+
+/** The decoded parameters, or `validation_failed` naming the first malformed one. */
+function decoded(pattern: string[], params: (string | undefined)[]): string[] {
+  const at = params.indexOf(undefined);
+  if (at < 0) return params as string[];
+  const name = pattern.filter((p) => p.startsWith(":"))[at].slice(1);
+  throw invalid(name, "not valid percent-encoding");
 }
 
 /**
@@ -482,18 +524,4 @@ function unauthorized(): TegamiError {
     "unauthorized",
     "Cannot authenticate: send a valid token as Authorization: Bearer <token>",
   );
-}
-
-function requireAccess(principal: Principal, access: Access): void {
-  if (access === "read" || access === "open") return;
-  requireScope(principal, access === "job" ? "produce or consume" : access);
-}
-
-/** A one-line description of an internal failure's cause, for the log. */
-export function describeCause(cause: unknown): string {
-  if (cause instanceof Error) {
-    const inner = cause.cause instanceof Error ? `: ${cause.cause.message}` : "";
-    return `${cause.name}: ${cause.message}${inner}`.slice(0, 500);
-  }
-  return String(cause).slice(0, 500);
 }

@@ -1,5 +1,5 @@
 /**
- * Shared pieces of the fuzz suites (`tests/fuzz_*_test.ts`): run settings, input generators for
+ * Shared pieces of the fuzz suites (`fuzz_*_test.ts` in tests/api, http and ws): run settings, input generators for
  * JSON text that `JSON.stringify` would never write (duplicate keys, own `__proto__` keys, lone
  * surrogates, `1e999`, deep nesting), a set of jobs in every state whose stored rows must never
  * change, and a raw HTTP exchange with a deadline.
@@ -365,8 +365,10 @@ export async function seedJobs(server: TestServer): Promise<SeedJobs> {
   await broker.checkpoint(leased.id, lease.lease.token, '{"step":"seeded"}');
   const [cancelled] = await broker.enqueue("seed", [job('"to cancel"')]);
   await broker.cancel(cancelled.id);
+  // Valid JSON text only, as the API stores nothing else (a raw NUL inside a string is not JSON;
+  // the escape is): answers must stay valid JSON, and api_schemas.ts parses every one.
   const [pending] = await broker.enqueue("seed", [
-    job('"pending \u0000 job"', { key: "seed-key" }),
+    job('"pending \\u0000 job"', { key: "seed-key" }),
   ]);
   const [delayed] = await broker.enqueue("seed", [
     job('{"later":true}', { run_at: now + 50 * 365 * 86_400_000 }),

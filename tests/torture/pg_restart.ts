@@ -106,7 +106,7 @@ let next = 0;
 async function producer(p: number): Promise<void> {
   let retry: string | null = null;
   while (producing || retry !== null) {
-    const uid = retry ?? `u${p}-${next++}`;
+    const uid: string = retry ?? `u${p}-${next++}`;
     const server = servers[(next + p) % servers.length];
     counts.enqueueCalls++;
     const answer = await call(server.url, "POST", "/v1/queues/work/jobs", {

@@ -46,10 +46,12 @@ import {
   countCommit,
   emptyCommitStats,
   type EndedLease,
+  type JobPage,
   type LeaseRef,
   type NackResult,
   type QueueCounts,
   type RemoteLeaseEnd,
+  type RunNowResult,
   type StateCounts,
   type Store,
   type StoreCapabilities,
@@ -534,6 +536,38 @@ export class PgStore implements Store {
         SELECT * FROM jobs WHERE queue = ${queue} AND state = 'dead' AND id > ${after}
         ORDER BY id LIMIT ${limit}`;
       return rows.map(rowToJob);
+    });
+  }
+
+  listJobs(queue: string, page: JobPage): Promise<Job[]> {
+    return this.#read("list jobs", async (sql) => {
+      const rows = page.order === "oldest"
+        ? await sql<JobRow[]>`
+          SELECT * FROM jobs WHERE queue = ${queue} AND state = ${page.state}
+            AND id > ${page.after ?? 0} ORDER BY id LIMIT ${page.limit}`
+        : await sql<JobRow[]>`
+          SELECT * FROM jobs WHERE queue = ${queue} AND state = ${page.state}
+            AND id < ${page.after ?? Number.MAX_SAFE_INTEGER} ORDER BY id DESC LIMIT ${page.limit}`;
+      return rows.map(rowToJob);
+    });
+  }
+
+  runNow(id: number, now: number): Promise<RunNowResult> {
+    return this.#write(async (tx, news) => {
+      const row = await this.#lockRow(tx, id);
+      if (row.state === "pending") {
+        return { id, queue: row.queue, state: row.state, run_at: row.run_at };
+      }
+      if (row.state !== "delayed") {
+        throw new TegamiError(
+          "conflict",
+          `Cannot run job ${id} now: it is ${row.state}, not delayed`,
+          { id },
+        );
+      }
+      await tx`UPDATE jobs SET state = 'pending', run_at = ${now} WHERE id = ${id}`;
+      news.ready.add(row.queue);
+      return { id, queue: row.queue, state: "pending", run_at: now };
     });
   }
 

@@ -31,7 +31,13 @@ import {
   type NackRequest,
   type Transition,
 } from "../../core/lifecycle.ts";
-import { type CommitObserver, GroupCommit, type Transactor } from "../group_commit.ts";
+import {
+  type CommitObserver,
+  type Committer,
+  type CommitterFactory,
+  GroupCommit,
+  type Transactor,
+} from "../group_commit.ts";
 import { migrate } from "./sqlite_schema.ts";
 import { WalSync } from "./wal_sync.ts";
 import {
@@ -42,9 +48,11 @@ import {
   countCommit,
   emptyCommitStats,
   type EndedLease,
+  type JobPage,
   type LeaseRef,
   type NackResult,
   type QueueCounts,
+  type RunNowResult,
   type StateCounts,
   type Store,
   type StoreCapabilities,
@@ -62,16 +70,11 @@ export interface SqliteStoreOptions {
   /** Sees every commit (batch size, duration, failure). */
   onCommit?: CommitObserver;
   /**
-   * TEST ONLY, breaks the store on purpose so the crash campaign can prove its checker fails:
-   * `ack-before-commit` answers writes before COMMIT and commits up to 500 ms later;
-   * `any-token` lets ack complete a leased job whatever token (and expiry) it presents.
-   * @default null
+   * Batches writes into transactions; resolves each write once it is committed.
+   * @default a {@linkcode GroupCommit}
    */
-  unsafeFault?: "ack-before-commit" | "any-token" | null;
+  committer?: CommitterFactory;
 }
-
-/** How long `ack-before-commit` keeps answered writes uncommitted, ms. */
-const UNSAFE_COMMIT_DELAY_MS = 500;
 
 interface JobRow {
   id: number;
@@ -159,7 +162,7 @@ export class SqliteStore implements Store {
   /** fsyncs the WAL before answers when `sync` is `full` on a file; null otherwise. */
   readonly #walSync: WalSync | null;
   #lastFlushAt = 0;
-  readonly #commits: GroupCommit;
+  readonly #commits: Committer;
   readonly #counts = new Map<string, StateCounts>();
   readonly #paused = new Set<string>();
   #moves: Move[] = [];
@@ -175,7 +178,6 @@ export class SqliteStore implements Store {
   #closing: Promise<void> | null = null;
   readonly #stats: CommitStats = emptyCommitStats();
   readonly #statements: ReturnType<typeof prepare>;
-  readonly #anyToken: boolean;
   /** The engine and its version. */
   readonly engine: string;
   /** One server per file, in local files. */
@@ -196,17 +198,14 @@ export class SqliteStore implements Store {
       : new WalSync(`${options.path}-wal`);
     const observer = options.onCommit;
     this.#statements = prepare(db);
-    this.#anyToken = options.unsafeFault === "any-token";
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
-    this.#commits = new GroupCommit(this.#transactor(), (size, ms, error) => {
+    const counted: CommitObserver = (size, ms, error) => {
       if (error === null) countCommit(this.#stats, size, ms);
       observer?.(size, ms, error);
-    }, {
-      unsafeAnswerBeforeCommitMs: options.unsafeFault === "ack-before-commit"
-        ? UNSAFE_COMMIT_DELAY_MS
-        : 0,
-      schedule: (flush) => this.#schedule(flush),
-    });
+    };
+    const schedule = (flush: () => void) => this.#schedule(flush);
+    this.#commits = options.committer?.(this.#transactor(), counted, schedule) ??
+      new GroupCommit(this.#transactor(), counted, { schedule });
     for (
       const row of this.#statements.countAll.all() as {
         queue: string;
@@ -407,9 +406,7 @@ export class SqliteStore implements Store {
     now: number,
   ): Promise<{ id: number; queue: string }> {
     return this.#write(() => {
-      const changed = this.#anyToken
-        ? this.#statements.unsafeAckAnyToken.run(result, now, id).changes
-        : this.#statements.ack.run(result, now, id, token, now).changes;
+      const changed = this.#statements.ack.run(result, now, id, token, now).changes;
       if (changed === 1) {
         const queue = this.#queueOf(id);
         this.#leasedQueues.delete(id);
@@ -523,6 +520,39 @@ export class SqliteStore implements Store {
     return this.#read(() =>
       (this.#statements.listDead.all(queue, after, limit) as unknown as JobRow[]).map(rowToJob)
     );
+  }
+
+  listJobs(queue: string, page: JobPage): Promise<Job[]> {
+    return this.#read(() => {
+      const rows = page.order === "oldest"
+        ? this.#statements.listOldest.all(queue, page.state, page.after ?? 0, page.limit)
+        : this.#statements.listNewest.all(
+          queue,
+          page.state,
+          page.after ?? Number.MAX_SAFE_INTEGER,
+          page.limit,
+        );
+      return (rows as unknown as JobRow[]).map(rowToJob);
+    });
+  }
+
+  runNow(id: number, now: number): Promise<RunNowResult> {
+    return this.#write(() => {
+      const row = this.#row(id);
+      if (row.state === "pending") {
+        return { id, queue: row.queue, state: row.state, run_at: row.run_at };
+      }
+      if (row.state !== "delayed") {
+        throw new TegamiError(
+          "conflict",
+          `Cannot run job ${id} now: it is ${row.state}, not delayed`,
+          { id },
+        );
+      }
+      this.#statements.runNow.run(now, id);
+      this.#moves.push([row.queue, "delayed", "pending"]);
+      return { id, queue: row.queue, state: "pending", run_at: now };
+    });
   }
 
   requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
@@ -795,10 +825,6 @@ function prepare(db: DatabaseSync) {
       `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
        WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
     ),
-    unsafeAckAnyToken: p(
-      `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
-       WHERE id = ? AND state = 'leased'`,
-    ),
     totalChanges: p("SELECT total_changes() AS n"),
     byId: p("SELECT * FROM jobs WHERE id = ?"),
     queueById: p("SELECT queue FROM jobs WHERE id = ?"),
@@ -827,6 +853,13 @@ function prepare(db: DatabaseSync) {
     listDead: p(
       `SELECT * FROM jobs WHERE queue = ? AND state = 'dead' AND id > ? ORDER BY id LIMIT ?`,
     ),
+    listOldest: p(
+      `SELECT * FROM jobs WHERE queue = ? AND state = ? AND id > ? ORDER BY id LIMIT ?`,
+    ),
+    listNewest: p(
+      `SELECT * FROM jobs WHERE queue = ? AND state = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+    ),
+    runNow: p("UPDATE jobs SET state = 'pending', run_at = ? WHERE id = ? AND state = 'delayed'"),
     requeueAllDead: p(
       `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
        WHERE queue = ? AND state = 'dead'`,

@@ -36,14 +36,13 @@ CREATE INDEX jobs_pending_age ON jobs (queue, run_at) WHERE state = 'pending';
 CREATE INDEX jobs_delayed ON jobs (run_at) WHERE state = 'delayed';
 -- lease expiry
 CREATE INDEX jobs_leased ON jobs (lease_expires_at) WHERE state = 'leased';
--- dead-letter listing
-CREATE INDEX jobs_dead ON jobs (queue, id) WHERE state = 'dead';
 -- retention sweep
 CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state IN ('done', 'cancelled');
 -- dedup: (queue, key) unique among stored jobs
 CREATE UNIQUE INDEX jobs_key ON jobs (queue, key) WHERE key IS NOT NULL;
--- stats: counts per queue and state
-CREATE INDEX jobs_queue_state ON jobs (queue, state);
+-- stats (counts per queue and state), the job browser and the dead-letter listing: a queue's
+-- jobs in one state, by id
+CREATE INDEX jobs_browse ON jobs (queue, state, id);
 
 CREATE TABLE queues (
   name   text    PRIMARY KEY,
