@@ -615,3 +615,12 @@ Deno.test("topLevelHelp() lists the commands, the version and the client flags",
   assert.ok(help.includes("default http://127.0.0.1:7700"));
   for (const line of help.split("\n")) assert.ok(line.length <= 100, line);
 });
+
+Deno.test("serveHelp() offers PostgreSQL: the URL form of --db and its --pg-* flags", () => {
+  const help = serveHelp();
+  assert.match(help, /--db PATH\|URL/);
+  assert.match(help, /postgres:\/\//);
+  for (const flag of ["--pg-schema", "--pg-pool", "--pg-poll"]) {
+    assert.ok(help.includes(flag), flag);
+  }
+});
