@@ -24,8 +24,7 @@ await using a = await spawnServer(args);
 await using b = await spawnServer(args);
 const socket = new WebSocket(b.url.replace(/^http/, "ws") + "/v1/ws");
 await new Promise((resolve) => socket.addEventListener("open", resolve, { once: true }));
-let waiting: ((frame: { op: string; id: number; lease: { token: string } }) => void) | null =
-  null;
+let waiting: ((frame: { op: string; id: number; lease: { token: string } }) => void) | null = null;
 socket.addEventListener("message", (event) => {
   const frame = JSON.parse(event.data);
   if (frame.op === "job") waiting?.(frame);
