@@ -9,7 +9,10 @@
  * either server. At the end the load stops, the queue is drained, and the stored jobs are read
  * with the store-neutral inspector:
  *
- * - lost: a job whose enqueue was answered 2xx is missing, or not `done` after the drain;
+ * - lost: a job whose enqueue was answered 2xx is missing;
+ * - not drained: such a job neither `done` nor `dead` after the drain (by the state it is
+ *   in); a job whose acks kept failing through outages is delivered again each time and may
+ *   use up its attempts, which makes it `dead`, as the lifecycle says;
  * - redelivered after ack: a job delivered again after an ack of it was answered 200;
  * - stuck: a job still `leased` after its lease ran out plus two poll intervals.
  *
@@ -101,11 +104,13 @@ log(`two servers on ${pg.url}: ${servers.map((s) => s.url).join(", ")}`);
 
 let producing = true;
 let consuming = true;
+/** Set when the drain gives up: producers stop retrying what was never acknowledged. */
+let givingUp = false;
 let next = 0;
 
 async function producer(p: number): Promise<void> {
   let retry: string | null = null;
-  while (producing || retry !== null) {
+  while (producing || (retry !== null && !givingUp)) {
     const uid: string = retry ?? `u${p}-${next++}`;
     const server = servers[(next + p) % servers.length];
     counts.enqueueCalls++;
@@ -178,16 +183,28 @@ const inspector = openInspector(pg.url);
 let remaining: number[] = [];
 for (;;) {
   const jobs = await inspector.jobs("work");
-  const done = new Set(jobs.filter((j) => j.state === "done").map((j) => j.id));
+  const done = new Set(
+    jobs.filter((j) => j.state === "done" || j.state === "dead").map((j) => j.id),
+  );
   remaining = [...acknowledged.values()].filter((id) => !done.has(id));
   if (remaining.length === 0 || Date.now() > drainUntil) break;
   await sleep(250);
 }
 consuming = false;
+givingUp = true;
 await Promise.all(load);
 const jobs = await inspector.jobs("work");
 const byId = new Map(jobs.map((j) => [j.id, j]));
-const lost = [...acknowledged.values()].filter((id) => byId.get(id)?.state !== "done");
+const lost = [...acknowledged.values()].filter((id) => !byId.has(id));
+const notDrained: Record<string, number> = {};
+let deadJobs = 0;
+for (const id of acknowledged.values()) {
+  const state = byId.get(id)?.state;
+  if (state === "dead") deadJobs++;
+  else if (state !== undefined && state !== "done") {
+    notDrained[state] = (notDrained[state] ?? 0) + 1;
+  }
+}
 const now = Date.now();
 const stuck = jobs.filter((j) =>
   j.state === "leased" && j.lease_expires_at !== null &&
@@ -195,10 +212,15 @@ const stuck = jobs.filter((j) =>
 );
 const integrity = await inspector.integrity();
 await inspector.close();
+const stderrs: string[] = [];
 for (const server of servers) {
   server.kill("SIGTERM");
-  const { code } = await server.exited();
+  const { code, stderr } = await server.exited();
+  stderrs.push(stderr);
   if (code !== 0) log(`a server exited ${code}`);
+}
+if (Deno.env.get("TEGAMI_PG_RESTART_LOGS") !== undefined) {
+  await Deno.writeTextFile(Deno.env.get("TEGAMI_PG_RESTART_LOGS")!, stderrs.join("\n---\n"));
 }
 
 const report = {
@@ -207,6 +229,8 @@ const report = {
   jobsAcknowledged: acknowledged.size,
   jobsStored: jobs.length,
   lost: lost.length,
+  notDrained: JSON.stringify(notDrained),
+  deadAfterAttempts: deadJobs,
   redeliveredAfterAck: redeliveredAfterAck.length,
   stuckLeased: stuck.length,
   integrity,
@@ -216,7 +240,7 @@ else {
   for (const [key, value] of Object.entries(report)) console.log(`${key.padEnd(22)} ${value}`);
 }
 const failed = lost.length > 0 || redeliveredAfterAck.length > 0 || stuck.length > 0 ||
-  integrity !== "ok";
+  Object.keys(notDrained).length > 0 || integrity !== "ok";
 if (failed) {
   log(
     `FAILED: lost ${lost.slice(0, 10)}, redelivered after ack ${
