@@ -145,7 +145,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ),
       );
     }
-    return upgradeToWebSocket(request, config.pingIntervalMs, (socket) => {
+    return upgradeToWebSocket(request, config.pingIntervalMs, (socket, version) => {
       const connection: Connection = new Connection(socket, {
         broker,
         clock,
@@ -156,6 +156,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         pauseBuffered: 1 << 20,
         maxBuffered: 32 << 20,
         log,
+        version,
         onFinished: () => connections.delete(connection),
       });
       connections.add(connection);
