@@ -11,6 +11,11 @@
  * is answered the same by the server, so nothing is acked twice or lost; after a server restart
  * the old token still acks while its lease lives.
  *
+ * It speaks protocol v2 (`tegami.v2`): pushes arrive as `jobs` frames carrying every job the
+ * server dealt at once, and the acks, nacks, extends and checkpoints of one tick go out as one
+ * `batch` frame (one alone goes as it is). Each call still resolves on its own reply, which the
+ * server sends only once that write is committed and fsynced.
+ *
  * Uses only the standard `WebSocket`: runs in Deno, browsers and Node ≥ 22.
  *
  * @module
@@ -18,6 +23,13 @@
 
 import { TegamiError } from "../core/errors.ts";
 import { baseUrl, type ConnectionOptions, errorFromWire } from "./producer.ts";
+import { TickBatch } from "./tick_batch.ts";
+
+/** The subprotocol asking the server for `jobs` push frames (see docs/protocol.md). */
+const PROTOCOL_V2 = "tegami.v2";
+
+/** Most frames in one `batch` (the server's limit). */
+const MAX_BATCH_FRAMES = 1000;
 
 /** What a handler knows about the job it runs. */
 export interface JobContext<T = unknown> {
@@ -148,15 +160,32 @@ export function consume<T = unknown>(
   let readyWaiters: (() => void)[] = [];
   let subscribed = false;
 
-  const sendRaw = (frame: Record<string, unknown>) => {
+  const sendText = (text: string) => {
     if (ws !== null && connected) {
       try {
-        ws.send(JSON.stringify(frame));
+        ws.send(text);
       } catch {
         // The close event follows; pending requests are resent after reconnecting.
       }
     }
   };
+  const sendRaw = (frame: Record<string, unknown>) => sendText(JSON.stringify(frame));
+
+  /** The requests of one tick, sent as one `batch` frame (a lone one as it is). */
+  const outbox = new TickBatch<Record<string, unknown>>((frames) => {
+    if (ws === null || !connected) return; // resent from `pending` once connected again
+    for (let at = 0; at < frames.length; at += MAX_BATCH_FRAMES) {
+      const chunk = frames.slice(at, at + MAX_BATCH_FRAMES);
+      if (chunk.length === 1) sendRaw(chunk[0]);
+      else {
+        const ref = `b${nextRef++}`;
+        batches.set(ref, chunk.map((frame) => frame.ref as number));
+        sendRaw({ op: "batch", ref, frames: chunk });
+      }
+    }
+  });
+  /** The refs of the requests each `batch` in flight carried, by the batch's ref. */
+  const batches = new Map<string, number[]>();
 
   /** Sends a request and awaits its reply; survives reconnects (resent with its ref). */
   const call = (frame: Record<string, unknown>): Promise<Record<string, unknown>> => {
@@ -164,8 +193,17 @@ export function consume<T = unknown>(
     const full = { ...frame, ref };
     return new Promise((resolve, reject) => {
       pending.set(ref, { frame: full, resolve, reject });
-      sendRaw(full);
+      outbox.add(full);
     });
+  };
+
+  /** Settles the request a reply answers. */
+  const answered = (frame: Record<string, unknown>) => {
+    const request = pending.get(frame.ref as number);
+    if (request === undefined) return;
+    pending.delete(frame.ref as number);
+    if (frame.op === "ok") request.resolve(frame);
+    else request.reject(errorFromWire(frame));
   };
 
   const onOpen = () => {
@@ -175,13 +213,17 @@ export function consume<T = unknown>(
     const subscribe: Record<string, unknown> = { op: "subscribe", queue, prefetch, ref: -1 };
     if (options.leaseMs !== undefined) subscribe.lease_ms = options.leaseMs;
     if (!closing) sendRaw(subscribe);
-    for (const request of [...pending.values()]) sendRaw(request.frame);
+    batches.clear();
+    for (const request of [...pending.values()]) outbox.add(request.frame);
   };
 
   const onFrame = (frame: Record<string, unknown>) => {
     switch (frame.op) {
       case "job":
         return onJob(frame as unknown as JobFrame);
+      case "jobs":
+        for (const job of frame.jobs as JobFrame[]) onJob(job);
+        return;
       case "cancel":
       case "expired": {
         const id = frame.id as number;
@@ -201,6 +243,21 @@ export function consume<T = unknown>(
       }
       case "ok":
       case "error": {
+        if (typeof frame.ref === "string" && frame.ref.startsWith("b")) {
+          const refs = batches.get(frame.ref);
+          batches.delete(frame.ref);
+          if (refs === undefined) return;
+          if (frame.op === "ok" && Array.isArray(frame.replies)) {
+            for (const reply of frame.replies) answered(reply);
+          } else {
+            // The batch was refused whole (too many frames in flight): so is each request in it.
+            const error = errorFromWire(frame);
+            for (const ref of refs) {
+              answered({ op: "error", ref, code: error.code, message: error.message });
+            }
+          }
+          return;
+        }
         const ref = frame.ref as number | undefined;
         if (ref === -1) {
           if (frame.op === "ok") {
@@ -219,11 +276,7 @@ export function consume<T = unknown>(
           onError(errorFromWire(frame));
           return;
         }
-        const request = pending.get(ref);
-        if (request === undefined) return;
-        pending.delete(ref);
-        if (frame.op === "ok") request.resolve(frame);
-        else request.reject(errorFromWire(frame));
+        answered(frame);
         return;
       }
     }
@@ -304,7 +357,7 @@ export function consume<T = unknown>(
 
   const connect = () => {
     if (stopped) return;
-    const socket = new Socket(wsUrl);
+    const socket = new Socket(wsUrl, PROTOCOL_V2);
     ws = socket;
     socket.onopen = onOpen;
     socket.onmessage = (event) => {
