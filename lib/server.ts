@@ -200,6 +200,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         connections: connections.size,
         now: clock.now(),
         files: store.fileSizes(),
+        statements: store.commitStats().statements,
       }),
     onRequest: (route, status, ms) => metrics.request(route, status, ms),
   });

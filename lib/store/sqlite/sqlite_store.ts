@@ -11,7 +11,8 @@
  * @module
  */
 
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { DatabaseSync } from "node:sqlite";
+import { CountedStatement, type StatementCount } from "./counted_statement.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
 import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
@@ -149,6 +150,8 @@ export class SqliteStore implements Store {
   #dbClosed = false;
   #closing: Promise<void> | null = null;
   readonly #stats: CommitStats = emptyCommitStats();
+  /** SQL statements run so far (the store's own; SQLite's internal ones are not counted). */
+  readonly #statements: StatementCount = { n: 0 };
   readonly #s: ReturnType<typeof prepare>;
   readonly #anyToken: boolean;
   /** The engine and its version. */
@@ -167,7 +170,7 @@ export class SqliteStore implements Store {
       ? null
       : new WalSync(`${options.path}-wal`);
     const observer = options.onCommit;
-    this.#s = prepare(db);
+    this.#s = prepare(db, this.#statements);
     this.#anyToken = options.unsafeFault === "any-token";
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
     this.#commits = new GroupCommit(this.#transactor(), (size, ms, error) => {
@@ -570,7 +573,7 @@ export class SqliteStore implements Store {
   }
 
   commitStats(): CommitStats {
-    return copyCommitStats(this.#stats);
+    return { ...copyCommitStats(this.#stats), statements: this.#statements.n };
   }
 
   close(): Promise<void> {
@@ -728,9 +731,9 @@ function sqliteFileSizes(path: string): { database: number; wal: number } | null
   return { database: size(path), wal: size(`${path}-wal`) };
 }
 
-/** Every statement the store runs, prepared once. */
-function prepare(db: DatabaseSync) {
-  const p = (sql: string): StatementSync => db.prepare(sql);
+/** Every statement the store runs, prepared once, each counting its runs into `count`. */
+function prepare(db: DatabaseSync, count: StatementCount) {
+  const p = (sql: string) => new CountedStatement(db.prepare(sql), count);
   return {
     begin: p("BEGIN IMMEDIATE"),
     commit: p("COMMIT"),
