@@ -10,13 +10,9 @@
  */
 
 import meta from "./deno.json" with { type: "json" };
-import {
-  ConfigError,
-  resolveServeConfig,
-  serveHelp,
-  topLevelHelp,
-  wantsHelp,
-} from "./lib/config/config.ts";
+import { ConfigError, wantsHelp } from "./lib/config/flags.ts";
+import { serveHelp, topLevelHelp } from "./lib/config/help.ts";
+import { resolveServeConfig } from "./lib/config/serve_config.ts";
 import { startServer } from "./lib/server.ts";
 import { CLIENT_COMMANDS, runClientCommand } from "./lib/cli/client_commands.ts";
 

@@ -9,7 +9,7 @@
 import { type Principal, TokenSet } from "./auth/tokens.ts";
 import { Broker } from "./core/broker.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
-import type { ServeConfig } from "./config/config.ts";
+import type { ServeConfig } from "./config/serve_config.ts";
 import { DASHBOARD_HTML } from "./dashboard/dashboard_page.ts";
 import { retryDelayMs } from "./core/backoff.ts";
 import { createApi, describeCause } from "./http/api.ts";

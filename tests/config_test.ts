@@ -1,16 +1,16 @@
 import assert from "node:assert/strict";
+import { CLIENT_FLAGS as CLIENT_TABLE, resolveClientConfig } from "../lib/config/client_config.ts";
+import { ConfigError, wantsHelp } from "../lib/config/flags.ts";
+import { serveHelp, topLevelHelp } from "../lib/config/help.ts";
 import {
-  CLIENT_FLAGS,
-  ConfigError,
   isLoopbackHost,
-  resolveClientConfig,
   resolveServeConfig,
-  SERVE_FLAGS,
+  SERVE_FLAGS as SERVE_TABLE,
   type ServeConfig,
-  serveHelp,
-  topLevelHelp,
-  wantsHelp,
-} from "../lib/config/config.ts";
+} from "../lib/config/serve_config.ts";
+
+const SERVE_FLAGS = Object.values(SERVE_TABLE);
+const CLIENT_FLAGS = Object.values(CLIENT_TABLE);
 import { formatDuration, formatSize, parseDuration, parseSize } from "../lib/config/units.ts";
 
 /** Asserts that `fn` throws a ConfigError about `field` whose message matches `pattern`. */

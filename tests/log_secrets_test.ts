@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { ManualClock } from "../lib/core/clock.ts";
-import { resolveServeConfig } from "../lib/config/config.ts";
+import { resolveServeConfig } from "../lib/config/serve_config.ts";
 import { createLogger, type LogFormat } from "../lib/observe/log.ts";
 import { type RunningServer, startServer } from "../lib/server.ts";
 import { RawWs, upgradeStatus } from "./helpers/raw_ws.ts";

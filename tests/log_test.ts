@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { resolveServeConfig } from "../lib/config/config.ts";
+import { resolveServeConfig } from "../lib/config/serve_config.ts";
 import { createLogger } from "../lib/observe/log.ts";
 import { startServer } from "../lib/server.ts";
 import { send } from "./helpers/test_server.ts";

@@ -13,7 +13,8 @@
 import assert from "node:assert/strict";
 import { type ErrorCode, TegamiError } from "../lib/core/errors.ts";
 import type { Delivery, JobState, NewJob } from "../lib/core/job.ts";
-import type { StateCounts, Store, StorePolicy } from "../lib/store/store.ts";
+import type { LifecyclePolicy } from "../lib/core/lifecycle.ts";
+import type { StateCounts, Store } from "../lib/store/store.ts";
 
 /** A fresh, empty store and a way to dispose of it (which must also accept a closed store). */
 export type OpenStore = () => Promise<{ store: Store; cleanup(): Promise<void> }>;
@@ -23,7 +24,7 @@ export type OpenStore = () => Promise<{ store: Store; cleanup(): Promise<void> }
  * shows what it was given: without a job backoff, `attempt` seconds; with one,
  * `min(max_ms, base_ms · 2^(attempt−1))` without jitter.
  */
-export const SUITE_POLICY: StorePolicy = {
+export const SUITE_POLICY: LifecyclePolicy = {
   defaultLeaseMs: 30_000,
   retryDelayMs(attempt, backoff) {
     if (backoff === null) return attempt * 1_000;

@@ -4,7 +4,8 @@
  */
 
 import assert from "node:assert/strict";
-import { ConfigError, resolveServeConfig } from "../lib/config/config.ts";
+import { ConfigError } from "../lib/config/flags.ts";
+import { resolveServeConfig } from "../lib/config/serve_config.ts";
 import { GroupCommit, type Transactor } from "../lib/store/group_commit.ts";
 import { createLogger } from "../lib/observe/log.ts";
 import { startServer } from "../lib/server.ts";

@@ -41,7 +41,7 @@ interface Pending {
 }
 
 /** What one operation of a batch came to: its value, or the `TegamiError` it threw. */
-interface Outcome {
+interface OperationResult {
   ok: boolean;
   value: unknown;
 }
@@ -121,7 +121,7 @@ export class GroupCommit {
       return;
     }
     const started = performance.now();
-    let outcomes: Outcome[];
+    let outcomes: OperationResult[];
     try {
       outcomes = this.#runAll(batch);
       this.#db.commit();
@@ -154,11 +154,11 @@ export class GroupCommit {
    * with a savepoint around that operation and every later one. Operations only touch the
    * database, so running one again is safe; each retry guards an earlier operation, so it ends.
    */
-  #runAll(batch: Pending[]): Outcome[] {
+  #runAll(batch: Pending[]): OperationResult[] {
     let guardedFrom = batch.length;
     for (;;) {
       this.#db.begin();
-      const outcomes: Outcome[] = new Array(batch.length);
+      const outcomes: OperationResult[] = new Array(batch.length);
       let failedBare = -1;
       for (let i = 0; i < batch.length; i++) {
         const guarded = i >= guardedFrom;

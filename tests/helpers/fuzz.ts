@@ -17,7 +17,7 @@ import { DatabaseSync } from "node:sqlite";
 import assert from "node:assert/strict";
 import { STATUS_OF } from "../../lib/core/errors.ts";
 import type { NewJob } from "../../lib/core/job.ts";
-import type { ServeConfig } from "../../lib/config/config.ts";
+import type { ServeConfig } from "../../lib/config/serve_config.ts";
 import { startTestServer, type TestServer } from "./test_server.ts";
 
 /** The fast-check parameters of one property: a fixed seed, bounded runs, env overrides. */

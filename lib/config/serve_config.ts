@@ -1,0 +1,244 @@
+/**
+ * The settings of `tegami serve`: its flag table ({@linkcode SERVE_FLAGS}), the type resolved
+ * from it ({@linkcode ServeConfig}), and the checks that span several flags.
+ *
+ * To add a flag: add one row to the table (its key is the setting's name, with a doc comment);
+ * the parser, the env var, the help text and the type follow. A check across flags goes in
+ * {@linkcode resolveServeConfig}.
+ *
+ * @module
+ */
+
+import { MAX_LEASE_MS, MIN_LEASE_MS } from "../core/limits.ts";
+import {
+  ConfigError,
+  flag,
+  type FlagValues,
+  invalidFlag,
+  resolveFlags,
+  showValue,
+} from "./flags.ts";
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const GiB = 1024 * MiB;
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** `scheme://host[:port]` as browsers send it in `Origin`, or `null` if `text` is not one. */
+function normalizeOrigin(text: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return null;
+  }
+  const bare = url.pathname === "/" && url.search === "" && url.hash === "" &&
+    url.username === "" && url.password === "";
+  return (url.protocol === "http:" || url.protocol === "https:") && bare ? url.origin : null;
+}
+
+/** The allowed origins: `*` alone, or each one normalized to `scheme://host[:port]`. */
+function allowedOrigins(
+  items: string[],
+  fail: (detail: string) => never,
+  text: string,
+): string[] | "*" {
+  if (items.includes("*")) {
+    if (items.length > 1) fail(`"*" must stand alone, got "${text}"`);
+    return "*";
+  }
+  return items.map((origin) =>
+    normalizeOrigin(origin) ??
+      fail(`expected origins like https://example.com, got "${origin}"`)
+  );
+}
+
+/** Every flag of `tegami serve`, in help order, by the setting it resolves to. */
+export const SERVE_FLAGS = {
+  /** SQLite file path. */
+  db: flag.string("db", "tegami.db", "path to the SQLite file, or postgres://… URL", {
+    placeholder: "PATH|URL",
+  }),
+  /** Interface to listen on. */
+  host: flag.string("host", "127.0.0.1", "interface to listen on", { placeholder: "HOST" }),
+  /** Port to listen on; 0 picks any free port. */
+  port: flag.int("port", 7700, "port to listen on; 0 picks any free port", { min: 0, max: 65535 }),
+  /** JSON tokens file; `null` turns auth off. */
+  tokensFile: flag.optionalString(
+    "tokens",
+    "JSON tokens file; without one, anyone may call the API",
+    { placeholder: "FILE" },
+  ),
+  /** SQLite `synchronous` mode. */
+  sync: flag.choice(
+    "sync",
+    ["full", "normal"],
+    "full",
+    "full fsyncs every commit; normal is faster but may lose the last commits on power loss",
+  ),
+  /** Largest job payload in bytes (its JSON text); never above {@linkcode ServeConfig.maxBody}. */
+  maxPayload: flag.size("max-payload", MiB, "largest job payload, measured as its JSON text", {
+    min: 1,
+    max: GiB,
+  }),
+  /** Largest HTTP request body in bytes. */
+  maxBody: flag.size("max-body", 16 * MiB, "largest HTTP request body", { min: KiB, max: GiB }),
+  /** Most jobs in one batch enqueue. */
+  maxBatch: flag.int("max-batch", 1000, "most jobs in one batch enqueue", { min: 1, max: 100_000 }),
+  /** How long done and cancelled jobs are kept, in ms. */
+  retainDoneMs: flag.duration(
+    "retain-done",
+    DAY,
+    "how long done and cancelled jobs (and their keys) are kept",
+    { min: 0, max: 365 * DAY },
+  ),
+  /** Server default lease length in ms. */
+  leaseMs: flag.duration(
+    "lease",
+    30 * SECOND,
+    "lease length when neither consumer nor job sets one",
+    { min: MIN_LEASE_MS, max: MAX_LEASE_MS },
+  ),
+  /** First retry delay in ms; never above {@linkcode ServeConfig.backoffMaxMs}. */
+  backoffBaseMs: flag.duration(
+    "backoff-base",
+    SECOND,
+    "delay before the first retry; doubles each attempt",
+    { min: 1, max: DAY },
+  ),
+  /** Longest retry delay in ms. */
+  backoffMaxMs: flag.duration("backoff-max", HOUR, "longest delay between retries", {
+    min: 1,
+    max: 30 * DAY,
+  }),
+  /** Most open WebSocket connections. */
+  maxConnections: flag.int(
+    "max-connections",
+    10_000,
+    "most open WebSocket connections (the upgrade past it answers 503)",
+    { min: 1, max: 1_000_000 },
+  ),
+  /** Normalized origins (`scheme://host[:port]`) allowed besides the same origin, or `"*"`. */
+  allowedOrigins: flag.list(
+    "allowed-origins",
+    "browser origins allowed besides the same origin, comma separated, or * for any",
+    allowedOrigins,
+    { placeholder: "ORIGINS" },
+  ),
+  /** Allow a non-loopback bind without tokens. */
+  insecure: flag.bool("insecure", "allow listening beyond loopback without --tokens"),
+  /** Least severe log entry written. */
+  logLevel: flag.choice(
+    "log-level",
+    ["debug", "info", "warn", "error"],
+    "info",
+    "least severe log entry written",
+    { placeholder: "LEVEL" },
+  ),
+  /** Log line format. */
+  logFormat: flag.choice(
+    "log-format",
+    ["pretty", "json"],
+    "pretty",
+    "pretty for people, json for log collectors",
+  ),
+  /** TLS certificate file; set exactly when {@linkcode ServeConfig.tlsKey} is. */
+  tlsCert: flag.optionalString("tls-cert", "TLS certificate chain (PEM); needs --tls-key", {
+    placeholder: "FILE",
+  }),
+  /** TLS private key file; set exactly when {@linkcode ServeConfig.tlsCert} is. */
+  tlsKey: flag.optionalString("tls-key", "TLS private key (PEM); needs --tls-cert", {
+    placeholder: "FILE",
+  }),
+  /** WebSocket ping interval in ms. */
+  pingIntervalMs: flag.duration(
+    "ping-interval",
+    10 * SECOND,
+    "WebSocket ping interval; two unanswered pings close the connection",
+    { min: 10, max: HOUR },
+  ),
+  /**
+   * TEST ONLY: a fault the server commits on purpose (see the `unsafe-fault` flag), or null.
+   * The server logs a loud warning line at startup when it is set.
+   */
+  unsafeFault: flag.optionalChoice(
+    "unsafe-fault",
+    ["ack-before-commit", "any-token"],
+    "TEST ONLY, never in production: breaks the server on purpose (ack-before-commit answers " +
+      "writes before COMMIT; any-token lets an ack present any lease token)",
+    { placeholder: "FAULT" },
+  ),
+};
+
+/** The settings of `tegami serve`, validated; sizes in bytes, durations in ms. */
+export type ServeConfig = FlagValues<typeof SERVE_FLAGS>;
+
+/** Whether `host` can only be reached from this machine. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  return bare === "localhost" || bare === "::1" || bare === "0:0:0:0:0:0:0:1" ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
+/**
+ * Resolves the settings of `tegami serve` from its arguments (without the `serve` word) and the
+ * environment: a flag beats its env var, which beats the default. `--help` is not handled here;
+ * check `wantsHelp` first.
+ *
+ * @throws {ConfigError} for an unknown flag, a positional argument, or an invalid value; the
+ * message names the flag and its env var.
+ */
+export function resolveServeConfig(
+  args: string[],
+  env: Record<string, string | undefined>,
+): ServeConfig {
+  const { values, texts, positionals } = resolveFlags(SERVE_FLAGS, args, env, "tegami serve");
+  if (positionals.length > 0) {
+    throw new ConfigError(
+      "",
+      `Unexpected argument "${positionals[0]}": tegami serve takes only flags`,
+    );
+  }
+
+  // A pair out of order is blamed on whichever side the user set, so the message quotes their text.
+  const ordered = (
+    low: "maxPayload" | "backoffBaseMs",
+    high: "maxBody" | "backoffMaxMs",
+  ) => {
+    if (values[low] <= values[high]) return;
+    const lowSpec = SERVE_FLAGS[low], highSpec = SERVE_FLAGS[high];
+    if (texts[low] !== null) {
+      throw invalidFlag(
+        lowSpec,
+        `must not exceed --${highSpec.name} (${showValue(highSpec, values[high])}), ` +
+          `got "${texts[low]}"`,
+      );
+    }
+    throw invalidFlag(
+      highSpec,
+      `must be at least --${lowSpec.name} (${showValue(lowSpec, values[low])}), ` +
+        `got "${texts[high]}"`,
+    );
+  };
+  ordered("maxPayload", "maxBody");
+  ordered("backoffBaseMs", "backoffMaxMs");
+
+  if (values.tlsCert !== null && values.tlsKey === null) {
+    throw invalidFlag(SERVE_FLAGS.tlsKey, "missing; --tls-cert needs it");
+  }
+  if (values.tlsKey !== null && values.tlsCert === null) {
+    throw invalidFlag(SERVE_FLAGS.tlsCert, "missing; --tls-key needs it");
+  }
+
+  if (!isLoopbackHost(values.host) && values.tokensFile === null && !values.insecure) {
+    throw invalidFlag(
+      SERVE_FLAGS.host,
+      `listening on "${values.host}" without --tokens opens every queue to anyone; ` +
+        "give --tokens FILE, or --insecure to allow it",
+    );
+  }
+  return values;
+}
