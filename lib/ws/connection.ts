@@ -134,6 +134,10 @@ class Subscription implements Subscriber {
     if (!this.active || !this.connection.canPush()) return 0;
     return Math.max(0, this.prefetch - this.inflight - this.reserved);
   }
+  room(): number {
+    if (!this.active || !this.connection.canPush()) return 0;
+    return Math.max(0, this.prefetch - this.inflight);
+  }
   reserve(n: number): void {
     this.reserved += n;
   }
@@ -151,6 +155,8 @@ export class Connection implements LeaseHolder {
   readonly #subs = new Map<string, Subscription>();
   readonly #leases = new Map<number, { token: string; sub: Subscription }>();
   #pending = 0;
+  /** While a batch's frames are being submitted: the queues whose credit they freed. */
+  #deferredWakes: Set<string> | null = null;
   #drainTimer: ReturnType<typeof setTimeout> | null = null;
   #authTimer: TimerHandle | null = null;
   #finished = false;
@@ -271,12 +277,23 @@ export class Connection implements LeaseHolder {
       return;
     }
     this.#pending += items.length;
-    // auth is refused inside a batch, so no reply here can be fatal.
-    const replies = items.map((item) =>
-      "frame" in item
-        ? this.#answer(item.frame).then((answered) => answered.reply)
-        : errorFrame(item.ref, item.error)
-    );
+    // The credit its settles free is offered once they are all submitted: one claim for all of
+    // it, in the same transaction, instead of one for the first settle's and the rest a commit
+    // later.
+    this.#deferredWakes = new Set();
+    let replies: (string | Promise<string>)[];
+    try {
+      // auth is refused inside a batch, so no reply here can be fatal.
+      replies = items.map((item) =>
+        "frame" in item
+          ? this.#answer(item.frame).then((answered) => answered.reply)
+          : errorFrame(item.ref, item.error)
+      );
+    } finally {
+      const queues = this.#deferredWakes;
+      this.#deferredWakes = null;
+      for (const queue of queues) this.#options.broker.wake(queue);
+    }
     Promise.all(replies).then((texts) => this.#send(batchReplyFrame(batch.ref, texts)))
       .finally(() => this.#pending -= items.length);
   }
@@ -376,7 +393,9 @@ export class Connection implements LeaseHolder {
     if (held === undefined || held.token !== token) return false;
     this.#leases.delete(id);
     held.sub.inflight--;
-    if (held.sub.active) this.#options.broker.wake(held.sub.queue);
+    if (!held.sub.active) return true;
+    if (this.#deferredWakes !== null) this.#deferredWakes.add(held.sub.queue);
+    else this.#options.broker.wake(held.sub.queue);
     return true;
   }
 

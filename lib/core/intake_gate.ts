@@ -1,0 +1,128 @@
+/**
+ * Delivery before intake. When the server itself is the bottleneck — a queue's ready backlog far
+ * above the credit its subscribers hold, while some of them have room for more — an enqueue to
+ * that queue waits for a moment before it is stored, so the server spends its time delivering
+ * what it has instead of accepting more than it can deliver (the backlog, and with it the time a
+ * job waits, would otherwise grow without bound). Producers see this only as slower answers,
+ * never as errors: a held enqueue goes on as soon as the backlog is back under the bound, and in
+ * any case after {@linkcode MAX_HOLD_MS}.
+ *
+ * Nothing is held when the queue has no subscribers (a burst with nobody consuming is accepted at
+ * full speed), when every subscriber's credit is in use (slow consumers, not a slow server: the
+ * backlog is theirs to work through), while delivery from the queue is stalled (paused), or when
+ * the store cannot tell its ready count cheaply.
+ *
+ * @module
+ */
+
+/** What the gate reads about a queue, each time it decides. */
+export interface IntakeView {
+  /** Ready (pending) jobs as of the last commit, or undefined when the store cannot tell. */
+  ready(queue: string): number | undefined;
+  /** The subscribers' summed prefetch, and the room they have for more jobs now. */
+  credit(queue: string): { prefetch: number; room: number };
+}
+
+/** The backlog allowed, as a multiple of the subscribers' summed prefetch. */
+export const BACKLOG_PER_PREFETCH = 1;
+
+/** Longest time one enqueue is held, ms. */
+export const MAX_HOLD_MS = 100;
+
+interface Held {
+  resolve: () => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** Holds enqueues to queues whose delivery lags behind, per {@linkcode IntakeView}. */
+export class IntakeGate {
+  readonly #view: IntakeView;
+  readonly #held = new Map<string, Held[]>();
+  readonly #stalled = new Set<string>();
+  #holds = 0;
+
+  /** A gate deciding from `view`. */
+  constructor(view: IntakeView) {
+    this.#view = view;
+  }
+
+  /** Enqueues held so far (for metrics and tests). */
+  get holds(): number {
+    return this.#holds;
+  }
+
+  /** Enqueues waiting now. */
+  waiting(queue: string): number {
+    return this.#held.get(queue)?.length ?? 0;
+  }
+
+  /** Null when an enqueue to `queue` may go now; else a promise that resolves when it may. */
+  admit(queue: string): Promise<void> | null {
+    if (!this.#lagging(queue, true)) return null;
+    this.#holds++;
+    return new Promise((resolve) => {
+      const held: Held = {
+        resolve,
+        timer: setTimeout(() => this.#let(queue, held), MAX_HOLD_MS),
+      };
+      const list = this.#held.get(queue);
+      if (list === undefined) this.#held.set(queue, [held]);
+      else list.push(held);
+    });
+  }
+
+  /**
+   * Looks again after delivery from `queue` moved (a claim committed, a subscriber left):
+   * lets every held enqueue go once the backlog is within bounds. `delivered` says whether that
+   * claim leased anything; one that found nothing while jobs are ready means delivery is
+   * stalled (the queue is paused), and nothing is held until a claim leases again.
+   */
+  recheck(queue: string, delivered?: boolean): void {
+    if (delivered === true) this.#stalled.delete(queue);
+    else if (delivered === false && (this.#view.ready(queue) ?? 0) > 0) this.#stalled.add(queue);
+    const list = this.#held.get(queue);
+    if (list === undefined || this.#lagging(queue, false)) return;
+    this.#held.delete(queue);
+    for (const held of list) {
+      clearTimeout(held.timer);
+      held.resolve();
+    }
+  }
+
+  /** Lets everything go (shutdown). */
+  openAll(): void {
+    for (const queue of [...this.#held.keys()]) {
+      const list = this.#held.get(queue)!;
+      this.#held.delete(queue);
+      for (const held of list) {
+        clearTimeout(held.timer);
+        held.resolve();
+      }
+    }
+  }
+
+  /**
+   * Whether delivery lags behind intake: a backlog above the bound. A new enqueue is held only
+   * while some subscriber has room (it waits on the server, not on its own work); one already
+   * held waits until the backlog is within the bound.
+   */
+  #lagging(queue: string, arriving: boolean): boolean {
+    if (this.#stalled.has(queue)) return false;
+    const ready = this.#view.ready(queue);
+    if (ready === undefined) return false;
+    const { prefetch, room } = this.#view.credit(queue);
+    if (prefetch === 0) return false;
+    if (arriving && room === 0) return false;
+    return ready > BACKLOG_PER_PREFETCH * prefetch;
+  }
+
+  #let(queue: string, held: Held): void {
+    const list = this.#held.get(queue);
+    if (list !== undefined) {
+      const at = list.indexOf(held);
+      if (at >= 0) list.splice(at, 1);
+      if (list.length === 0) this.#held.delete(queue);
+    }
+    held.resolve();
+  }
+}
