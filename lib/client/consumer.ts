@@ -24,6 +24,7 @@
 import { TegamiError } from "../core/errors.ts";
 import { baseUrl, type ConnectionOptions, errorFromWire } from "./producer.ts";
 import { TickBatch } from "./tick_batch.ts";
+import { nodelayWebSocket } from "./deno_websocket.ts";
 
 /** The subprotocol asking the server for `jobs` push frames (see docs/protocol.md). */
 const PROTOCOL_V2 = "tegami.v2";
@@ -31,14 +32,17 @@ const PROTOCOL_V2 = "tegami.v2";
 /** Most frames in one `batch` (the server's limit). */
 const MAX_BATCH_FRAMES = 1000;
 
+/** Most characters of one `batch` frame. */
+const MAX_FRAME_BYTES = 60_000;
+
 /**
- * Most characters of one `batch` frame. Deno's WebSocket client writes a larger frame's header
- * and payload as two TCP writes without TCP_NODELAY, and Nagle's algorithm then holds the
- * payload until the server's delayed ACK, 40 ms later (measured: 0.2 ms round trips up to 1 024
- * bytes of payload, 42 ms from 1 030 bytes to 64 KiB). Batches are cut below that size; browsers
- * and Node's clients do not have the problem, and the cost is a few more frames.
+ * Most characters of one `batch` frame through Deno's own `WebSocket` (when passed in
+ * explicitly): it writes a larger frame's header and payload as two TCP writes without
+ * TCP_NODELAY, and Nagle's algorithm then holds the payload until the server's delayed ACK,
+ * 40 ms later (measured: 0.2 ms round trips up to 1 024 bytes of payload, 42 ms from 1 030 bytes
+ * to 64 KiB). See deno_websocket.ts, the client used in Deno by default.
  */
-const MAX_FRAME_BYTES = 1000;
+const MAX_STALLING_FRAME_BYTES = 1000;
 
 /** The characters a `batch` frame adds around its frames. */
 const BATCH_OVERHEAD = 40;
@@ -100,7 +104,11 @@ export interface ConsumeOptions extends ConnectionOptions {
   reconnectMaxMs?: number;
   /** Told about failures that do not stop the consumer (lost acks, refused subscribe). */
   onError?: (error: unknown) => void;
-  /** The WebSocket constructor. @default globalThis.WebSocket */
+  /**
+   * The WebSocket constructor. @default in Deno, for `ws://`, a client on a TCP connection with
+   * Nagle off (Deno's own `WebSocket` stalls 40 ms on frames over 1 KiB); else
+   * `globalThis.WebSocket`
+   */
   WebSocket?: typeof WebSocket;
 }
 
@@ -151,9 +159,15 @@ export function consume<T = unknown>(
 ): Consumer {
   const concurrency = options.concurrency ?? 1;
   const prefetch = options.prefetch ?? concurrency;
-  const Socket = options.WebSocket ?? globalThis.WebSocket;
   const base = baseUrl(options.url);
   const wsUrl = base.replace(/^http/, "ws") + "/v1/ws";
+  // In Deno, plain ws:// goes through a client that turns Nagle off (see deno_websocket.ts).
+  const Socket = options.WebSocket ??
+    (wsUrl.startsWith("ws:") ? nodelayWebSocket() : null) ??
+    globalThis.WebSocket;
+  const frameBytes = "Deno" in globalThis && Socket === globalThis.WebSocket
+    ? MAX_STALLING_FRAME_BYTES
+    : MAX_FRAME_BYTES;
   const onError = options.onError ?? (() => {});
   const initialDelay = options.reconnectInitialMs ?? 100;
   const maxDelay = options.reconnectMaxMs ?? 10_000;
@@ -207,7 +221,7 @@ export function consume<T = unknown>(
       const text = JSON.stringify(frame);
       if (
         texts.length > 0 &&
-        (bytes + text.length + BATCH_OVERHEAD > MAX_FRAME_BYTES ||
+        (bytes + text.length + BATCH_OVERHEAD > frameBytes ||
           texts.length >= MAX_BATCH_FRAMES)
       ) flush();
       texts.push(text);
