@@ -130,7 +130,6 @@ Deno.test("resolveServeConfig() fills every default", () => {
     tlsCert: null,
     tlsKey: null,
     pingIntervalMs: 10_000,
-    unsafeFault: null,
   };
   assert.deepEqual(resolveServeConfig([], {}), expected);
 });
@@ -147,13 +146,13 @@ Deno.test("resolveServeConfig() prefers a flag over its env var", () => {
 Deno.test("resolveServeConfig() prefers an env var over the default", () => {
   const config = resolveServeConfig([], {
     TEGAMI_PORT: "9090",
-    TEGAMI_DB: "postgres://tegami@localhost/tegami",
+    TEGAMI_DB: "/var/lib/tegami/jobs.db",
     TEGAMI_MAX_PAYLOAD: "64KiB",
     TEGAMI_LEASE: "1m",
     TEGAMI_LOG_LEVEL: "debug",
   });
   assert.equal(config.port, 9090);
-  assert.equal(config.db, "postgres://tegami@localhost/tegami");
+  assert.equal(config.db, "/var/lib/tegami/jobs.db");
   assert.equal(config.maxPayload, 64 * 1024);
   assert.equal(config.leaseMs, 60_000);
   assert.equal(config.logLevel, "debug");
@@ -181,7 +180,6 @@ Deno.test("resolveServeConfig() reads every flag from its env var", () => {
     TEGAMI_TLS_CERT: "cert.pem",
     TEGAMI_TLS_KEY: "key.pem",
     TEGAMI_PING_INTERVAL: "2s",
-    TEGAMI_UNSAFE_FAULT: "any-token",
   };
   assert.deepEqual(Object.keys(env).sort(), SERVE_FLAGS.map((s) => s.env).sort());
   assert.deepEqual(resolveServeConfig([], env), {
@@ -205,7 +203,6 @@ Deno.test("resolveServeConfig() reads every flag from its env var", () => {
     tlsCert: "cert.pem",
     tlsKey: "key.pem",
     pingIntervalMs: 2000,
-    unsafeFault: "any-token",
   });
 });
 

@@ -2,7 +2,7 @@
  * The crash campaign, short form (the long one is `deno task torture`): the real server in a
  * child process SIGKILLed under load and restarted on the same file, then the history checked.
  * The positive controls run the same campaign against a server broken on purpose
- * (`--unsafe-fault`) and require the checker to fail: a checker that cannot fail proves nothing.
+ * (`faulty_server.ts`) and require the checker to fail: a checker that cannot fail proves nothing.
  */
 
 import assert from "node:assert/strict";

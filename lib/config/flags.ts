@@ -120,13 +120,6 @@ export const flag = {
     description: string,
     more: Extras = {},
   ) => row<C[number]>(name, "enum", defaultValue, description, { ...more, choices }),
-  /** One of a closed set of words, or `null` when not given. */
-  optionalChoice: <const C extends readonly string[]>(
-    name: string,
-    choices: C,
-    description: string,
-    more: Extras = {},
-  ) => row<C[number] | null>(name, "enum", null, description, { ...more, choices }),
   /** A comma-separated list, turned into its value by `refine` (the default is `refine([])`). */
   list: <T>(
     name: string,

@@ -65,14 +65,15 @@ function flagHelp(table: FlagTable, others: [string, string][] = []): string {
   }
   return rows.join("\n");
 }
+
 /** The help text of `tegami serve`, built from {@linkcode SERVE_FLAGS}. */
 export function serveHelp(): string {
   return [
     "Usage: tegami serve [flags]",
     "",
     wrap(
-      "Runs the tegami job queue server. It keeps jobs in one SQLite file (or in PostgreSQL, " +
-        "shared by any number of servers), takes them in over HTTP, and pushes each to one " +
+      "Runs the tegami job queue server. It keeps jobs in one SQLite file, takes them in " +
+        "over HTTP, and pushes each to one " +
         "consumer at a time over a WebSocket, under a lease, until the consumer acks it; a job " +
         "whose lease runs out, or that fails, is retried with exponential backoff. With " +
         "--sync full, every acknowledged write is fsynced before the answer. It stops cleanly on SIGINT " +

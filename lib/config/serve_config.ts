@@ -58,10 +58,8 @@ function allowedOrigins(
 
 /** Every flag of `tegami serve`, in help order, by the setting it resolves to. */
 export const SERVE_FLAGS = {
-  /** SQLite file path. */
-  db: flag.string("db", "tegami.db", "path to the SQLite file, or postgres://… URL", {
-    placeholder: "PATH|URL",
-  }),
+  /** The database: a SQLite file path. */
+  db: flag.string("db", "tegami.db", "path to the SQLite file", { placeholder: "PATH" }),
   /** Interface to listen on. */
   host: flag.string("host", "127.0.0.1", "interface to listen on", { placeholder: "HOST" }),
   /** Port to listen on; 0 picks any free port. */
@@ -159,17 +157,6 @@ export const SERVE_FLAGS = {
     10 * SECOND,
     "WebSocket ping interval; two unanswered pings close the connection",
     { min: 10, max: HOUR },
-  ),
-  /**
-   * TEST ONLY: a fault the server commits on purpose (see the `unsafe-fault` flag), or null.
-   * The server logs a loud warning line at startup when it is set.
-   */
-  unsafeFault: flag.optionalChoice(
-    "unsafe-fault",
-    ["ack-before-commit", "any-token"],
-    "TEST ONLY, never in production: breaks the server on purpose (ack-before-commit answers " +
-      "writes before COMMIT; any-token lets an ack present any lease token)",
-    { placeholder: "FAULT" },
   ),
 };
 

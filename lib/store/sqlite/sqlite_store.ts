@@ -32,7 +32,13 @@ import {
   type NackRequest,
   type Transition,
 } from "../../core/lifecycle.ts";
-import { type CommitObserver, GroupCommit, type Transactor } from "../group_commit.ts";
+import {
+  type CommitObserver,
+  type Committer,
+  type CommitterFactory,
+  GroupCommit,
+  type Transactor,
+} from "../group_commit.ts";
 import { migrate } from "./sqlite_schema.ts";
 import { WalSync } from "./wal_sync.ts";
 import {
@@ -62,16 +68,11 @@ export interface SqliteStoreOptions {
   /** Sees every commit (batch size, duration, failure). */
   onCommit?: CommitObserver;
   /**
-   * TEST ONLY, breaks the store on purpose so the crash campaign can prove its checker fails:
-   * `ack-before-commit` answers writes before COMMIT and commits up to 500 ms later;
-   * `any-token` lets ack complete a leased job whatever token (and expiry) it presents.
-   * @default null
+   * Batches writes into transactions; resolves each write once it is committed.
+   * @default a {@linkcode GroupCommit}
    */
-  unsafeFault?: "ack-before-commit" | "any-token" | null;
+  committer?: CommitterFactory;
 }
-
-/** How long `ack-before-commit` keeps answered writes uncommitted, ms. */
-const UNSAFE_COMMIT_DELAY_MS = 500;
 
 interface JobRow {
   id: number;
@@ -165,7 +166,7 @@ export class SqliteStore implements Store {
   /** fsyncs the WAL before answers when `sync` is `full` on a file; null otherwise. */
   readonly #walSync: WalSync | null;
   #lastFlushAt = 0;
-  readonly #commits: GroupCommit;
+  readonly #commits: Committer;
   readonly #counts = new Map<string, StateCounts>();
   readonly #paused = new Set<string>();
   #moves: Move[] = [];
@@ -183,7 +184,6 @@ export class SqliteStore implements Store {
   readonly #statements: ReturnType<typeof prepare>;
   /** SQL statements run so far (the store's own; SQLite's internal ones are not counted). */
   readonly #statementsRun: StatementCount = { n: 0 };
-  readonly #anyToken: boolean;
   /** The engine and its version. */
   readonly engine: string;
 
@@ -201,17 +201,14 @@ export class SqliteStore implements Store {
       : new WalSync(`${options.path}-wal`);
     const observer = options.onCommit;
     this.#statements = prepare(db, this.#statementsRun);
-    this.#anyToken = options.unsafeFault === "any-token";
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
-    this.#commits = new GroupCommit(this.#transactor(), (size, ms, error) => {
+    const counted: CommitObserver = (size, ms, error) => {
       if (error === null) countCommit(this.#stats, size, ms);
       observer?.(size, ms, error);
-    }, {
-      unsafeAnswerBeforeCommitMs: options.unsafeFault === "ack-before-commit"
-        ? UNSAFE_COMMIT_DELAY_MS
-        : 0,
-      schedule: (flush) => this.#schedule(flush),
-    });
+    };
+    const schedule = (flush: () => void) => this.#schedule(flush);
+    this.#commits = options.committer?.(this.#transactor(), counted, schedule) ??
+      new GroupCommit(this.#transactor(), counted, { schedule });
     for (
       const row of this.#statements.countAll.all() as {
         queue: string;
@@ -404,9 +401,7 @@ export class SqliteStore implements Store {
     now: number,
   ): Promise<{ id: number; queue: string }> {
     return this.#write(() => {
-      const changed = this.#anyToken
-        ? this.#statements.unsafeAckAnyToken.run(result, now, id).changes
-        : this.#statements.ack.run(result, now, id, token, now).changes;
+      const changed = this.#statements.ack.run(result, now, id, token, now).changes;
       if (changed === 1) {
         const queue = this.#queueOf(id);
         this.#leasedQueues.delete(id);
@@ -791,10 +786,6 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     ack: p(
       `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
        WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
-    ),
-    unsafeAckAnyToken: p(
-      `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
-       WHERE id = ? AND state = 'leased'`,
     ),
     totalChanges: p("SELECT total_changes() AS n"),
     byId: p("SELECT * FROM jobs WHERE id = ?"),
