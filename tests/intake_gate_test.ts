@@ -93,6 +93,25 @@ Deno.test("an enqueue waits while the backlog is above the subscribers' prefetch
   assert.equal(sub.received.length, 7);
 });
 
+Deno.test("held enqueues go on as jobs are delivered, as many jobs as were delivered", async () => {
+  await using h = await harness();
+  const sub = new TestSubscriber("q", 2);
+  h.broker.subscribe(sub);
+  await h.broker.enqueue("q", jobs(100)); // a deep backlog, already there
+  const first = h.broker.enqueue("q", jobs(2));
+  const second = h.broker.enqueue("q", jobs(1));
+  assert.equal(await hasSettled(first), false);
+  // Two jobs delivered let two jobs in: the first enqueue; the second still waits.
+  sub.allowance = 2;
+  h.broker.wake("q");
+  assert.equal((await first).length, 2);
+  assert.equal(await hasSettled(second), false);
+  sub.allowance = 1;
+  h.broker.wake("q");
+  assert.equal((await second).length, 1);
+  assert.equal(sub.received.length, 3);
+});
+
 Deno.test("an enqueue is not held when nobody subscribes: a burst goes at full speed", async () => {
   await using h = await harness();
   for (let i = 0; i < 5; i++) await h.broker.enqueue("q", jobs(100));

@@ -164,7 +164,7 @@ export class Broker {
     this.#refuseIfClosed();
     // Delivery before intake: while the server cannot deliver as fast as it is fed, the
     // enqueue waits a moment (see intake_gate.ts).
-    const held = this.#gate.admit(queue);
+    const held = this.#gate.admit(queue, jobs.length);
     if (held !== null) {
       await held;
       this.#refuseIfClosed();
@@ -430,7 +430,9 @@ export class Broker {
       }
       // A consumer that got all it asked for may have left jobs behind: go round again.
       if (full) this.#again.add(queue);
-      this.#gate.recheck(queue, first >= 0);
+      let delivered = 0;
+      for (const dealt of lists) delivered += dealt.length;
+      this.#gate.recheck(queue, delivered);
     } while (this.#again.has(queue));
   }
 

@@ -4,8 +4,11 @@
  * that queue waits for a moment before it is stored, so the server spends its time delivering
  * what it has instead of accepting more than it can deliver (the backlog, and with it the time a
  * job waits, would otherwise grow without bound). Producers see this only as slower answers,
- * never as errors: a held enqueue goes on as soon as the backlog is back under the bound, and in
- * any case after {@linkcode MAX_HOLD_MS}.
+ * never as errors. Held enqueues go on as delivery proceeds: each claim that leases jobs lets
+ * through held enqueues carrying as many jobs (at least one enqueue), so while the backlog is over
+ * the bound it cannot grow faster than it is delivered — even a deep backlog that was there
+ * before only slows producers to the delivery rate. All go once the backlog is within the bound,
+ * and any held enqueue goes after {@linkcode MAX_HOLD_MS}.
  *
  * Nothing is held when the queue has no subscribers (a burst with nobody consuming is accepted at
  * full speed), when every subscriber's credit is in use (slow consumers, not a slow server: the
@@ -30,6 +33,7 @@ export const BACKLOG_PER_PREFETCH = 1;
 export const MAX_HOLD_MS = 100;
 
 interface Held {
+  jobs: number;
   resolve: () => void;
   timer: ReturnType<typeof setTimeout>;
 }
@@ -56,12 +60,16 @@ export class IntakeGate {
     return this.#held.get(queue)?.length ?? 0;
   }
 
-  /** Null when an enqueue to `queue` may go now; else a promise that resolves when it may. */
-  admit(queue: string): Promise<void> | null {
+  /**
+   * Null when an enqueue of `jobs` jobs to `queue` may go now; else a promise that resolves when
+   * it may.
+   */
+  admit(queue: string, jobs: number): Promise<void> | null {
     if (!this.#lagging(queue, true)) return null;
     this.#holds++;
     return new Promise((resolve) => {
       const held: Held = {
+        jobs,
         resolve,
         timer: setTimeout(() => this.#let(queue, held), MAX_HOLD_MS),
       };
@@ -73,17 +81,26 @@ export class IntakeGate {
 
   /**
    * Looks again after delivery from `queue` moved (a claim committed, a subscriber left):
-   * lets every held enqueue go once the backlog is within bounds. `delivered` says whether that
-   * claim leased anything; one that found nothing while jobs are ready means delivery is
-   * stalled (the queue is paused), and nothing is held until a claim leases again.
+   * `delivered` is how many jobs that claim leased, which lets held enqueues carrying as many
+   * through; all go once the backlog is within bounds. A claim that leased nothing while jobs
+   * are ready means delivery is stalled (the queue is paused): nothing is held until a claim
+   * leases again.
    */
-  recheck(queue: string, delivered?: boolean): void {
-    if (delivered === true) this.#stalled.delete(queue);
-    else if (delivered === false && (this.#view.ready(queue) ?? 0) > 0) this.#stalled.add(queue);
+  recheck(queue: string, delivered?: number): void {
+    if (delivered !== undefined && delivered > 0) this.#stalled.delete(queue);
+    else if (delivered === 0 && (this.#view.ready(queue) ?? 0) > 0) this.#stalled.add(queue);
     const list = this.#held.get(queue);
-    if (list === undefined || this.#lagging(queue, false)) return;
-    this.#held.delete(queue);
-    for (const held of list) {
+    if (list === undefined) return;
+    let allowance = this.#lagging(queue, false) ? delivered ?? 0 : Infinity;
+    let going = 0;
+    while (going < list.length && allowance > 0) {
+      allowance -= list[going].jobs;
+      going++;
+    }
+    if (going === 0) return;
+    const released = list.splice(0, going);
+    if (list.length === 0) this.#held.delete(queue);
+    for (const held of released) {
       clearTimeout(held.timer);
       held.resolve();
     }
