@@ -6,9 +6,10 @@
  * job waits, would otherwise grow without bound). Producers see this only as slower answers,
  * never as errors. Held enqueues go on as delivery proceeds: each claim that leases jobs lets
  * through held enqueues carrying as many jobs (at least one enqueue), so while the backlog is over
- * the bound it cannot grow faster than it is delivered — even a deep backlog that was there
- * before only slows producers to the delivery rate. All go once the backlog is within the bound,
- * and any held enqueue goes after {@linkcode MAX_HOLD_MS}.
+ * the bound it cannot grow faster than it is delivered, and once it is back to where it was when it
+ * started to grow, everything goes. A backlog that is being worked through, however deep (one that
+ * was there before), holds nothing. All go once the backlog is
+ * within the bound, and any held enqueue goes after {@linkcode MAX_HOLD_MS}.
  *
  * Nothing is held when the queue has no subscribers (a burst with nobody consuming is accepted at
  * full speed), when every subscriber's credit is in use (slow consumers, not a slow server: the
@@ -43,6 +44,13 @@ export class IntakeGate {
   readonly #view: IntakeView;
   readonly #held = new Map<string, Held[]>();
   readonly #stalled = new Set<string>();
+  /**
+   * Each queue's ready count after its last two claims that leased jobs (counts change only at
+   * commits, so growth shows between two claims, not since the last one).
+   */
+  readonly #passes = new Map<string, { last: number; before: number }>();
+  /** Queues whose gate is closed, and the backlog at which it opens again. */
+  readonly #closedAt = new Map<string, number>();
   #holds = 0;
 
   /** A gate deciding from `view`. */
@@ -89,9 +97,20 @@ export class IntakeGate {
   recheck(queue: string, delivered?: number): void {
     if (delivered !== undefined && delivered > 0) this.#stalled.delete(queue);
     else if (delivered === 0 && (this.#view.ready(queue) ?? 0) > 0) this.#stalled.add(queue);
+    if (delivered !== undefined && delivered > 0) {
+      const ready = this.#view.ready(queue);
+      const passes = this.#passes.get(queue);
+      if (ready === undefined) this.#passes.delete(queue);
+      else if (passes === undefined) this.#passes.set(queue, { last: ready, before: 0 });
+      else {
+        passes.before = passes.last;
+        passes.last = ready;
+      }
+    }
+    const lagging = this.#lagging(queue, false);
     const list = this.#held.get(queue);
     if (list === undefined) return;
-    let allowance = this.#lagging(queue, false) ? delivered ?? 0 : Infinity;
+    let allowance = lagging ? delivered ?? 0 : Infinity;
     let going = 0;
     while (going < list.length && allowance > 0) {
       allowance -= list[going].jobs;
@@ -119,18 +138,32 @@ export class IntakeGate {
   }
 
   /**
-   * Whether delivery lags behind intake: a backlog above the bound. A new enqueue is held only
-   * while some subscriber has room (it waits on the server, not on its own work); one already
-   * held waits until the backlog is within the bound.
+   * Whether delivery lags behind intake. The gate closes when the backlog is above the bound and
+   * grew between the last two claims that leased jobs, and opens again once it is back to where
+   * it was when it started growing (or within the bound): so it cannot grow without bound, while
+   * a deep backlog that is being worked through (one that was there before) holds nothing. A new
+   * enqueue is held only while some subscriber has room (it waits on the server, not on its own
+   * work).
    */
   #lagging(queue: string, arriving: boolean): boolean {
-    if (this.#stalled.has(queue)) return false;
     const ready = this.#view.ready(queue);
-    if (ready === undefined) return false;
     const { prefetch, room } = this.#view.credit(queue);
-    if (prefetch === 0) return false;
+    if (this.#stalled.has(queue) || ready === undefined || prefetch === 0) {
+      this.#closedAt.delete(queue);
+      return false;
+    }
     if (arriving && room === 0) return false;
-    return ready > BACKLOG_PER_PREFETCH * prefetch;
+    const bound = BACKLOG_PER_PREFETCH * prefetch;
+    const closedAt = this.#closedAt.get(queue);
+    if (closedAt !== undefined) {
+      if (ready > closedAt) return true;
+      this.#closedAt.delete(queue);
+      return false;
+    }
+    const before = this.#passes.get(queue)?.before ?? 0;
+    if (ready <= bound || ready <= before) return false;
+    this.#closedAt.set(queue, Math.max(bound, before));
+    return true;
   }
 
   #let(queue: string, held: Held): void {

@@ -366,6 +366,30 @@ export class SqliteStore implements Store {
       const total = claimTotal(wants);
       if (total === 0) return out;
       const s = this.#statements;
+      const wanted = wants[0].lease_ms;
+      if (wants.every((want) => want.lease_ms === wanted)) {
+        // One statement leases them all; the deal happens after, in claim order.
+        const rows = s.claimAll.all(
+          wanted,
+          now,
+          this.#policy.defaultLeaseMs,
+          queue,
+          total,
+        ) as unknown as JobRow[];
+        rows.sort((a, b) => b.priority - a.priority || a.id - b.id);
+        const dealt = dealRoundRobin(rows.length, wants);
+        for (let i = 0; i < rows.length; i++) {
+          const row = rows[i];
+          this.#moves.push([queue, "pending", "leased"]);
+          this.#rememberLeased(row.id, queue);
+          out[dealt[i]].push({
+            job: rowToJob(row),
+            lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
+          });
+        }
+        return out;
+      }
+      // Wants with different lease lengths: each job's length depends on whom it is dealt to.
       const rows = s.selectPending.all(queue, total) as unknown as JobRow[];
       const dealt = dealRoundRobin(rows.length, wants);
       for (let i = 0; i < rows.length; i++) {
@@ -751,6 +775,7 @@ function sqliteFileSizes(path: string): { database: number; wal: number } | null
 
 /** Every statement the store runs, prepared once, each counting its runs into `count`. */
 function prepare(db: DatabaseSync, count: StatementCount) {
+  db.function("tegami_token", { deterministic: false, directOnly: true }, () => newLeaseToken());
   const p = (sql: string) => new CountedStatement(db.prepare(sql), count);
   return {
     begin: p("BEGIN IMMEDIATE"),
@@ -770,6 +795,16 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     selectPending: p(
       `SELECT * FROM jobs WHERE queue = ? AND state = 'pending'
        ORDER BY priority DESC, id LIMIT ?`,
+    ),
+    // The claim of wants that share one lease length: claimLeaseMs (the want's, else the job's,
+    // else the server's) in SQL, a fresh token per job from the store's CSPRNG pool.
+    claimAll: p(
+      `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = tegami_token(),
+         lease_len_ms = coalesce(?1, lease_ms, ?3),
+         lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
+       WHERE id IN (SELECT id FROM jobs WHERE queue = ?4 AND state = 'pending'
+         ORDER BY priority DESC, id LIMIT ?5)
+       RETURNING *`,
     ),
     lease: p(
       `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = ?,
