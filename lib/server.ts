@@ -10,12 +10,12 @@ import { type Principal, TokenSet } from "./auth/tokens.ts";
 import { Broker } from "./core/broker.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
 import type { ServeConfig } from "./config/serve_config.ts";
-import { DASHBOARD_HTML } from "./dashboard/dashboard_page.ts";
-import { createApi, describeCause } from "./http/api.ts";
+import { DASHBOARD_ASSETS } from "./dashboard/assets.ts";
+import { createApi } from "./http/api.ts";
 import { eventStreamResponse } from "./http/event_stream.ts";
 import { LiveFeed } from "./observe/live_feed.ts";
 import { EventLoopLag } from "./observe/event_loop_lag.ts";
-import { createLogger, type Logger } from "./observe/log.ts";
+import { createLogger, describeCause, type Logger } from "./observe/log.ts";
 import { ServerMetrics } from "./observe/server_metrics.ts";
 import { openStore, policyOf, redactUrl, type StoreFactory } from "./store/open_store.ts";
 import { Connection } from "./ws/connection.ts";
@@ -162,7 +162,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     limits: { ...limits, maxBody: config.maxBody },
     upgrade,
     accepting: () => accepting,
-    dashboard: DASHBOARD_HTML,
+    dashboard: DASHBOARD_ASSETS,
     events: (principal) => eventStreamResponse(feed, (queue) => principal.allowsQueue(queue)),
     metrics: async () =>
       metrics.render({

@@ -5,20 +5,19 @@
  * @module
  */
 
+import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
 import {
   bearerToken,
   OPEN_ACCESS,
   type Principal,
   requireQueue,
-  requireScope,
-  type Scope,
   type TokenSet,
 } from "../auth/tokens.ts";
 import type { Broker } from "../core/broker.ts";
 import type { Clock } from "../core/clock.ts";
 import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../core/errors.ts";
 import { deliveryJson, jobJson } from "../core/job.ts";
-import type { Logger } from "../observe/log.ts";
+import { describeCause, type Logger } from "../observe/log.ts";
 import {
   enqueueAnswer,
   jobId,
@@ -34,7 +33,8 @@ import {
   queueName,
   type RequestLimits,
 } from "../api/requests.ts";
-import type { QueueCounts } from "../store/store.ts";
+import type { Asset } from "../dashboard/assets.ts";
+import { statsView } from "../api/views.ts";
 import { type JsonBody, readJsonBody } from "./body.ts";
 import { errorResponse, json, jsonText } from "./respond.ts";
 
@@ -54,8 +54,8 @@ export interface ApiOptions {
   accepting: () => boolean;
   /** Prometheus text for `/metrics`. */
   metrics: () => Promise<string>;
-  /** The dashboard page's HTML. */
-  dashboard: string;
+  /** The dashboard's files, each served at its path (`/` is the page). */
+  dashboard: readonly Asset[];
   /** The live feed as an event stream for `GET /v1/events`, for a caller seeing some queues. */
   events?: (principal: Principal) => Response;
   /** Handles `GET /v1/ws` once the caller is authenticated (or auth is left to the first frame). */
@@ -63,9 +63,6 @@ export interface ApiOptions {
   /** Sees every answered request (route pattern, status, duration). */
   onRequest?: (route: string, status: number, ms: number) => void;
 }
-
-/** Who may call a route: a scope, `read` (any valid token), `job` (produce or consume), `open`. */
-type Access = Scope | "read" | "job" | "open";
 
 interface Context {
   request: Request;
@@ -79,19 +76,6 @@ interface Route {
   path: string[];
   access: Access;
   handle: (ctx: Context) => Promise<Response> | Response;
-}
-
-/** Stats as the API shows them. */
-export function statsView(stats: QueueCounts, now: number, consumers: number): unknown {
-  return {
-    name: stats.name,
-    paused: stats.paused,
-    counts: stats.counts,
-    oldest_pending_age_ms: stats.oldest_pending_at === null
-      ? 0
-      : Math.max(0, now - stats.oldest_pending_at),
-    consumers,
-  };
 }
 
 /** Makes the request handler of the HTTP API. */
@@ -123,7 +107,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "jobs"],
-      access: "produce",
+      access: OPERATIONS.enqueue,
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const { value, text } = await bodyText(ctx);
@@ -136,7 +120,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "leases"],
-      access: "consume",
+      access: OPERATIONS.lease,
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const req = parseLease(await body(ctx));
@@ -155,7 +139,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "ack"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         const req = parseAck(await body(ctx), limits);
@@ -167,7 +151,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "nack"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         const req = parseNack(await body(ctx));
@@ -179,7 +163,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "extend"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         const req = parseExtend(await body(ctx));
@@ -190,7 +174,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "checkpoint"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         const req = parseCheckpoint(await body(ctx), limits);
@@ -201,7 +185,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "jobs", ":id"],
-      access: "job",
+      access: OPERATIONS.readJob,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         const job = await broker.get(id);
@@ -213,7 +197,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "DELETE",
       path: ["v1", "jobs", ":id"],
-      access: "admin",
+      access: OPERATIONS.cancelJob,
       handle: async (ctx) => {
         const id = jobId(ctx.params[0]);
         await jobAccess(ctx, id);
@@ -230,7 +214,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: async (ctx) => {
         const now = clock.now();
         const all = await broker.stats();
@@ -243,7 +227,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: async (ctx) => {
         const [stats] = await broker.stats(ctx.params[0]);
         return json(200, statsView(stats, clock.now(), broker.consumerCount(stats.name)));
@@ -252,7 +236,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     ...([["pause", true], ["resume", false]] as const).map(([action, paused]): Route => ({
       method: "POST",
       path: ["v1", "queues", ":queue", action],
-      access: "admin",
+      access: OPERATIONS.pauseQueue,
       handle: async (ctx) => {
         parseEmpty(await body(ctx));
         await broker.setPaused(ctx.params[0], paused);
@@ -266,7 +250,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue", "dead"],
-      access: "admin",
+      access: OPERATIONS.deadLetters,
       handle: async (ctx) => {
         const { limit, after } = parseDeadQuery(ctx.url.searchParams);
         const jobs = await broker.listDead(ctx.params[0], limit, after);
@@ -277,7 +261,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "dead", "requeue"],
-      access: "admin",
+      access: OPERATIONS.deadLetters,
       handle: async (ctx) => {
         const { ids } = parseRequeue(await body(ctx));
         const requeued = await broker.requeueDead(ctx.params[0], ids);
@@ -293,7 +277,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "events"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: (ctx) => {
         if (options.events === undefined) throw notFound(ctx.request, ctx.url);
         return options.events(ctx.principal);
@@ -302,13 +286,13 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["healthz"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: () => json(200, { status: "ok" }),
     },
     {
       method: "GET",
       path: ["readyz"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: async () => {
         if (!options.accepting()) {
           throw new TegamiError("unavailable", "Not ready: the server is shutting down");
@@ -326,7 +310,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["metrics"],
-      access: "admin",
+      access: OPERATIONS.metrics,
       handle: async (ctx) => {
         // The metrics name and count every queue; GET /v1/queues hides the others from a token
         // limited to some queues, so /metrics must not show them either.
@@ -341,19 +325,20 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         });
       },
     },
-    {
+    ...options.dashboard.map((asset): Route => ({
       method: "GET",
-      path: [],
-      access: "open",
+      path: asset.path.split("/").filter((part) => part !== ""),
+      access: OPERATIONS.open,
       handle: () =>
-        new Response(options.dashboard, {
+        new Response(asset.body, {
           headers: {
-            "content-type": "text/html; charset=utf-8",
-            "content-security-policy":
-              "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+            "content-type": asset.contentType,
+            // Scripts and styles only from this server, as files: nothing inline runs.
+            "content-security-policy": "default-src 'self'",
+            "x-content-type-options": "nosniff",
           },
         }),
-    },
+    })),
   ];
   // What each request would otherwise work out again: the metrics label, whether a queue is named.
   const routes = table.map((r) => ({
@@ -480,18 +465,4 @@ function unauthorized(): TegamiError {
     "unauthorized",
     "Cannot authenticate: send a valid token as Authorization: Bearer <token>",
   );
-}
-
-function requireAccess(principal: Principal, access: Access): void {
-  if (access === "read" || access === "open") return;
-  requireScope(principal, access === "job" ? "produce or consume" : access);
-}
-
-/** A one-line description of an internal failure's cause, for the log. */
-export function describeCause(cause: unknown): string {
-  if (cause instanceof Error) {
-    const inner = cause.cause instanceof Error ? `: ${cause.cause.message}` : "";
-    return `${cause.name}: ${cause.message}${inner}`.slice(0, 500);
-  }
-  return String(cause).slice(0, 500);
 }
