@@ -63,14 +63,22 @@ Deno.test("DenoWebSocket sends a frame over 1 KiB without waiting for a delayed 
     const client = open(`ws://127.0.0.1:${echo.addr.port}/`);
     await client.opened;
     assert.equal(client.ws.protocol, "");
-    for (const size of [10, 3000, 70_000, 300_000]) {
+    // Deno's own client takes 40 ms or more for every one of these; a loaded machine may slow one
+    // round trip, so each size gets the best of three.
+    for (const size of [10, 1500, 3000, 20_000]) {
       const text = "é".repeat(size);
-      const started = performance.now();
-      client.ws.send(text);
-      assert.equal(await client.next(), text);
-      const ms = performance.now() - started;
-      assert.ok(ms < 30, `${size} characters took ${ms.toFixed(1)} ms`);
+      let best = Infinity;
+      for (let i = 0; i < 3; i++) {
+        const started = performance.now();
+        client.ws.send(text);
+        assert.equal(await client.next(), text);
+        best = Math.min(best, performance.now() - started);
+      }
+      assert.ok(best < 20, `${size} characters took ${best.toFixed(1)} ms at best`);
     }
+    const large = "x".repeat(300_000);
+    client.ws.send(large);
+    assert.equal(await client.next(), large);
     client.ws.send(new Uint8Array([1, 2, 3]));
     const bytes = await client.next();
     assert.ok(bytes instanceof ArrayBuffer);
