@@ -40,8 +40,8 @@ const CLIENT_MAY_IMPORT = ["lib/core/errors.ts"];
 const POSTGRES_DRIVER =
   /^(npm:\/?(postgres|pg|pg-native|pg-pool|@neondatabase\/serverless)(@|\/|$)|jsr:\/?@db\/postgres|https:\/\/deno\.land\/x\/postgres)/;
 
-/** Test folders that mirror no folder of lib/. */
-const SHARED_TEST_DIRS = new Set(["helpers", "server", "torture"]);
+/** Test folders that mirror no folder of lib/: helpers, whole-server, contract and cross-runtime tests. */
+const SHARED_TEST_DIRS = new Set(["contract", "helpers", "node", "server", "torture"]);
 
 /** One module's imports: local ones as repo-relative paths, the rest as resolved specifiers. */
 interface Module {

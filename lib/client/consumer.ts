@@ -16,7 +16,9 @@
  * `batch` frame (one alone goes as it is). Each call still resolves on its own reply, which the
  * server sends only once that write is committed and fsynced.
  *
- * Uses only the standard `WebSocket`: runs in Deno, browsers and Node ≥ 22.
+ * Uses only the standard `WebSocket` (in Deno, a client of its own with Nagle off, see
+ * `deno_websocket.ts`): runs in Deno, browsers and Node (tested on 20 with
+ * `--experimental-websocket`, 22 and 24).
  *
  * @module
  */
@@ -165,6 +167,13 @@ export function consume<T = unknown>(
   const Socket = options.WebSocket ??
     (wsUrl.startsWith("ws:") ? nodelayWebSocket() : null) ??
     globalThis.WebSocket;
+  if (typeof Socket !== "function") {
+    // Node 20 has the standard WebSocket only behind a flag; say so rather than fail obscurely.
+    throw new TypeError(
+      "Cannot consume: this runtime has no WebSocket (on Node 20, run node with " +
+        "--experimental-websocket; Node 22 and later have it), or pass options.WebSocket",
+    );
+  }
   const frameBytes = "Deno" in globalThis && Socket === globalThis.WebSocket
     ? MAX_STALLING_FRAME_BYTES
     : MAX_FRAME_BYTES;

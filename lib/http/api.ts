@@ -20,22 +20,25 @@ import { deliveryJson, jobJson } from "../core/job.ts";
 import { describeCause, type Logger } from "../observe/log.ts";
 import {
   enqueueAnswer,
-  jobId,
   parseAck,
   parseCheckpoint,
   parseDeadQuery,
   parseEmpty,
   parseEnqueue,
   parseExtend,
+  parseJobsQuery,
   parseLease,
   parseNack,
   parseRequeue,
+  pathJobId,
   queueName,
   type RequestLimits,
 } from "../api/requests.ts";
 import type { Asset } from "../dashboard/assets.ts";
 import { statsView } from "../api/views.ts";
 import { type JsonBody, readJsonBody } from "./body.ts";
+import openapi from "./openapi.json" with { type: "json" };
+import asyncapi from "../ws/asyncapi.json" with { type: "json" };
 import { errorResponse, json, jsonText } from "./respond.ts";
 
 /** What the API needs from the server around it. */
@@ -103,6 +106,10 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     requireQueue(ctx.principal, queue);
   };
 
+  // The API documents, embedded by the imports (a compiled binary carries them), as sent.
+  const openapiText = JSON.stringify(openapi);
+  const asyncapiText = JSON.stringify(asyncapi);
+
   const table: Route[] = [
     {
       method: "POST",
@@ -141,7 +148,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id", "ack"],
       access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseAck(await body(ctx), limits);
         await jobAccess(ctx, id);
         await broker.ack(id, req.token, req.result);
@@ -153,7 +160,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id", "nack"],
       access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseNack(await body(ctx));
         await jobAccess(ctx, id);
         const out = await broker.nack(id, req.token, req);
@@ -165,7 +172,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id", "extend"],
       access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseExtend(await body(ctx));
         await jobAccess(ctx, id);
         return json(200, await broker.extend(id, req.token, req.lease_ms));
@@ -176,7 +183,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id", "checkpoint"],
       access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseCheckpoint(await body(ctx), limits);
         await jobAccess(ctx, id);
         return json(200, await broker.checkpoint(id, req.token, req.data));
@@ -187,7 +194,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id"],
       access: OPERATIONS.readJob,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const job = await broker.get(id);
         if (job === null) throw jobNotFound(id);
         requireQueue(ctx.principal, job.queue);
@@ -199,7 +206,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       path: ["v1", "jobs", ":id"],
       access: OPERATIONS.cancelJob,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         await jobAccess(ctx, id);
         const out = await broker.cancel(id);
         log.info(out.removed ? "Job removed" : "Job cancelled", {
@@ -256,6 +263,30 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         const jobs = await broker.listDead(ctx.params[0], limit, after);
         const next = jobs.length === limit ? jobs[jobs.length - 1].id : null;
         return jsonText(200, `{"jobs":[${jobs.map(jobJson).join(",")}],"next_after":${next}}`);
+      },
+    },
+    {
+      method: "GET",
+      path: ["v1", "queues", ":queue", "jobs"],
+      access: "admin",
+      handle: async (ctx) => {
+        const page = parseJobsQuery(ctx.url.searchParams);
+        const jobs = await broker.listJobs(ctx.params[0], page);
+        const next = jobs.length === page.limit ? jobs[jobs.length - 1].id : null;
+        return jsonText(200, `{"jobs":[${jobs.map(jobJson).join(",")}],"next_after":${next}}`);
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "jobs", ":id", "run"],
+      access: "admin",
+      handle: async (ctx) => {
+        const id = pathJobId(ctx.params[0]);
+        parseEmpty(await body(ctx));
+        await jobAccess(ctx, id);
+        const out = await broker.runNow(id);
+        log.info("Job run now", { id, queue: out.queue, by: ctx.principal.name });
+        return json(200, { id, state: out.state, run_at: out.run_at });
       },
     },
     {
@@ -325,6 +356,18 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         });
       },
     },
+    {
+      method: "GET",
+      path: ["openapi.json"],
+      access: "open",
+      handle: () => jsonText(200, openapiText),
+    },
+    {
+      method: "GET",
+      path: ["asyncapi.json"],
+      access: "open",
+      handle: () => jsonText(200, asyncapiText),
+    },
     ...options.dashboard.map((asset): Route => ({
       method: "GET",
       path: asset.path.split("/").filter((part) => part !== ""),
@@ -374,8 +417,8 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     }
     let pathMatched = false;
     for (const r of routes) {
-      const params = match(r.path, segments);
-      if (params === null) continue;
+      const matched = match(r.path, segments);
+      if (matched === null) continue;
       pathMatched = true;
       if (r.method !== request.method) continue;
       seen.pattern = r.pattern;
@@ -387,6 +430,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         principal = found;
         requireAccess(principal, r.access);
       }
+      const params = decoded(r.path, matched);
       if (r.namesQueue) {
         const queue = queueName(params[0]);
         requireQueue(principal, queue);
@@ -424,21 +468,34 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
   };
 }
 
-function match(pattern: string[], segments: string[]): string[] | null {
+/**
+ * The parameters of a path that has the pattern's shape, or null. A parameter segment that is
+ * not valid percent-encoding (`%zz`) still matches, as undefined: the route is the right one and
+ * the caller's parameter is malformed (400), which the router reports once the method matches.
+ */
+function match(pattern: string[], segments: string[]): (string | undefined)[] | null {
   if (pattern.length !== segments.length) return null;
-  const params: string[] = [];
+  const params: (string | undefined)[] = [];
   for (let i = 0; i < pattern.length; i++) {
     if (pattern[i].startsWith(":")) {
-      let value: string;
+      let value: string | undefined;
       try {
         value = decodeURIComponent(segments[i]);
       } catch {
-        return null;
+        value = undefined;
       }
       params.push(value);
     } else if (pattern[i] !== segments[i]) return null;
   }
   return params;
+}
+
+/** The decoded parameters, or `validation_failed` naming the first malformed one. */
+function decoded(pattern: string[], params: (string | undefined)[]): string[] {
+  const at = params.indexOf(undefined);
+  if (at < 0) return params as string[];
+  const name = pattern.filter((p) => p.startsWith(":"))[at].slice(1);
+  throw invalid(name, "not valid percent-encoding");
 }
 
 /**

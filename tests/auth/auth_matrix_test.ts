@@ -182,6 +182,20 @@ const HTTP_ROWS: HttpRow[] = [
     call: (t) => ["DELETE", `/v1/jobs/${t.pending}`],
   },
   {
+    route: "GET /v1/queues/{queue}/jobs",
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["GET", `/v1/queues/${t.queue}/jobs?state=pending&order=newest`],
+  },
+  {
+    route: "POST /v1/jobs/{id}/run",
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["POST", `/v1/jobs/${t.pending}/run`],
+  },
+  {
     route: "DELETE /v1/jobs/{id} (a leased job)",
     access: "admin",
     queueBound: true,

@@ -9,6 +9,7 @@ import { ManualClock, systemClock } from "../../lib/core/clock.ts";
 import { resolveServeConfig, type ServeConfig } from "../../lib/config/serve_config.ts";
 import { type Logger, silentLogger } from "../../lib/observe/log.ts";
 import { type RunningServer, startServer } from "../../lib/server.ts";
+import { checkHttpAnswer } from "./api_schemas.ts";
 
 /** An answer: status, parsed JSON body (or text when not JSON), headers. */
 export interface Answer {
@@ -66,7 +67,10 @@ export async function settle(rounds = 5): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 0));
 }
 
-/** Sends a request to a server and reads the answer. */
+/**
+ * Sends a request to a server and reads the answer, which must agree with the OpenAPI document
+ * (see `api_schemas.ts`): an undocumented status or a body that breaks its schema throws.
+ */
 export async function send(
   url: string,
   method: string,
@@ -79,12 +83,20 @@ export async function send(
     (init.headers as Headers).set("content-type", "application/json");
     init.body = typeof body === "string" ? body : JSON.stringify(body);
   }
-  return readAnswer(await fetch(url + path, init));
+  return readAnswer(method, path, await fetch(url + path, init));
 }
 
-/** Reads a response into an {@linkcode Answer}: the body parsed as JSON, else kept as text. */
-export async function readAnswer(response: Response): Promise<Answer> {
+/**
+ * Reads the response to `method path` into an {@linkcode Answer} (the body parsed as JSON, else
+ * kept as text), checking it against the OpenAPI document as {@linkcode send} does.
+ */
+export async function readAnswer(
+  method: string,
+  path: string,
+  response: Response,
+): Promise<Answer> {
   const text = await response.text();
+  checkHttpAnswer(method, path, response.status, response.headers.get("content-type"), text);
   let parsed: unknown = text;
   try {
     parsed = JSON.parse(text);

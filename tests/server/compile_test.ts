@@ -38,6 +38,10 @@ Deno.test({
     const server = await spawnServer(["--db", `${dir}/jobs.db`], { binary });
     const page = await fetch(server.url + "/");
     assert.match(await page.text(), /<title>tegami<\/title>/);
+    const openapi = await send(server.url, "GET", "/openapi.json");
+    assert.equal(openapi.body.openapi, "3.1.0", "the OpenAPI document is embedded");
+    const asyncapi = await send(server.url, "GET", "/asyncapi.json");
+    assert.equal(asyncapi.body.asyncapi, "3.1.0", "the AsyncAPI document is embedded");
     const enq = await send(server.url, "POST", "/v1/queues/c/jobs", { payload: 1 });
     assert.equal(enq.status, 201);
     server.kill("SIGTERM");
