@@ -36,13 +36,20 @@ export const MAX_HOLD_MS = 100;
 interface Held {
   jobs: number;
   resolve: () => void;
-  timer: ReturnType<typeof setTimeout>;
+  /** When it goes regardless (performance.now() ms). */
+  until: number;
+}
+
+/** A queue's held enqueues, oldest first, and the one timer for the oldest's deadline. */
+interface Waiting {
+  list: Held[];
+  timer: ReturnType<typeof setTimeout> | null;
 }
 
 /** Holds enqueues to queues whose delivery lags behind, per {@linkcode IntakeView}. */
 export class IntakeGate {
   readonly #view: IntakeView;
-  readonly #held = new Map<string, Held[]>();
+  readonly #held = new Map<string, Waiting>();
   readonly #stalled = new Set<string>();
   /**
    * Each queue's ready count after its last two claims that leased jobs (counts change only at
@@ -65,7 +72,7 @@ export class IntakeGate {
 
   /** Enqueues waiting now. */
   waiting(queue: string): number {
-    return this.#held.get(queue)?.length ?? 0;
+    return this.#held.get(queue)?.list.length ?? 0;
   }
 
   /**
@@ -76,14 +83,15 @@ export class IntakeGate {
     if (!this.#lagging(queue, true)) return null;
     this.#holds++;
     return new Promise((resolve) => {
-      const held: Held = {
-        jobs,
-        resolve,
-        timer: setTimeout(() => this.#let(queue, held), MAX_HOLD_MS),
-      };
-      const list = this.#held.get(queue);
-      if (list === undefined) this.#held.set(queue, [held]);
-      else list.push(held);
+      const held: Held = { jobs, resolve, until: performance.now() + MAX_HOLD_MS };
+      let waiting = this.#held.get(queue);
+      if (waiting === undefined) {
+        waiting = { list: [], timer: null };
+        this.#held.set(queue, waiting);
+      }
+      waiting.list.push(held);
+      // One timer per queue, for the oldest: enqueues are held in arrival order.
+      if (waiting.timer === null) this.#arm(queue, waiting);
     });
   }
 
@@ -108,33 +116,44 @@ export class IntakeGate {
       }
     }
     const lagging = this.#lagging(queue, false);
-    const list = this.#held.get(queue);
-    if (list === undefined) return;
+    const waiting = this.#held.get(queue);
+    if (waiting === undefined) return;
     let allowance = lagging ? delivered ?? 0 : Infinity;
     let going = 0;
-    while (going < list.length && allowance > 0) {
-      allowance -= list[going].jobs;
+    while (going < waiting.list.length && allowance > 0) {
+      allowance -= waiting.list[going].jobs;
       going++;
     }
-    if (going === 0) return;
-    const released = list.splice(0, going);
-    if (list.length === 0) this.#held.delete(queue);
-    for (const held of released) {
-      clearTimeout(held.timer);
-      held.resolve();
-    }
+    this.#release(queue, waiting, going);
   }
 
   /** Lets everything go (shutdown). */
   openAll(): void {
-    for (const queue of [...this.#held.keys()]) {
-      const list = this.#held.get(queue)!;
-      this.#held.delete(queue);
-      for (const held of list) {
-        clearTimeout(held.timer);
-        held.resolve();
-      }
-    }
+    for (const [queue, waiting] of [...this.#held]) this.#release(queue, waiting, Infinity);
+  }
+
+  /** Lets the first `n` held enqueues of `queue` go; forgets the queue once none is left. */
+  #release(queue: string, waiting: Waiting, n: number): void {
+    if (n <= 0) return;
+    const released = waiting.list.splice(0, n);
+    if (waiting.timer !== null) clearTimeout(waiting.timer);
+    waiting.timer = null;
+    if (waiting.list.length === 0) this.#held.delete(queue);
+    else this.#arm(queue, waiting);
+    for (const held of released) held.resolve();
+  }
+
+  /** Arms the queue's timer for its oldest held enqueue's deadline. */
+  #arm(queue: string, waiting: Waiting): void {
+    const wait = Math.max(0, waiting.list[0].until - performance.now());
+    waiting.timer = setTimeout(() => {
+      waiting.timer = null;
+      const now = performance.now();
+      let due = 0;
+      while (due < waiting.list.length && waiting.list[due].until <= now) due++;
+      if (due > 0) this.#release(queue, waiting, due);
+      else this.#arm(queue, waiting);
+    }, wait);
   }
 
   /**
@@ -164,15 +183,5 @@ export class IntakeGate {
     if (ready <= bound || ready <= before) return false;
     this.#closedAt.set(queue, Math.max(bound, before));
     return true;
-  }
-
-  #let(queue: string, held: Held): void {
-    const list = this.#held.get(queue);
-    if (list !== undefined) {
-      const at = list.indexOf(held);
-      if (at >= 0) list.splice(at, 1);
-      if (list.length === 0) this.#held.delete(queue);
-    }
-    held.resolve();
   }
 }
