@@ -58,21 +58,10 @@ export class IntakeGate {
   readonly #passes = new Map<string, { last: number; before: number }>();
   /** Queues whose gate is closed, and the backlog at which it opens again. */
   readonly #closedAt = new Map<string, number>();
-  #holds = 0;
 
   /** A gate deciding from `view`. */
   constructor(view: IntakeView) {
     this.#view = view;
-  }
-
-  /** Enqueues held so far (for metrics and tests). */
-  get holds(): number {
-    return this.#holds;
-  }
-
-  /** Enqueues waiting now. */
-  waiting(queue: string): number {
-    return this.#held.get(queue)?.list.length ?? 0;
   }
 
   /**
@@ -81,7 +70,6 @@ export class IntakeGate {
    */
   admit(queue: string, jobs: number): Promise<void> | null {
     if (!this.#lagging(queue, true)) return null;
-    this.#holds++;
     return new Promise((resolve) => {
       const held: Held = { jobs, resolve, until: performance.now() + MAX_HOLD_MS };
       let waiting = this.#held.get(queue);
