@@ -22,8 +22,17 @@ import { SqliteStore } from "./store/sqlite/sqlite_store.ts";
 import { Connection } from "./ws/connection.ts";
 import { upgradeToWebSocket } from "./ws/deno_socket.ts";
 import { originAllowed } from "./http/origin.ts";
+import { BodyBudget } from "./http/body_budget.ts";
+import {
+  DESCRIPTORS_PER_CONNECTION,
+  type FrontDoor,
+  openFrontDoor,
+  RESERVED_DESCRIPTORS,
+} from "./http/front_door.ts";
+import { descriptorLimit } from "./observe/descriptor_limit.ts";
+import { ClockJumpWatch } from "./observe/clock_jump.ts";
+import { tokensFileWarning } from "./auth/tokens_file.ts";
 import { TegamiError } from "./core/errors.ts";
-import { errorResponse } from "./http/respond.ts";
 import type { Store } from "./store/store.ts";
 
 /** Options of {@linkcode startServer}. */
@@ -96,6 +105,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       );
     }
     tokens = TokenSet.parse(text);
+    const warning = tokensFileWarning(config.tokensFile, text);
+    if (warning !== null) log.warn(warning, { file: config.tokensFile });
   }
   if (config.unsafeFault !== null) {
     // Logged at error level, which no --log-level hides: this server must never pass unnoticed.
@@ -137,14 +148,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (!accepting) {
       throw new TegamiError("unavailable", "Cannot upgrade: the server is shutting down");
     }
-    if (connections.size >= config.maxConnections) {
-      return errorResponse(
-        new TegamiError(
-          "unavailable",
-          `Cannot upgrade: ${config.maxConnections} connections is the limit`,
-        ),
-      );
-    }
     return upgradeToWebSocket(request, config.pingIntervalMs, (socket) => {
       const connection: Connection = new Connection(socket, {
         broker,
@@ -182,6 +185,25 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   feed.start();
   const lag = new EventLoopLag((ms) => metrics.eventLoopLag(ms));
   lag.start();
+  const jumps = new ClockJumpWatch({
+    wall: () => clock.now(),
+    onJump: (deltaMs) => {
+      metrics.clockJump();
+      log.warn(
+        "Wall clock jumped: lease and delay deadlines moved with it (see docs/reliability.md)",
+        { jump_ms: deltaMs },
+      );
+    },
+  });
+  if (clock === systemClock) jumps.start();
+  // Every client connection holds three descriptors (see front_door.ts): the limit is sized so
+  // the accept path never runs out, whatever --max-connections says.
+  const fdLimit = descriptorLimit();
+  const fdRoom = fdLimit === null
+    ? Infinity
+    : Math.max(1, Math.floor((fdLimit - RESERVED_DESCRIPTORS) / DESCRIPTORS_PER_CONNECTION));
+  const maxConnections = Math.min(config.maxConnections, fdRoom);
+  let door: FrontDoor | null = null;
   const api = createApi({
     broker,
     clock,
@@ -197,35 +219,48 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         queues: await broker.stats(),
         consumers: (q) => broker.consumerCount(q),
         connections: connections.size,
+        clientConnections: door?.connections ?? 0,
         now: clock.now(),
         files: store.fileSizes(),
       }),
     onRequest: (route, status, ms) => metrics.request(route, status, ms),
+    crossSite: {
+      listenHost: config.host,
+      allowedHosts: config.allowedHosts,
+      allowedOrigins: config.allowedOrigins,
+    },
+    body: { timeoutMs: config.bodyTimeoutMs, budget: new BodyBudget(config.bodyBudget) },
   });
 
-  let listening: Deno.HttpServer<Deno.NetAddr>;
   try {
     const tls = config.tlsCert !== null && config.tlsKey !== null
       ? {
         cert: await Deno.readTextFile(config.tlsCert),
         key: await Deno.readTextFile(config.tlsKey),
       }
-      : {};
-    listening = Deno.serve({
+      : undefined;
+    door = await openFrontDoor({
       hostname: config.host,
       port: config.port,
-      onListen: () => {},
-      ...tls,
-    }, api);
+      tls,
+      handler: api,
+      maxConnections,
+      headerTimeoutMs: config.headerTimeoutMs,
+      idleTimeoutMs: config.idleTimeoutMs,
+      log,
+      onEvent: (event) => metrics.connectionEvent(event),
+    });
   } catch (error) {
     feed.close();
     lag.stop();
+    jumps.stop();
     broker.close();
     await store.close();
     throw new Error(
       `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
     );
   }
+  const listening = door;
   const address = listening.addr;
   const scheme = config.tlsCert !== null ? "https" : "http";
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
@@ -237,6 +272,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     sync: config.sync,
     auth: tokens === null ? "off" : `${tokens.size} tokens`,
     engine: store.engine,
+    // The limit in force: --max-connections, lowered to what the descriptor limit allows.
+    descriptor_limit: fdLimit,
+    max_connections: maxConnections,
   });
 
   let closing: Promise<void> | null = null;
@@ -249,7 +287,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Event streams never end by themselves: end them, or shutdown() would wait for ever.
       feed.close();
       lag.stop();
-      await listening.shutdown();
+      jumps.stop();
+      // Requests in flight get the grace period; then their connections are cut. Every write
+      // already acknowledged is committed, and the store finishes the commits in flight.
+      await listening.shutdown(config.shutdownGraceMs);
       await store.close();
       log.info("tegami stopped: database closed cleanly");
     })();

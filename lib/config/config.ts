@@ -118,11 +118,67 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
     "max-connections",
     "int",
     10_000,
-    "most open WebSocket connections (the upgrade past it answers 503)",
+    "most open connections, HTTP and WebSocket (capped by the descriptor limit; past it, 503)",
     {
       min: 1,
       max: 1_000_000,
     },
+  ),
+  flag(
+    "header-timeout",
+    "duration",
+    10 * SECOND,
+    "time a new connection has to send its first complete request head",
+    { min: 100, max: HOUR },
+  ),
+  flag(
+    "idle-timeout",
+    "duration",
+    30 * SECOND,
+    "time a kept-alive HTTP connection may wait for its next request head",
+    { min: 100, max: HOUR },
+  ),
+  flag(
+    "body-timeout",
+    "duration",
+    30 * SECOND,
+    "time a request body has to arrive in full (past it, 408)",
+    { min: 100, max: HOUR },
+  ),
+  flag(
+    "body-budget",
+    "size",
+    64 * MiB,
+    "request body bytes held at once across all requests (past it, 503)",
+    { min: KiB, max: 64 * GiB },
+  ),
+  flag(
+    "shutdown-grace",
+    "duration",
+    10 * SECOND,
+    "time requests in flight get to finish at shutdown before their connections are cut",
+    { min: 0, max: 10 * MINUTE },
+  ),
+  flag(
+    "max-queues",
+    "int",
+    10_000,
+    "most distinct queues; enqueueing to a new queue past it answers 409",
+    { min: 1, max: 10_000_000 },
+  ),
+  flag(
+    "metrics-queues",
+    "int",
+    100,
+    "queues given their own series in /metrics (the busiest; all are in the totals)",
+    { min: 0, max: 100_000 },
+  ),
+  flag(
+    "allowed-hosts",
+    "list",
+    [],
+    "host names accepted in the Host header when auth is off, besides localhost and IP addresses",
+    { placeholder: "HOSTS" },
   ),
   flag(
     "allowed-origins",
@@ -188,8 +244,24 @@ export interface ServeConfig {
   backoffBaseMs: number;
   /** Longest retry delay in ms. */
   backoffMaxMs: number;
-  /** Most open connections. */
+  /** Most open connections, HTTP and WebSocket. */
   maxConnections: number;
+  /** Time a new connection has to send its first request head, in ms. */
+  headerTimeoutMs: number;
+  /** Time a kept-alive connection may wait for its next request head, in ms. */
+  idleTimeoutMs: number;
+  /** Time a request body has to arrive in full, in ms. */
+  bodyTimeoutMs: number;
+  /** Request body bytes held at once across all requests. */
+  bodyBudget: number;
+  /** Time requests in flight get at shutdown, in ms. */
+  shutdownGraceMs: number;
+  /** Most distinct queues. */
+  maxQueues: number;
+  /** Queues with their own series in `/metrics`. */
+  metricsQueues: number;
+  /** Lower-case host names accepted in `Host` when auth is off (besides localhost and IPs). */
+  allowedHosts: string[];
   /** Normalized origins (`scheme://host[:port]`) allowed besides the same origin, or `"*"`. */
   allowedOrigins: string[] | "*";
   /** Allow a non-loopback bind without tokens. */
@@ -504,6 +576,14 @@ export function resolveServeConfig(
     backoffBaseMs: get("backoff-base").value as number,
     backoffMaxMs: get("backoff-max").value as number,
     maxConnections: get("max-connections").value as number,
+    headerTimeoutMs: get("header-timeout").value as number,
+    idleTimeoutMs: get("idle-timeout").value as number,
+    bodyTimeoutMs: get("body-timeout").value as number,
+    bodyBudget: get("body-budget").value as number,
+    shutdownGraceMs: get("shutdown-grace").value as number,
+    maxQueues: get("max-queues").value as number,
+    metricsQueues: get("metrics-queues").value as number,
+    allowedHosts: (get("allowed-hosts").value as string[]).map((h) => h.toLowerCase()),
     allowedOrigins,
     insecure,
     logLevel: get("log-level").value as ServeConfig["logLevel"],

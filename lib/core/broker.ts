@@ -486,12 +486,23 @@ export class Broker {
   }
 
   async #tick(): Promise<void> {
-    if (this.#closed) return;
-    const result = await this.#store.tick(this.#clock.now());
-    for (const lease of result.expired) {
-      this.#over(lease.token, lease.queue, lease.state === "dead" ? "dead" : "expired", "expired");
+    // Chunk by chunk: each is one short transaction; between them the woken queues deliver and
+    // the event loop answers others, so a million jobs coming due never stall the server.
+    for (;;) {
+      if (this.#closed) return;
+      const result = await this.#store.tick(this.#clock.now());
+      for (const lease of result.expired) {
+        this.#over(
+          lease.token,
+          lease.queue,
+          lease.state === "dead" ? "dead" : "expired",
+          "expired",
+        );
+      }
+      for (const queue of result.woken) this.wake(queue);
+      if (!result.more) break;
+      await yieldToEventLoop();
     }
-    for (const queue of result.woken) this.wake(queue);
     const next = await this.#store.nextDeadline();
     if (next !== null) this.#armAt(next);
   }
@@ -511,4 +522,9 @@ export class Broker {
   #refuseIfClosed(): void {
     if (this.#closed) throw shuttingDown();
   }
+}
+
+/** Lets timers, I/O and other requests run before the next chunk of maintenance. */
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }

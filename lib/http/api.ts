@@ -34,7 +34,8 @@ import {
   type RequestLimits,
 } from "../api/requests.ts";
 import type { QueueCounts } from "../store/store.ts";
-import { type JsonBody, readJsonBody } from "./body.ts";
+import { type BodyOptions, type JsonBody, readJsonBody } from "./body.ts";
+import { checkCrossSite, type CrossSiteRules } from "./cross_site.ts";
 import { errorResponse, json, jsonText } from "./respond.ts";
 
 /** What the API needs from the server around it. */
@@ -61,6 +62,10 @@ export interface ApiOptions {
   upgrade?: (request: Request, principal: Principal | null) => Response;
   /** Sees every answered request (route pattern, status, duration). */
   onRequest?: (route: string, status: number, ms: number) => void;
+  /** The Host and Origin rules applied when auth is off. @default none */
+  crossSite?: CrossSiteRules;
+  /** Time limit and memory budget for request bodies. @default none */
+  body?: Pick<BodyOptions, "timeoutMs" | "budget">;
 }
 
 /** Who may call a route: a scope, `read` (any valid token), `job` (produce or consume), `open`. */
@@ -101,7 +106,11 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
 
   const bodyText = async (ctx: Context): Promise<JsonBody> => {
     try {
-      return await readJsonBody(ctx.request, limits.maxBody);
+      return await readJsonBody(ctx.request, limits.maxBody, {
+        ...options.body,
+        // Without tokens, a body-less form POST must not pass the Content-Type rule either.
+        strictType: tokens === null,
+      });
     } catch (error) {
       // Shutdown stops the reading of bodies still arriving: that caller should retry, not fix
       // its request.
@@ -422,6 +431,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     let response: Response;
     try {
       url = requestUrl(request);
+      if (tokens === null && options.crossSite !== undefined) {
+        checkCrossSite(request, options.crossSite);
+      }
       response = await route(request, url, seen);
     } catch (thrown) {
       const error = toTegamiError(thrown);

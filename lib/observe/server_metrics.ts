@@ -18,6 +18,8 @@ export interface ScrapeInput {
   consumers: (queue: string) => number;
   /** Open WebSocket connections. */
   connections: number;
+  /** Open client connections of every kind (HTTP and WebSocket). */
+  clientConnections?: number;
   /** Now, ms. */
   now: number;
   /** Bytes of the database file and its WAL, when the store has files. */
@@ -56,6 +58,8 @@ export class ServerMetrics implements BrokerObserver {
   readonly #commit: Histogram;
   readonly #commitFailures: Counter;
   readonly #lag: Histogram;
+  readonly #clockJumps: Counter;
+  readonly #connectionEvents: Counter;
 
   /** Registers every family. */
   constructor() {
@@ -165,6 +169,24 @@ export class ServerMetrics implements BrokerObserver {
       "How late a 25 ms timer fires: stalls of the server's single JavaScript thread.",
       LATENCY_BUCKETS,
     );
+    r.gauge(
+      "tegami_connections",
+      "Open client connections, HTTP and WebSocket.",
+      () => {
+        const n = snapshot().clientConnections;
+        return n === undefined ? [] : [[{}, n]];
+      },
+    );
+    this.#connectionEvents = r.counter(
+      "tegami_connection_events_total",
+      "Connection events: accepted, refused_limit, evicted_idle, timed_out_header, " +
+        "timed_out_idle, accept_error, cut_at_shutdown.",
+      ["event"],
+    );
+    this.#clockJumps = r.counter(
+      "tegami_clock_jumps_total",
+      "Wall-clock jumps noticed (wall and monotonic clocks disagreeing by 2 s or more).",
+    );
     this.#commitFailures = r.counter(
       "tegami_commit_failures_total",
       "Transactions that could not be committed (every caller got 503 unavailable).",
@@ -201,6 +223,16 @@ export class ServerMetrics implements BrokerObserver {
   /** Records one event-loop lag sample, ms. */
   eventLoopLag(ms: number): void {
     this.#lag.observe([], ms / 1000);
+  }
+
+  /** Records a wall-clock jump. */
+  clockJump(): void {
+    this.#clockJumps.inc();
+  }
+
+  /** Records a connection event of the front door. */
+  connectionEvent(event: string): void {
+    this.#connectionEvents.inc([event]);
   }
 
   /** Records a group commit. */

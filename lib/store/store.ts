@@ -97,6 +97,8 @@ export interface TickResult {
   woken: string[];
   /** Leases that expired. */
   expired: EndedLease[];
+  /** True when the chunk was full: more may be due, and the caller should tick again. */
+  more: boolean;
 }
 
 /** A lease to give back, identified by job and token. */
@@ -196,8 +198,11 @@ export interface Store {
   listDead(queue: string, limit: number, after: number): Promise<Job[]>;
   /** Makes dead jobs pending again with attempts reset; all of the queue's when `ids` is null. */
   requeueDead(queue: string, ids: number[] | null, now: number): Promise<number>;
-  /** Promotes due delayed jobs and ends expired leases. */
-  tick(now: number): Promise<TickResult>;
+  /**
+   * Promotes due delayed jobs and ends expired leases, at most `limit` of each in one
+   * transaction (a store default when absent); `more` says whether to call again.
+   */
+  tick(now: number, limit?: number): Promise<TickResult>;
   /** Ends leases whose holder is gone: back to pending at once, or dead if attempts are used. */
   release(leases: LeaseRef[], now: number): Promise<EndedLease[]>;
   /**

@@ -69,11 +69,17 @@ export async function spawnServer(
     env?: Record<string, string>;
     runtimeFlags?: string[];
     script?: string;
+    /** Lowers the open-file limit (soft and hard) of the server process only. */
+    nofile?: number;
   } = {},
 ): Promise<ServerProcess> {
   const { command, prefix } = programCommand(options.binary, options.runtimeFlags, options.script);
-  const child = new Deno.Command(command, {
-    args: [...prefix, "serve", "--port", "0", ...args],
+  const serveArgs = [...prefix, "serve", "--port", "0", ...args];
+  const limited = options.nofile !== undefined;
+  const child = new Deno.Command(limited ? "bash" : command, {
+    args: limited
+      ? ["-c", `ulimit -n ${options.nofile} && exec "$0" "$@"`, command, ...serveArgs]
+      : serveArgs,
     env: options.env,
     stdin: "null",
     stdout: "null",

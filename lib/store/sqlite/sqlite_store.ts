@@ -125,6 +125,13 @@ const LEASED_QUEUES_CAP = 100_000;
 /** How many finished jobs one sweep transaction deletes at most (keeps each commit short). */
 const SWEEP_CHUNK = 5000;
 
+/**
+ * How many delayed jobs one tick transaction promotes, and how many expired leases it ends, at
+ * most: a million jobs coming due at once become a thousand short commits with the event loop
+ * free between them, not one transaction that stalls every request for seconds.
+ */
+const TICK_CHUNK = 1000;
+
 /** The SQLite implementation of {@linkcode Store}. */
 export class SqliteStore implements Store {
   readonly #db: DatabaseSync;
@@ -496,20 +503,26 @@ export class SqliteStore implements Store {
     });
   }
 
-  tick(now: number): Promise<TickResult> {
+  tick(now: number, limit = TICK_CHUNK): Promise<TickResult> {
     return this.#write(() => {
       const woken = new Set<string>();
-      for (const row of this.#s.promote.all(now) as { queue: string }[]) {
+      const promoted = this.#s.promote.all(now, limit) as { queue: string }[];
+      for (const row of promoted) {
         this.#moves.push([row.queue, "delayed", "pending"]);
         woken.add(row.queue);
       }
       const expired: EndedLease[] = [];
-      for (const row of this.#s.dueLeases.all(now) as unknown as JobRow[]) {
+      const due = this.#s.dueLeases.all(now, limit) as unknown as JobRow[];
+      for (const row of due) {
         const ended = this.#endLease(row, now, "expired");
         if (ended.state === "pending") woken.add(row.queue);
         expired.push(ended);
       }
-      return { woken: [...woken], expired };
+      return {
+        woken: [...woken],
+        expired,
+        more: promoted.length === limit || due.length === limit,
+      };
     });
   }
 
@@ -803,9 +816,14 @@ function prepare(db: DatabaseSync) {
        WHERE id = ? AND queue = ? AND state = 'dead'`,
     ),
     promote: p(
-      "UPDATE jobs SET state = 'pending' WHERE state = 'delayed' AND run_at <= ? RETURNING queue",
+      `UPDATE jobs SET state = 'pending' WHERE id IN (
+         SELECT id FROM jobs WHERE state = 'delayed' AND run_at <= ? ORDER BY run_at LIMIT ?)
+       RETURNING queue`,
     ),
-    dueLeases: p("SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ?"),
+    dueLeases: p(
+      `SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ?
+       ORDER BY lease_expires_at LIMIT ?`,
+    ),
     nextDelayed: p("SELECT min(run_at) AS at FROM jobs WHERE state = 'delayed'"),
     nextExpiry: p("SELECT min(lease_expires_at) AS at FROM jobs WHERE state = 'leased'"),
     sweep: p(
