@@ -1,7 +1,8 @@
 /**
  * The `tegami` program: `tegami serve` runs the server; the other commands are clients of a
- * running server. Configuration is resolved here, once (flags, then `TEGAMI_*` env, then
- * defaults); nothing under `lib/` reads `Deno.args` or `Deno.env`.
+ * running server. The arguments and the environment are read here, once, and handed to the
+ * commands, which resolve them (flags, then `TEGAMI_*` env, then defaults); nothing under `lib/`
+ * reads `Deno.args` or `Deno.env`.
  *
  * Exit codes: 0 after a clean shutdown on SIGINT/SIGTERM, 1 when the server cannot start (with
  * a one-line reason), 2 for a command-line mistake.
@@ -10,51 +11,13 @@
  */
 
 import meta from "./deno.json" with { type: "json" };
-import {
-  ConfigError,
-  resolveServeConfig,
-  serveHelp,
-  topLevelHelp,
-  wantsHelp,
-} from "./lib/config/config.ts";
-import { startServer } from "./lib/server.ts";
+import { ConfigError, wantsHelp } from "./lib/config/flags.ts";
+import { topLevelHelp } from "./lib/config/help.ts";
+import { serveCommand } from "./lib/cli/serve_command.ts";
 import { CLIENT_COMMANDS, runClientCommand } from "./lib/cli/client_commands.ts";
 
 /** The program's version (from deno.json, embedded at build time). */
 export const VERSION: string = meta.version;
-
-async function serve(args: string[]): Promise<number> {
-  if (wantsHelp(args)) {
-    console.log(serveHelp());
-    return 0;
-  }
-  // Listen for signals before starting: a SIGTERM that lands while the server starts (or just
-  // after its startup line) must still mean a clean stop, not the default kill.
-  const { promise: stopped, resolve } = Promise.withResolvers<string>();
-  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
-  const handlers = signals.map((signal) => {
-    const handler = () => resolve(signal);
-    Deno.addSignalListener(signal, handler);
-    return [signal, handler] as const;
-  });
-  const removeHandlers = () => {
-    for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
-  };
-  let server;
-  try {
-    const config = resolveServeConfig(args, Deno.env.toObject());
-    server = await startServer({ config, version: VERSION });
-  } catch (error) {
-    removeHandlers();
-    const message = error instanceof Error ? error.message : String(error);
-    console.error(`tegami: ${message.split("\n")[0]}`);
-    return 1;
-  }
-  await stopped;
-  await server.close();
-  removeHandlers();
-  return 0;
-}
 
 /** The size of stdin when it is a regular file (`tegami enqueue q < jobs.ndjson`), else null. */
 function stdinFileSize(): number | null {
@@ -87,7 +50,7 @@ async function main(args: string[]): Promise<number> {
   const [command, ...rest] = args;
   switch (command) {
     case "serve":
-      return await serve(rest);
+      return await serveCommand(rest, Deno.env.toObject(), { version: VERSION });
     case "--version":
     case "-V":
     case "version":

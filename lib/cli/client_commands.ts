@@ -7,7 +7,8 @@
  */
 
 import { consume, JobFailure, TegamiClient, TegamiError } from "../client/mod.ts";
-import { ConfigError, resolveClientConfig } from "../config/config.ts";
+import { resolveClientConfig } from "../config/client_config.ts";
+import { ConfigError } from "../config/flags.ts";
 import { JOB_STATES } from "../core/job.ts";
 import { parseDuration } from "../config/units.ts";
 import { enqueueStream } from "./enqueue_stream.ts";

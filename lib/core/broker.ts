@@ -3,8 +3,8 @@
  * wakes waiting consumers when jobs become available, and keeps the one timer that drives
  * delayed jobs and lease expiry (set for the earliest deadline; no per-job timers, no polling).
  *
- * Consumers — WebSocket subscriptions and HTTP long-polls — plug in through
- * {@linkcode Consumer}. Whoever holds a lease is told through {@linkcode LeaseHolder} when it
+ * Consumers — WebSocket subscriptions and HTTP long-polls — plug in as a
+ * {@linkcode Subscriber}. Whoever holds a lease is told through {@linkcode LeaseHolder} when it
  * ends without their ack (cancel, expiry), and when it is settled by anyone, so credit is
  * counted in one place.
  *
@@ -14,28 +14,28 @@
 import type { Clock, TimerHandle } from "./clock.ts";
 import { shuttingDown } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
+import type { NackRequest } from "./lifecycle.ts";
 import type {
   CancelResult,
   ClaimWant,
   EndedLease,
   LeaseRef,
-  NackRequest,
   NackResult,
   QueueCounts,
   Store,
 } from "../store/store.ts";
 
 /** Why a lease ended, as told to its holder. */
-export type LeaseEnd = "settled" | "cancelled" | "expired";
+export type LeaseNotice = "settled" | "cancelled" | "expired";
 
 /** Someone holding leases (a WebSocket connection), told when one ends. */
 export interface LeaseHolder {
   /** The lease `token` on job `id` is over; `why` says how. */
-  leaseEnded(id: number, token: string, why: LeaseEnd): void;
+  leaseEnded(id: number, token: string, why: LeaseNotice): void;
 }
 
 /** A party that takes pushed jobs within its credit. */
-export interface Consumer {
+export interface Subscriber {
   /** The queue it takes from. */
   readonly queue: string;
   /** Lease length for its jobs, or null for each job's own or the server's. */
@@ -54,7 +54,7 @@ export interface Consumer {
 }
 
 /** How a lease ended, for metrics. */
-export type Outcome = "acked" | "nacked" | "dead" | "expired" | "cancelled" | "released";
+export type LeaseOutcome = "acked" | "nacked" | "dead" | "expired" | "cancelled" | "released";
 
 /** Sees what the broker does, for metrics. Every method must be cheap and must not throw. */
 export interface BrokerObserver {
@@ -63,7 +63,7 @@ export interface BrokerObserver {
   /** Jobs were leased; `waitedMs` is, per job, how long it had been available. */
   delivered(queue: string, waitedMs: number[]): void;
   /** A lease ended; `heldMs` is how long it was held, when known. */
-  settled(queue: string, outcome: Outcome, heldMs: number | null): void;
+  settled(queue: string, outcome: LeaseOutcome, heldMs: number | null): void;
 }
 
 /** Settings the broker needs. */
@@ -89,7 +89,7 @@ export class Broker {
   readonly #clock: Clock;
   readonly #retainDoneMs: number;
   readonly #onError: (what: string, error: unknown) => void;
-  readonly #consumers = new Map<string, Consumer[]>();
+  readonly #subscribers = new Map<string, Subscriber[]>();
   readonly #rotation = new Map<string, number>();
   readonly #dispatching = new Set<string>();
   readonly #again = new Set<string>();
@@ -218,7 +218,7 @@ export class Broker {
         resolve(deliveries);
       };
       const stop = () => finish([]);
-      const waiter: Consumer = {
+      const waiter: Subscriber = {
         queue,
         leaseMs,
         holder: null,
@@ -241,28 +241,28 @@ export class Broker {
   }
 
   /** Adds a consumer to its queue's rotation and offers it jobs at once. */
-  subscribe(consumer: Consumer): void {
-    const list = this.#consumers.get(consumer.queue);
-    if (list === undefined) this.#consumers.set(consumer.queue, [consumer]);
-    else list.push(consumer);
-    this.wake(consumer.queue);
+  subscribe(subscriber: Subscriber): void {
+    const list = this.#subscribers.get(subscriber.queue);
+    if (list === undefined) this.#subscribers.set(subscriber.queue, [subscriber]);
+    else list.push(subscriber);
+    this.wake(subscriber.queue);
   }
 
   /** Removes a consumer from its queue's rotation. */
-  unsubscribe(consumer: Consumer): void {
-    const list = this.#consumers.get(consumer.queue);
+  unsubscribe(subscriber: Subscriber): void {
+    const list = this.#subscribers.get(subscriber.queue);
     if (list === undefined) return;
-    const at = list.indexOf(consumer);
+    const at = list.indexOf(subscriber);
     if (at >= 0) list.splice(at, 1);
     if (list.length === 0) {
-      this.#consumers.delete(consumer.queue);
-      this.#rotation.delete(consumer.queue);
+      this.#subscribers.delete(subscriber.queue);
+      this.#rotation.delete(subscriber.queue);
     }
   }
 
   /** How many consumers (subscriptions and waiting long-polls) a queue has. */
   consumerCount(queue: string): number {
-    return this.#consumers.get(queue)?.length ?? 0;
+    return this.#subscribers.get(queue)?.length ?? 0;
   }
 
   /** Completes a leased job. */
@@ -347,7 +347,7 @@ export class Broker {
    * `eager` is for a wake sent before the commit that makes the jobs ready.
    */
   wake(queue: string, eager = false): void {
-    if (this.#closed || !this.#consumers.has(queue)) return;
+    if (this.#closed || !this.#subscribers.has(queue)) return;
     // The store's committed counts say nothing is ready: skip the empty claim (every commit
     // that makes a job ready wakes the queue again afterwards). An eager wake runs before its
     // enqueue commits, so it cannot trust the counts yet.
@@ -367,21 +367,21 @@ export class Broker {
   async #dispatch(queue: string): Promise<void> {
     do {
       this.#again.delete(queue);
-      const list = this.#consumers.get(queue);
+      const list = this.#subscribers.get(queue);
       if (list === undefined || this.#closed) return;
       // Round-robin: a pass starts after the consumer that was dealt the first job of the last
       // pass that dealt any, so jobs arriving one at a time go to each consumer in turn.
       const start = (this.#rotation.get(queue) ?? 0) % list.length;
       const now = this.#clock.now();
-      const takers: Consumer[] = [];
+      const takers: Subscriber[] = [];
       const wants: ClaimWant[] = [];
       for (let i = 0; i < list.length; i++) {
-        const consumer = list[(start + i) % list.length];
-        const n = consumer.credit();
+        const subscriber = list[(start + i) % list.length];
+        const n = subscriber.credit();
         if (n <= 0) continue;
-        consumer.reserve(n);
-        takers.push(consumer);
-        wants.push({ max: n, lease_ms: consumer.leaseMs });
+        subscriber.reserve(n);
+        takers.push(subscriber);
+        wants.push({ max: n, lease_ms: subscriber.leaseMs });
       }
       if (takers.length === 0) return;
       let lists: Delivery[][];
@@ -405,12 +405,12 @@ export class Broker {
     } while (this.#again.has(queue));
   }
 
-  #handOver(consumer: Consumer, deliveries: Delivery[], reserved: number): boolean {
+  #handOver(subscriber: Subscriber, deliveries: Delivery[], reserved: number): boolean {
     if (deliveries.length > 0) {
       this.#armForLeases(deliveries);
-      this.#began(consumer.queue, deliveries, this.#clock.now(), consumer.holder);
+      this.#began(subscriber.queue, deliveries, this.#clock.now(), subscriber.holder);
     }
-    if (!consumer.deliver(deliveries, reserved)) {
+    if (!subscriber.deliver(deliveries, reserved)) {
       // The consumer vanished between claim and hand-over: give the jobs back at once.
       this.release(
         deliveries.map((d) => ({ id: d.job.id, token: d.lease.token, undelivered: true })),
@@ -438,7 +438,7 @@ export class Broker {
   }
 
   /** A lease ended: count it, and tell its holder `tell` (null: the holder already knows). */
-  #over(token: string, queue: string, outcome: Outcome, tell: LeaseEnd | null): void {
+  #over(token: string, queue: string, outcome: LeaseOutcome, tell: LeaseNotice | null): void {
     const live = this.#live.get(token);
     this.#live.delete(token);
     // A repeated ack finds no live lease: it was counted the first time.

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { BrokerObserver, Outcome } from "../core/broker.ts";
+import type { BrokerObserver, LeaseOutcome } from "../core/broker.ts";
 import { type Counter, type Histogram, LATENCY_BUCKETS, Registry } from "./metrics.ts";
 import type { QueueCounts } from "../store/store.ts";
 
@@ -49,7 +49,7 @@ export class ServerMetrics implements BrokerObserver {
   readonly #enqueued: Counter;
   readonly #deduplicated: Counter;
   readonly #delivered: Counter;
-  readonly #outcomes: Record<Outcome, Counter>;
+  readonly #outcomes: Record<LeaseOutcome, Counter>;
   readonly #waited: Histogram;
   readonly #held: Histogram;
   readonly #http: Histogram;
@@ -208,7 +208,7 @@ export class ServerMetrics implements BrokerObserver {
   }
 
   /** @inheritdoc */
-  settled(queue: string, outcome: Outcome, heldMs: number | null): void {
+  settled(queue: string, outcome: LeaseOutcome, heldMs: number | null): void {
     this.#seen.add(queue);
     this.#outcomes[outcome].inc([queue]);
     if (heldMs !== null) this.#held.observe([queue], heldMs / 1000);

@@ -9,10 +9,6 @@
  * whole transaction and every caller in it gets `unavailable`. No caller is answered before
  * COMMIT returns, and there is never an `await` inside the transaction.
  *
- * The one exception is a test-only fault ({@linkcode GroupCommitOptions.unsafeAnswerBeforeCommitMs},
- * `serve --unsafe-fault ack-before-commit`): it answers callers before COMMIT, as a broken queue
- * would, so the crash campaign can show that its checker catches lost acknowledged writes.
- *
  * @module
  */
 
@@ -34,6 +30,27 @@ export interface Transactor {
   undo(): void;
 }
 
+/**
+ * What a store needs from whatever batches its writes into transactions:
+ * {@linkcode GroupCommit} in production; the crash campaign's positive controls put a faulty one
+ * in its place (under `tests/`) to prove their checker catches a broken queue.
+ */
+export interface Committer {
+  /** Runs `operation` in a transaction; resolves with its value once that is committed. */
+  submit<T>(operation: () => T): Promise<T>;
+  /** Resolves once nothing is waiting to be committed. */
+  drained(): Promise<void>;
+  /** Operations waiting for the next flush. */
+  readonly waiting: number;
+}
+
+/** Builds a {@linkcode Committer} over a database; `schedule` paces its flushes. */
+export type CommitterFactory = (
+  db: Transactor,
+  observer: CommitObserver,
+  schedule: (flush: () => void) => void,
+) => Committer;
+
 interface Pending {
   run: () => unknown;
   resolve: (value: unknown) => void;
@@ -41,7 +58,7 @@ interface Pending {
 }
 
 /** What one operation of a batch came to: its value, or the `TegamiError` it threw. */
-interface Outcome {
+interface OperationResult {
   ok: boolean;
   value: unknown;
 }
@@ -52,13 +69,6 @@ export type CommitObserver = (size: number, ms: number, error: unknown) => void;
 /** Options of {@linkcode GroupCommit}. */
 export interface GroupCommitOptions {
   /**
-   * TEST ONLY, it breaks durability on purpose: when above 0, each caller is answered as soon
-   * as its operation ran, and the transaction stays open (taking later operations too) for this
-   * many ms before COMMIT, so a crash in that window loses writes that were already answered.
-   * @default 0
-   */
-  unsafeAnswerBeforeCommitMs?: number;
-  /**
    * Decides when a batch is committed: called with `flush` when the first operation of a new
    * batch arrives; everything submitted until `flush` runs joins that batch.
    * @default the next macrotask (`setTimeout(flush, 0)`)
@@ -67,24 +77,19 @@ export interface GroupCommitOptions {
 }
 
 /** Batches synchronous operations into shared transactions. */
-export class GroupCommit {
+export class GroupCommit implements Committer {
   #db: Transactor;
   #queue: Pending[] = [];
   #scheduled = false;
   #observer: CommitObserver;
   #idle: (() => void)[] = [];
-  readonly #unsafeMs: number;
   readonly #schedule: (flush: () => void) => void;
   readonly #flush = () => this.flush();
-  /** Under the unsafe fault: operations in the transaction left open, and its commit timer. */
-  #unsafeOpen: { size: number; started: number; timer: ReturnType<typeof setTimeout> } | null =
-    null;
 
   /** Wraps a database; `observer` sees every commit. */
   constructor(db: Transactor, observer: CommitObserver, options: GroupCommitOptions = {}) {
     this.#db = db;
     this.#observer = observer;
-    this.#unsafeMs = options.unsafeAnswerBeforeCommitMs ?? 0;
     this.#schedule = options.schedule ?? ((flush) => setTimeout(flush, 0));
   }
 
@@ -106,7 +111,7 @@ export class GroupCommit {
 
   /** Resolves once nothing is waiting to be committed. */
   drained(): Promise<void> {
-    if (this.#queue.length === 0 && this.#unsafeOpen === null) return Promise.resolve();
+    if (this.#queue.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
@@ -116,12 +121,8 @@ export class GroupCommit {
     const batch = this.#queue;
     if (batch.length === 0) return;
     this.#queue = [];
-    if (this.#unsafeMs > 0) {
-      this.#flushUnsafe(batch);
-      return;
-    }
     const started = performance.now();
-    let outcomes: Outcome[];
+    let outcomes: OperationResult[];
     try {
       outcomes = this.#runAll(batch);
       this.#db.commit();
@@ -154,11 +155,11 @@ export class GroupCommit {
    * with a savepoint around that operation and every later one. Operations only touch the
    * database, so running one again is safe; each retry guards an earlier operation, so it ends.
    */
-  #runAll(batch: Pending[]): Outcome[] {
+  #runAll(batch: Pending[]): OperationResult[] {
     let guardedFrom = batch.length;
     for (;;) {
       this.#db.begin();
-      const outcomes: Outcome[] = new Array(batch.length);
+      const outcomes: OperationResult[] = new Array(batch.length);
       let failedBare = -1;
       for (let i = 0; i < batch.length; i++) {
         const guarded = i >= guardedFrom;
@@ -182,54 +183,8 @@ export class GroupCommit {
     }
   }
 
-  /** The test-only fault: run and answer now, COMMIT later (see the options). */
-  #flushUnsafe(batch: Pending[]): void {
-    try {
-      let open = this.#unsafeOpen;
-      if (open === null) {
-        this.#db.begin();
-        const timer = setTimeout(() => this.#commitUnsafe(), this.#unsafeMs);
-        open = this.#unsafeOpen = { size: 0, started: performance.now(), timer };
-      }
-      for (const pending of batch) {
-        this.#db.mark();
-        try {
-          const value = pending.run();
-          this.#db.release();
-          open.size++;
-          pending.resolve(value); // before COMMIT: this is the fault
-        } catch (error) {
-          if (!(error instanceof TegamiError)) throw error;
-          this.#db.undo();
-          pending.reject(error);
-        }
-      }
-    } catch (error) {
-      if (this.#unsafeOpen !== null) clearTimeout(this.#unsafeOpen.timer);
-      this.#unsafeOpen = null;
-      this.#db.rollback();
-      const failure = new TegamiError("unavailable", "Cannot commit the write", { cause: error });
-      for (const pending of batch) pending.reject(failure); // no effect on those answered
-      this.#notifyIdle();
-    }
-  }
-
-  #commitUnsafe(): void {
-    const open = this.#unsafeOpen;
-    if (open === null) return;
-    this.#unsafeOpen = null;
-    try {
-      this.#db.commit();
-      this.#observer(open.size, performance.now() - open.started, null);
-    } catch (error) {
-      this.#db.rollback();
-      this.#observer(open.size, performance.now() - open.started, error);
-    }
-    this.#notifyIdle();
-  }
-
   #notifyIdle(): void {
-    if (this.#queue.length > 0 || this.#unsafeOpen !== null) return;
+    if (this.#queue.length > 0) return;
     const idle = this.#idle;
     this.#idle = [];
     for (const resolve of idle) resolve();

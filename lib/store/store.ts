@@ -1,8 +1,9 @@
 /**
  * The storage seam. Every method is one atomic state transition; SQL lives only in the
- * adapters behind it (SQLite now, PostgreSQL later). Policy — lease defaults, retry backoff,
- * who gets which job — lives above, in the broker, and reaches the store as plain values or the
- * {@linkcode StorePolicy} it was built with.
+ * adapters behind it (SQLite now, PostgreSQL later). Policy lives above it: who gets which job
+ * in the broker, and what each transition does (lease lengths, retries, dead jobs, dealing a
+ * claim) in the pure rules of `core/lifecycle.ts`, which every adapter applies inside its
+ * transaction with the `LifecyclePolicy` it was built with.
  *
  * Every method that changes state resolves only after the change is committed; a failed commit
  * rejects with `unavailable`.
@@ -10,15 +11,8 @@
  * @module
  */
 
-import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
-
-/** Policy the store applies inside its transactions. */
-export interface StorePolicy {
-  /** The server's lease length, for jobs without their own and claims without one. */
-  defaultLeaseMs: number;
-  /** The retry delay for a nack without `delay_ms`, given the attempt that failed. */
-  retryDelayMs(attempt: number, backoff: Backoff | null): number;
-}
+import type { Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
+import type { NackRequest } from "../core/lifecycle.ts";
 
 /** One consumer's share of a {@linkcode Store.claimFair}. */
 export interface ClaimWant {
@@ -41,16 +35,6 @@ export interface QueueCounts {
   counts: StateCounts;
   /** When the oldest pending job became available, or null if none is pending. */
   oldest_pending_at: number | null;
-}
-
-/** What a nack asks for. */
-export interface NackRequest {
-  /** The error to record, or null. */
-  error: string | null;
-  /** An explicit delay instead of the backoff, or null. */
-  delay_ms: number | null;
-  /** Send the job straight to dead. */
-  dead: boolean;
 }
 
 /** The answer to a nack. */

@@ -23,7 +23,7 @@ import {
   type Scope,
   type TokenSet,
 } from "../auth/tokens.ts";
-import type { Broker, Consumer, LeaseEnd, LeaseHolder } from "../core/broker.ts";
+import type { Broker, LeaseHolder, LeaseNotice, Subscriber } from "../core/broker.ts";
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { invalid, jobNotFound, TegamiError, toTegamiError } from "../core/errors.ts";
 import type { Delivery } from "../core/job.ts";
@@ -106,7 +106,7 @@ export interface ConnectionOptions {
   authTimeoutMs?: number;
 }
 
-class Subscription implements Consumer {
+class Subscription implements Subscriber {
   inflight = 0;
   reserved = 0;
   active = true;
@@ -135,7 +135,7 @@ class Subscription implements Consumer {
 /** A WebSocket client's session. */
 export class Connection implements LeaseHolder {
   readonly #socket: SocketLike;
-  readonly #o: ConnectionOptions;
+  readonly #options: ConnectionOptions;
   #principal: Principal | null;
   readonly #subs = new Map<string, Subscription>();
   readonly #leases = new Map<number, { token: string; sub: Subscription }>();
@@ -147,7 +147,7 @@ export class Connection implements LeaseHolder {
   /** Binds protocol state to a socket. */
   constructor(socket: SocketLike, options: ConnectionOptions) {
     this.#socket = socket;
-    this.#o = options;
+    this.#options = options;
     this.#principal = options.principal;
     if (options.tokens !== null && options.principal === null) {
       const wait = options.authTimeoutMs ?? AUTH_TIMEOUT_MS;
@@ -174,7 +174,7 @@ export class Connection implements LeaseHolder {
    */
   canPush(): boolean {
     if (this.#finished) return false;
-    if (this.#socket.bufferedAmount < this.#o.pauseBuffered) return true;
+    if (this.#socket.bufferedAmount < this.#options.pauseBuffered) return true;
     this.#watchDrain();
     return false;
   }
@@ -182,8 +182,8 @@ export class Connection implements LeaseHolder {
   /** Handles one incoming frame (text, or bytes read as UTF-8). */
   onMessage(data: string | Uint8Array): void {
     if (this.#finished) return;
-    if (frameBytes(data, this.#o.maxFrame) > this.#o.maxFrame) {
-      this.#close(CLOSE.tooBig, `frame over ${this.#o.maxFrame} bytes`, true);
+    if (frameBytes(data, this.#options.maxFrame) > this.#options.maxFrame) {
+      this.#close(CLOSE.tooBig, `frame over ${this.#options.maxFrame} bytes`, true);
       return;
     }
     let text: string;
@@ -243,7 +243,7 @@ export class Connection implements LeaseHolder {
       (error) => {
         const failure = toTegamiError(error);
         if (failure.code === "internal") {
-          this.#o.log.error("WebSocket frame failed", { op: frame.op, cause: String(error) });
+          this.#options.log.error("WebSocket frame failed", { op: frame.op, cause: String(error) });
         }
         this.#send(errorFrame(frame.ref, failure));
         // A wrong token ends the session; so does any failed auth before one succeeded. A
@@ -286,14 +286,14 @@ export class Connection implements LeaseHolder {
       this.#leases.set(d.job.id, { token: d.lease.token, sub });
       sub.inflight++;
     }
-    if (this.#socket.bufferedAmount > this.#o.maxBuffered) {
+    if (this.#socket.bufferedAmount > this.#options.maxBuffered) {
       this.#close(CLOSE.policy, "consumer is not reading its frames", true);
     }
     return true;
   }
 
   /** The broker's notice that a lease this connection held has ended. */
-  leaseEnded(id: number, token: string, why: LeaseEnd): void {
+  leaseEnded(id: number, token: string, why: LeaseNotice): void {
     // The token matters: a settled job may already be leased to this connection again.
     if (!this.#freeCredit(id, token)) return;
     if (why === "cancelled") this.#send(cancelFrame(id));
@@ -309,7 +309,7 @@ export class Connection implements LeaseHolder {
     if (held === undefined || held.token !== token) return false;
     this.#leases.delete(id);
     held.sub.inflight--;
-    if (held.sub.active) this.#o.broker.wake(held.sub.queue);
+    if (held.sub.active) this.#options.broker.wake(held.sub.queue);
     return true;
   }
 
@@ -328,7 +328,7 @@ export class Connection implements LeaseHolder {
   // ---- frames ----
 
   async #handle(frame: ClientFrame): Promise<Record<string, unknown>> {
-    const { broker, limits } = this.#o;
+    const { broker, limits } = this.#options;
     const body = frame.body;
     switch (frame.op) {
       case "auth":
@@ -360,14 +360,14 @@ export class Connection implements LeaseHolder {
       }
       case "enqueue": {
         this.#require("produce", frame.queue);
-        const { jobs, batch } = parseEnqueue(body, limits, this.#o.clock.now(), frame.text);
+        const { jobs, batch } = parseEnqueue(body, limits, this.#options.clock.now(), frame.text);
         const out = await broker.enqueue(frame.queue, jobs);
         if (!batch) return { id: out[0].id, deduplicated: out[0].deduplicated };
         return { jobs: out.map((e) => ({ id: e.id, deduplicated: e.deduplicated })) };
       }
       case "ack": {
         const req = parseAck(body, limits);
-        if (this.#o.tokens !== null) await this.#requireJob(frame.id);
+        if (this.#options.tokens !== null) await this.#requireJob(frame.id);
         const acked = broker.ack(frame.id, req.token, req.result);
         this.#settling(frame.id, req.token);
         await acked;
@@ -375,7 +375,7 @@ export class Connection implements LeaseHolder {
       }
       case "nack": {
         const req = parseNack(body);
-        if (this.#o.tokens !== null) await this.#requireJob(frame.id);
+        if (this.#options.tokens !== null) await this.#requireJob(frame.id);
         const nacked = broker.nack(frame.id, req.token, req);
         this.#settling(frame.id, req.token);
         const out = await nacked;
@@ -383,12 +383,12 @@ export class Connection implements LeaseHolder {
       }
       case "extend": {
         const req = parseExtend(body);
-        if (this.#o.tokens !== null) await this.#requireJob(frame.id);
+        if (this.#options.tokens !== null) await this.#requireJob(frame.id);
         return await broker.extend(frame.id, req.token, req.lease_ms);
       }
       case "checkpoint": {
         const req = parseCheckpoint(body, limits);
-        if (this.#o.tokens !== null) await this.#requireJob(frame.id);
+        if (this.#options.tokens !== null) await this.#requireJob(frame.id);
         return await broker.checkpoint(frame.id, req.token, req.data);
       }
     }
@@ -398,7 +398,7 @@ export class Connection implements LeaseHolder {
     for (const name of Object.keys(body)) {
       if (name !== "token") throw invalid(name, "unknown field");
     }
-    const tokens = this.#o.tokens;
+    const tokens = this.#options.tokens;
     if (tokens === null) return { name: this.#principal?.name ?? "anonymous" };
     if (typeof body.token !== "string") {
       throw new TegamiError("unauthorized", "Cannot authenticate: the auth frame needs a token");
@@ -419,7 +419,7 @@ export class Connection implements LeaseHolder {
 
   /** With auth on, checks this token may consume from job `id`'s queue. */
   async #requireJob(id: number): Promise<void> {
-    const queue = this.#leases.get(id)?.sub.queue ?? await this.#o.broker.queueOf(id);
+    const queue = this.#leases.get(id)?.sub.queue ?? await this.#options.broker.queueOf(id);
     if (queue === null) throw jobNotFound(id);
     this.#require("consume", queue);
   }
@@ -435,7 +435,7 @@ export class Connection implements LeaseHolder {
   // ---- lifecycle ----
 
   #clearAuthTimer(): void {
-    if (this.#authTimer !== null) this.#o.clock.clearTimer(this.#authTimer);
+    if (this.#authTimer !== null) this.#options.clock.clearTimer(this.#authTimer);
     this.#authTimer = null;
   }
 
@@ -451,12 +451,12 @@ export class Connection implements LeaseHolder {
     this.#drainTimer = setTimeout(() => {
       this.#drainTimer = null;
       if (this.#finished) return;
-      if (this.#socket.bufferedAmount >= this.#o.pauseBuffered) {
+      if (this.#socket.bufferedAmount >= this.#options.pauseBuffered) {
         this.#watchDrain();
         return;
       }
       for (const sub of this.#subs.values()) {
-        if (sub.active) this.#o.broker.wake(sub.queue);
+        if (sub.active) this.#options.broker.wake(sub.queue);
       }
     }, DRAIN_CHECK_MS);
   }
@@ -474,7 +474,7 @@ export class Connection implements LeaseHolder {
     if (this.#finished) return;
     if (code !== CLOSE.goingAway) {
       // Cut for failing auth, reading too slowly or an oversized frame: worth a look.
-      this.#o.log.warn("WebSocket connection closed by the server", {
+      this.#options.log.warn("WebSocket connection closed by the server", {
         code,
         reason,
         client: this.#principal?.name,
@@ -494,7 +494,7 @@ export class Connection implements LeaseHolder {
     if (this.#drainTimer !== null) clearTimeout(this.#drainTimer);
     this.#drainTimer = null;
     this.#clearAuthTimer();
-    const broker = this.#o.broker;
+    const broker = this.#options.broker;
     for (const sub of this.#subs.values()) {
       sub.active = false;
       broker.unsubscribe(sub);
@@ -505,13 +505,13 @@ export class Connection implements LeaseHolder {
     broker.forgetHolder(held.map((l) => l.token));
     if (releaseLeases && held.length > 0 && !broker.closed) {
       broker.release(held).catch((error) =>
-        this.#o.log.error("Releasing a closed connection's leases failed", {
+        this.#options.log.error("Releasing a closed connection's leases failed", {
           leases: held.length,
           cause: String(error),
         })
       );
     }
-    this.#o.onFinished?.();
+    this.#options.onFinished?.();
   }
 }
 

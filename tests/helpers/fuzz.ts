@@ -1,5 +1,5 @@
 /**
- * Shared pieces of the fuzz suites (`tests/fuzz_*_test.ts`): run settings, input generators for
+ * Shared pieces of the fuzz suites (`fuzz_*_test.ts` in tests/api, http and ws): run settings, input generators for
  * JSON text that `JSON.stringify` would never write (duplicate keys, own `__proto__` keys, lone
  * surrogates, `1e999`, deep nesting), a set of jobs in every state whose stored rows must never
  * change, and a raw HTTP exchange with a deadline.
@@ -17,7 +17,7 @@ import { DatabaseSync } from "node:sqlite";
 import assert from "node:assert/strict";
 import { STATUS_OF } from "../../lib/core/errors.ts";
 import type { NewJob } from "../../lib/core/job.ts";
-import type { ServeConfig } from "../../lib/config/config.ts";
+import type { ServeConfig } from "../../lib/config/serve_config.ts";
 import { startTestServer, type TestServer } from "./test_server.ts";
 
 /** The fast-check parameters of one property: a fixed seed, bounded runs, env overrides. */

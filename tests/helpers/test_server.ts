@@ -6,7 +6,7 @@
  */
 
 import { ManualClock, systemClock } from "../../lib/core/clock.ts";
-import { resolveServeConfig, type ServeConfig } from "../../lib/config/config.ts";
+import { resolveServeConfig, type ServeConfig } from "../../lib/config/serve_config.ts";
 import { silentLogger } from "../../lib/observe/log.ts";
 import { type RunningServer, startServer } from "../../lib/server.ts";
 

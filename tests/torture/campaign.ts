@@ -19,6 +19,10 @@ import { DatabaseSync } from "node:sqlite";
 import { type ServerProcess, spawnServer } from "../helpers/process_server.ts";
 import { check, type CheckReport } from "./checker.ts";
 import { type Event, History, payloadFor, payloadIntact, type SentJob } from "./history.ts";
+import type { Fault } from "./faulty_store.ts";
+
+/** The server of the positive controls: `tegami serve` over a store broken on purpose. */
+const FAULTY_SERVER = new URL("./faulty_server.ts", import.meta.url).pathname;
 
 /**
  * How the server is disrupted: SIGKILL and restart, SIGTERM (a graceful stop under load) and
@@ -44,8 +48,8 @@ export interface CampaignOptions {
   pollers?: number;
   /** Subscription lease length per consumer, ms (uniform). @default [300, 1000] */
   leaseMs?: [number, number];
-  /** Value of `--unsafe-fault` (a positive control), or null. @default null */
-  fault?: string | null;
+  /** A fault the server commits on purpose (a positive control: `faulty_server.ts`), or null. @default null */
+  fault?: Fault | null;
   /** More `serve` flags. @default [] */
   serverArgs?: string[];
   /** Seed of the random choices (timings still vary). @default Date.now() */
@@ -119,14 +123,15 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const db = options.db ?? `${ownDir}/tegami.db`;
   const history = new History();
   const args = ["--db", db, ...(options.serverArgs ?? [])];
-  if (options.fault) args.push("--unsafe-fault", options.fault);
+  if (options.fault) args.push("--fault", options.fault);
+  const script = options.fault ? FAULTY_SERVER : undefined;
 
   // ---- the server ----
   let server: ServerProcess | null = null;
   let url = "";
   let epoch = 0;
   const start = async () => {
-    server = await spawnServer(args);
+    server = await spawnServer(args, { script });
     url = server.url;
     history.add({ type: "server_start", epoch: ++epoch });
   };

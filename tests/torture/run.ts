@@ -17,6 +17,7 @@
 import { parseArgs } from "node:util";
 import { type Disruption, runCampaign } from "./campaign.ts";
 import { type Figures, FINDING_KINDS, type FindingKind, formatReport } from "./checker.ts";
+import { type Fault, FAULTS } from "./faulty_store.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -48,7 +49,8 @@ if (values.help) {
                      drained and checked (default 0: no limit; SIGINT does the same)
   --disruption D     kill (SIGKILL + restart), term (SIGTERM + restart), pause (SIGSTOP +
                      SIGCONT) or mixed (70% kill, 15% term, 15% pause) (default kill)
-  --fault F          run the server with --unsafe-fault F (a positive control: must fail)
+  --fault F          run a server broken on purpose: ack-before-commit or any-token
+                     (a positive control: must fail)
   --producers N      HTTP producers (default 4)
   --consumers N      WebSocket consumers (default 4)
   --pollers N        HTTP long-poll consumers (default 1)
@@ -67,6 +69,13 @@ function range(text: string): [number, number] {
   return [low, high ?? low];
 }
 
+const fault = (FAULTS as readonly (string | undefined)[]).includes(values.fault)
+  ? values.fault as Fault
+  : null;
+if (values.fault !== undefined && fault === null) {
+  console.error(`torture: --fault takes ${FAULTS.join(" or ")}, got "${values.fault}"`);
+  Deno.exit(2);
+}
 const total = Number(values.cycles);
 const perRound = Math.min(Number(values.round), total);
 const minutes = Number(values.minutes);
@@ -108,7 +117,7 @@ while (done < total && !stop.signal.aborted) {
   const result = await runCampaign({
     cycles: Math.min(perRound, total - done),
     disruption: values.disruption as Disruption,
-    fault: values.fault ?? null,
+    fault,
     producers: Number(values.producers),
     consumers: Number(values.consumers),
     pollers: Number(values.pollers),

@@ -15,7 +15,29 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
 import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
-import { type CommitObserver, GroupCommit, type Transactor } from "../group_commit.ts";
+import {
+  afterLeaseEnd,
+  afterNack,
+  type AttemptedRow,
+  cancelRemoves,
+  claimLeaseMs,
+  claimTotal,
+  dealRoundRobin,
+  extendLeaseMs,
+  holdsLease,
+  initialState,
+  type LeaseEndCause,
+  type LifecyclePolicy,
+  type NackRequest,
+  type Transition,
+} from "../../core/lifecycle.ts";
+import {
+  type CommitObserver,
+  type Committer,
+  type CommitterFactory,
+  GroupCommit,
+  type Transactor,
+} from "../group_commit.ts";
 import { migrate } from "./sqlite_schema.ts";
 import { WalSync } from "./wal_sync.ts";
 import {
@@ -27,12 +49,10 @@ import {
   emptyCommitStats,
   type EndedLease,
   type LeaseRef,
-  type NackRequest,
   type NackResult,
   type QueueCounts,
   type StateCounts,
   type Store,
-  type StorePolicy,
   type TickResult,
 } from "../store.ts";
 
@@ -43,20 +63,15 @@ export interface SqliteStoreOptions {
   /** `full` survives power loss; `normal` may lose the last commits on power loss. @default "full" */
   sync?: "full" | "normal";
   /** Policy applied inside transactions. */
-  policy: StorePolicy;
+  policy: LifecyclePolicy;
   /** Sees every commit (batch size, duration, failure). */
   onCommit?: CommitObserver;
   /**
-   * TEST ONLY, breaks the store on purpose so the crash campaign can prove its checker fails:
-   * `ack-before-commit` answers writes before COMMIT and commits up to 500 ms later;
-   * `any-token` lets ack complete a leased job whatever token (and expiry) it presents.
-   * @default null
+   * Batches writes into transactions; resolves each write once it is committed.
+   * @default a {@linkcode GroupCommit}
    */
-  unsafeFault?: "ack-before-commit" | "any-token" | null;
+  committer?: CommitterFactory;
 }
-
-/** How long `ack-before-commit` keeps answered writes uncommitted, ms. */
-const UNSAFE_COMMIT_DELAY_MS = 500;
 
 interface JobRow {
   id: number;
@@ -86,6 +101,16 @@ function rowBackoff(row: JobRow): Backoff | null {
   return row.backoff_base_ms === null || row.backoff_max_ms === null
     ? null
     : { base_ms: row.backoff_base_ms, max_ms: row.backoff_max_ms };
+}
+
+/** The fields the retry rules read. */
+function attempted(row: JobRow): AttemptedRow {
+  return {
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    last_error: row.last_error,
+    backoff: rowBackoff(row),
+  };
 }
 
 function rowToJob(row: JobRow): Job {
@@ -136,12 +161,12 @@ const TICK_CHUNK = 1000;
 export class SqliteStore implements Store {
   readonly #db: DatabaseSync;
   readonly #lock: Deno.FsFile | null;
-  readonly #policy: StorePolicy;
+  readonly #policy: LifecyclePolicy;
   readonly #path: string;
   /** fsyncs the WAL before answers when `sync` is `full` on a file; null otherwise. */
   readonly #walSync: WalSync | null;
   #lastFlushAt = 0;
-  readonly #commits: GroupCommit;
+  readonly #commits: Committer;
   readonly #counts = new Map<string, StateCounts>();
   readonly #paused = new Set<string>();
   #moves: Move[] = [];
@@ -156,8 +181,7 @@ export class SqliteStore implements Store {
   #dbClosed = false;
   #closing: Promise<void> | null = null;
   readonly #stats: CommitStats = emptyCommitStats();
-  readonly #s: ReturnType<typeof prepare>;
-  readonly #anyToken: boolean;
+  readonly #statements: ReturnType<typeof prepare>;
   /** The engine and its version. */
   readonly engine: string;
 
@@ -174,22 +198,25 @@ export class SqliteStore implements Store {
       ? null
       : new WalSync(`${options.path}-wal`);
     const observer = options.onCommit;
-    this.#s = prepare(db);
-    this.#anyToken = options.unsafeFault === "any-token";
+    this.#statements = prepare(db);
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
-    this.#commits = new GroupCommit(this.#transactor(), (size, ms, error) => {
+    const counted: CommitObserver = (size, ms, error) => {
       if (error === null) countCommit(this.#stats, size, ms);
       observer?.(size, ms, error);
-    }, {
-      unsafeAnswerBeforeCommitMs: options.unsafeFault === "ack-before-commit"
-        ? UNSAFE_COMMIT_DELAY_MS
-        : 0,
-      schedule: (flush) => this.#schedule(flush),
-    });
-    for (const row of this.#s.countAll.all() as { queue: string; state: JobState; n: number }[]) {
+    };
+    const schedule = (flush: () => void) => this.#schedule(flush);
+    this.#commits = options.committer?.(this.#transactor(), counted, schedule) ??
+      new GroupCommit(this.#transactor(), counted, { schedule });
+    for (
+      const row of this.#statements.countAll.all() as {
+        queue: string;
+        state: JobState;
+        n: number;
+      }[]
+    ) {
       this.#countsOf(row.queue)[row.state] = row.n;
     }
-    for (const row of this.#s.pausedQueues.all() as { name: string }[]) {
+    for (const row of this.#statements.pausedQueues.all() as { name: string }[]) {
       this.#paused.add(row.name);
     }
   }
@@ -243,7 +270,7 @@ export class SqliteStore implements Store {
 
   /** The transaction hooks group commit drives; counts change only after COMMIT. */
   #transactor(): Transactor {
-    const s = this.#s;
+    const s = this.#statements;
     return {
       begin: () => {
         // Operations queued before an fsync failed are refused with the rest (see #write).
@@ -290,7 +317,7 @@ export class SqliteStore implements Store {
 
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
     return this.#write(() => {
-      const s = this.#s;
+      const s = this.#statements;
       const out: Enqueued[] = new Array(jobs.length);
       for (let i = 0; i < jobs.length; i++) {
         const job = jobs[i];
@@ -303,7 +330,7 @@ export class SqliteStore implements Store {
             continue;
           }
         }
-        const state: JobState = job.run_at > now ? "delayed" : "pending";
+        const state = initialState(job.run_at, now);
         const info = s.insert.run(
           queue,
           state,
@@ -332,16 +359,15 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       const out: Delivery[][] = wants.map(() => []);
       if (this.#paused.has(queue)) return out;
-      let total = 0;
-      for (const want of wants) total += want.max;
+      const total = claimTotal(wants);
       if (total === 0) return out;
-      const s = this.#s;
+      const s = this.#statements;
       const rows = s.selectPending.all(queue, total) as unknown as JobRow[];
-      // Deal the jobs out one at a time, round-robin over the wants that still have room.
-      let w = 0;
-      for (const row of rows) {
-        while (out[w].length >= wants[w].max) w = (w + 1) % wants.length;
-        const length = wants[w].lease_ms ?? row.lease_ms ?? this.#policy.defaultLeaseMs;
+      const dealt = dealRoundRobin(rows.length, wants);
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i];
+        const w = dealt[i];
+        const length = claimLeaseMs(wants[w].lease_ms, row.lease_ms, this.#policy);
         const token = newLeaseToken();
         const expires = now + length;
         s.lease.run(token, length, expires, row.id);
@@ -351,7 +377,6 @@ export class SqliteStore implements Store {
         this.#moves.push([queue, "pending", "leased"]);
         this.#rememberLeased(row.id, queue);
         out[w].push({ job: rowToJob(row), lease: { token, expires_at: expires } });
-        w = (w + 1) % wants.length;
       }
       return out;
     });
@@ -364,9 +389,7 @@ export class SqliteStore implements Store {
     now: number,
   ): Promise<{ id: number; queue: string }> {
     return this.#write(() => {
-      const changed = this.#anyToken
-        ? this.#s.unsafeAckAnyToken.run(result, now, id).changes
-        : this.#s.ack.run(result, now, id, token, now).changes;
+      const changed = this.#statements.ack.run(result, now, id, token, now).changes;
       if (changed === 1) {
         const queue = this.#queueOf(id);
         this.#leasedQueues.delete(id);
@@ -384,17 +407,9 @@ export class SqliteStore implements Store {
   nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult> {
     return this.#write(() => {
       const row = this.#leased(id, token, now, "nack");
-      if (request.dead || row.attempts >= row.max_attempts) {
-        this.#s.toDead.run(request.error ?? row.last_error, now, id);
-        this.#moves.push([row.queue, "leased", "dead"]);
-        return { id, queue: row.queue, state: "dead", run_at: now };
-      }
-      const delay = request.delay_ms ?? this.#policy.retryDelayMs(row.attempts, rowBackoff(row));
-      const state: JobState = delay > 0 ? "delayed" : "pending";
-      const runAt = now + Math.max(0, delay);
-      this.#s.toRetry.run(state, runAt, request.error ?? row.last_error, id);
-      this.#moves.push([row.queue, "leased", state]);
-      return { id, queue: row.queue, state, run_at: runAt };
+      const next = afterNack(attempted(row), request, now, this.#policy);
+      this.#unlease(row, next);
+      return { id, queue: row.queue, state: next.state, run_at: next.run_at };
     });
   }
 
@@ -406,9 +421,9 @@ export class SqliteStore implements Store {
   ): Promise<{ id: number; expires_at: number }> {
     return this.#write(() => {
       const row = this.#leased(id, token, now, "extend");
-      const length = lease_ms ?? row.lease_len_ms ?? this.#policy.defaultLeaseMs;
+      const length = extendLeaseMs(lease_ms, row.lease_len_ms, this.#policy);
       const expires = now + length;
-      this.#s.extend.run(expires, length, id);
+      this.#statements.extend.run(expires, length, id);
       return { id, expires_at: expires };
     });
   }
@@ -416,7 +431,7 @@ export class SqliteStore implements Store {
   checkpoint(id: number, token: string, data: string, now: number): Promise<{ id: number }> {
     return this.#write(() => {
       this.#leased(id, token, now, "checkpoint");
-      this.#s.checkpoint.run(data, id);
+      this.#statements.checkpoint.run(data, id);
       return { id };
     });
   }
@@ -424,13 +439,13 @@ export class SqliteStore implements Store {
   queueOf(id: number): Promise<string | null> {
     // From the table, never the leased-queue cache: that may hold an id whose job is gone.
     return this.#read(() =>
-      (this.#s.queueById.get(id) as { queue: string } | undefined)?.queue ?? null
+      (this.#statements.queueById.get(id) as { queue: string } | undefined)?.queue ?? null
     );
   }
 
   get(id: number): Promise<Job | null> {
     return this.#read(() => {
-      const row = this.#s.byId.get(id) as JobRow | undefined;
+      const row = this.#statements.byId.get(id) as JobRow | undefined;
       return row === undefined ? null : rowToJob(row);
     });
   }
@@ -438,12 +453,12 @@ export class SqliteStore implements Store {
   cancel(id: number, now: number): Promise<CancelResult> {
     return this.#write(() => {
       const row = this.#row(id);
-      if (row.state === "done" || row.state === "dead" || row.state === "cancelled") {
-        this.#s.remove.run(id);
+      if (cancelRemoves(row.state)) {
+        this.#statements.remove.run(id);
         this.#moves.push([row.queue, row.state, null]);
         return { id, queue: row.queue, state: row.state, removed: true, revoked_token: null };
       }
-      this.#s.toCancelled.run(now, id);
+      this.#statements.toCancelled.run(now, id);
       this.#moves.push([row.queue, row.state, "cancelled"]);
       return {
         id,
@@ -457,7 +472,7 @@ export class SqliteStore implements Store {
 
   setPaused(queue: string, paused: boolean): Promise<void> {
     return this.#write(() => {
-      this.#s.setPaused.run(queue, paused ? 1 : 0);
+      this.#statements.setPaused.run(queue, paused ? 1 : 0);
     }).then(() => {
       if (paused) this.#paused.add(queue);
       else this.#paused.delete(queue);
@@ -473,7 +488,7 @@ export class SqliteStore implements Store {
         const counts = this.#counts.get(name);
         const oldest = counts === undefined || counts.pending === 0
           ? null
-          : (this.#s.oldestPending.get(name) as { at: number | null }).at;
+          : (this.#statements.oldestPending.get(name) as { at: number | null }).at;
         return {
           name,
           paused: this.#paused.has(name),
@@ -486,7 +501,7 @@ export class SqliteStore implements Store {
 
   listDead(queue: string, limit: number, after: number): Promise<Job[]> {
     return this.#read(() =>
-      (this.#s.listDead.all(queue, after, limit) as unknown as JobRow[]).map(rowToJob)
+      (this.#statements.listDead.all(queue, after, limit) as unknown as JobRow[]).map(rowToJob)
     );
   }
 
@@ -494,9 +509,11 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       let n = 0;
       if (ids === null) {
-        n = Number(this.#s.requeueAllDead.run(now, queue).changes);
+        n = Number(this.#statements.requeueAllDead.run(now, queue).changes);
       } else {
-        for (const id of ids) n += Number(this.#s.requeueOneDead.run(now, id, queue).changes);
+        for (const id of ids) {
+          n += Number(this.#statements.requeueOneDead.run(now, id, queue).changes);
+        }
       }
       for (let i = 0; i < n; i++) this.#moves.push([queue, "dead", "pending"]);
       return n;
@@ -506,13 +523,13 @@ export class SqliteStore implements Store {
   tick(now: number, limit = TICK_CHUNK): Promise<TickResult> {
     return this.#write(() => {
       const woken = new Set<string>();
-      const promoted = this.#s.promote.all(now, limit) as { queue: string }[];
+      const promoted = this.#statements.promote.all(now, limit) as { queue: string }[];
       for (const row of promoted) {
         this.#moves.push([row.queue, "delayed", "pending"]);
         woken.add(row.queue);
       }
       const expired: EndedLease[] = [];
-      const due = this.#s.dueLeases.all(now, limit) as unknown as JobRow[];
+      const due = this.#statements.dueLeases.all(now, limit) as unknown as JobRow[];
       for (const row of due) {
         const ended = this.#endLease(row, now, "expired");
         if (ended.state === "pending") woken.add(row.queue);
@@ -530,16 +547,9 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       const out: EndedLease[] = [];
       for (const { id, token, undelivered } of leases) {
-        const row = this.#s.byId.get(id) as JobRow | undefined;
+        const row = this.#statements.byId.get(id) as JobRow | undefined;
         if (row === undefined || row.state !== "leased" || row.lease_token !== token) continue;
-        if (undelivered === true) {
-          // Nobody received this delivery: it does not count as an attempt.
-          this.#s.undeliver.run(now, id);
-          this.#moves.push([row.queue, "leased", "pending"]);
-          out.push({ id, queue: row.queue, token, state: "pending" });
-          continue;
-        }
-        out.push(this.#endLease(row, now, "released"));
+        out.push(this.#endLease(row, now, undelivered === true ? "undelivered" : "released"));
       }
       return out;
     });
@@ -551,8 +561,8 @@ export class SqliteStore implements Store {
 
   nextDeadline(): Promise<number | null> {
     return this.#read(() => {
-      const delayed = (this.#s.nextDelayed.get() as { at: number | null }).at;
-      const lease = (this.#s.nextExpiry.get() as { at: number | null }).at;
+      const delayed = (this.#statements.nextDelayed.get() as { at: number | null }).at;
+      const lease = (this.#statements.nextExpiry.get() as { at: number | null }).at;
       if (delayed === null) return lease;
       if (lease === null) return delayed;
       return Math.min(delayed, lease);
@@ -563,7 +573,10 @@ export class SqliteStore implements Store {
     let total = 0;
     for (;;) {
       const n = await this.#write(() => {
-        const rows = this.#s.sweep.all(before, SWEEP_CHUNK) as { queue: string; state: JobState }[];
+        const rows = this.#statements.sweep.all(before, SWEEP_CHUNK) as {
+          queue: string;
+          state: JobState;
+        }[];
         for (const row of rows) this.#moves.push([row.queue, row.state, null]);
         return rows.length;
       });
@@ -574,7 +587,7 @@ export class SqliteStore implements Store {
 
   probeWritable(): Promise<void> {
     return this.#write(() => {
-      this.#s.probe.run(Date.now());
+      this.#statements.probe.run(Date.now());
     });
   }
 
@@ -680,7 +693,7 @@ export class SqliteStore implements Store {
    */
   #queueOf(id: number): string {
     return this.#leasedQueues.get(id) ??
-      (this.#s.queueById.get(id) as { queue: string }).queue;
+      (this.#statements.queueById.get(id) as { queue: string }).queue;
   }
 
   #rememberLeased(id: number, queue: string): void {
@@ -692,39 +705,36 @@ export class SqliteStore implements Store {
 
   /** Rows changed by this connection so far (SQLite's `total_changes()`). */
   #totalChanges(): number {
-    return (this.#s.totalChanges.get() as { n: number }).n;
+    return (this.#statements.totalChanges.get() as { n: number }).n;
   }
 
   #row(id: number): JobRow {
-    const row = this.#s.byId.get(id) as JobRow | undefined;
+    const row = this.#statements.byId.get(id) as JobRow | undefined;
     if (row === undefined) throw jobNotFound(id);
     return row;
   }
 
   #leased(id: number, token: string, now: number, action: string): JobRow {
     const row = this.#row(id);
-    if (
-      row.state !== "leased" || row.lease_token !== token || row.lease_expires_at === null ||
-      row.lease_expires_at <= now
-    ) {
-      throw leaseLost(id, action);
-    }
+    if (!holdsLease(row, token, now)) throw leaseLost(id, action);
     return row;
   }
 
-  #endLease(row: JobRow, now: number, why: "expired" | "released"): EndedLease {
-    const token = row.lease_token ?? "";
-    if (row.attempts >= row.max_attempts) {
-      const reason = why === "expired"
-        ? `Lease expired on attempt ${row.attempts} of ${row.max_attempts}`
-        : `Consumer went away on attempt ${row.attempts} of ${row.max_attempts}`;
-      this.#s.toDead.run(reason, now, row.id);
-      this.#moves.push([row.queue, "leased", "dead"]);
-      return { id: row.id, queue: row.queue, token, state: "dead" };
+  /** Ends a lease without an ack (expiry, holder gone) as the lifecycle rules say. */
+  #endLease(row: JobRow, now: number, cause: LeaseEndCause): EndedLease {
+    const next = afterLeaseEnd(attempted(row), cause, now);
+    this.#unlease(row, next);
+    return { id: row.id, queue: row.queue, token: row.lease_token ?? "", state: next.state };
+  }
+
+  /** Writes a leased job's move to `next` (retry, or dead). */
+  #unlease(row: JobRow, next: Transition): void {
+    if (next.state === "dead") {
+      this.#statements.toDead.run(next.error, next.run_at, row.id);
+    } else {
+      this.#statements.toRetry.run(next.state, next.run_at, next.error, next.attempts, row.id);
     }
-    this.#s.toRetry.run("pending", now, row.last_error, row.id);
-    this.#moves.push([row.queue, "leased", "pending"]);
-    return { id: row.id, queue: row.queue, token, state: "pending" };
+    this.#moves.push([row.queue, "leased", next.state]);
   }
 }
 
@@ -771,10 +781,6 @@ function prepare(db: DatabaseSync) {
       `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
        WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
     ),
-    unsafeAckAnyToken: p(
-      `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
-       WHERE id = ? AND state = 'leased'`,
-    ),
     totalChanges: p("SELECT total_changes() AS n"),
     byId: p("SELECT * FROM jobs WHERE id = ?"),
     queueById: p("SELECT queue FROM jobs WHERE id = ?"),
@@ -783,11 +789,7 @@ function prepare(db: DatabaseSync) {
        WHERE id = ?`,
     ),
     toRetry: p(
-      `UPDATE jobs SET state = ?, run_at = ?, last_error = ?, lease_expires_at = NULL
-       WHERE id = ?`,
-    ),
-    undeliver: p(
-      `UPDATE jobs SET state = 'pending', run_at = ?, attempts = attempts - 1,
+      `UPDATE jobs SET state = ?, run_at = ?, last_error = ?, attempts = ?,
          lease_expires_at = NULL WHERE id = ?`,
     ),
     extend: p("UPDATE jobs SET lease_expires_at = ?, lease_len_ms = ? WHERE id = ?"),

@@ -1,0 +1,287 @@
+/**
+ * The settings of `tegami serve`: its flag table ({@linkcode SERVE_FLAGS}), the type resolved
+ * from it ({@linkcode ServeConfig}), and the checks that span several flags.
+ *
+ * To add a flag: add one row to the table (its key is the setting's name, with a doc comment);
+ * the parser, the env var, the help text and the type follow. A check across flags goes in
+ * {@linkcode resolveServeConfig}.
+ *
+ * @module
+ */
+
+import { MAX_LEASE_MS, MIN_LEASE_MS } from "../core/limits.ts";
+import {
+  ConfigError,
+  flag,
+  type FlagValues,
+  invalidFlag,
+  resolveFlags,
+  showValue,
+} from "./flags.ts";
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const GiB = 1024 * MiB;
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** `scheme://host[:port]` as browsers send it in `Origin`, or `null` if `text` is not one. */
+function normalizeOrigin(text: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return null;
+  }
+  const bare = url.pathname === "/" && url.search === "" && url.hash === "" &&
+    url.username === "" && url.password === "";
+  return (url.protocol === "http:" || url.protocol === "https:") && bare ? url.origin : null;
+}
+
+/** The allowed origins: `*` alone, or each one normalized to `scheme://host[:port]`. */
+function allowedOrigins(
+  items: string[],
+  fail: (detail: string) => never,
+  text: string,
+): string[] | "*" {
+  if (items.includes("*")) {
+    if (items.length > 1) fail(`"*" must stand alone, got "${text}"`);
+    return "*";
+  }
+  return items.map((origin) =>
+    normalizeOrigin(origin) ??
+      fail(`expected origins like https://example.com, got "${origin}"`)
+  );
+}
+
+/** Every flag of `tegami serve`, in help order, by the setting it resolves to. */
+export const SERVE_FLAGS = {
+  /** The database: a SQLite file path. */
+  db: flag.string("db", "tegami.db", "path to the SQLite file", { placeholder: "PATH" }),
+  /** Interface to listen on. */
+  host: flag.string("host", "127.0.0.1", "interface to listen on", { placeholder: "HOST" }),
+  /** Port to listen on; 0 picks any free port. */
+  port: flag.int("port", 7700, "port to listen on; 0 picks any free port", { min: 0, max: 65535 }),
+  /** JSON tokens file; `null` turns auth off. */
+  tokensFile: flag.optionalString(
+    "tokens",
+    "JSON tokens file; without one, anyone may call the API",
+    { placeholder: "FILE" },
+  ),
+  /** SQLite `synchronous` mode. */
+  sync: flag.choice(
+    "sync",
+    ["full", "normal"],
+    "full",
+    "full fsyncs every commit; normal is faster but may lose the last commits on power loss",
+  ),
+  /** Largest job payload in bytes (its JSON text); never above {@linkcode ServeConfig.maxBody}. */
+  maxPayload: flag.size("max-payload", MiB, "largest job payload, measured as its JSON text", {
+    min: 1,
+    max: GiB,
+  }),
+  /** Largest HTTP request body in bytes. */
+  maxBody: flag.size("max-body", 16 * MiB, "largest HTTP request body", { min: KiB, max: GiB }),
+  /** Most jobs in one batch enqueue. */
+  maxBatch: flag.int("max-batch", 1000, "most jobs in one batch enqueue", { min: 1, max: 100_000 }),
+  /** How long done and cancelled jobs are kept, in ms. */
+  retainDoneMs: flag.duration(
+    "retain-done",
+    DAY,
+    "how long done and cancelled jobs (and their keys) are kept",
+    { min: 0, max: 365 * DAY },
+  ),
+  /** Server default lease length in ms. */
+  leaseMs: flag.duration(
+    "lease",
+    30 * SECOND,
+    "lease length when neither consumer nor job sets one",
+    { min: MIN_LEASE_MS, max: MAX_LEASE_MS },
+  ),
+  /** First retry delay in ms; never above {@linkcode ServeConfig.backoffMaxMs}. */
+  backoffBaseMs: flag.duration(
+    "backoff-base",
+    SECOND,
+    "delay before the first retry; doubles each attempt",
+    { min: 1, max: DAY },
+  ),
+  /** Longest retry delay in ms. */
+  backoffMaxMs: flag.duration("backoff-max", HOUR, "longest delay between retries", {
+    min: 1,
+    max: 30 * DAY,
+  }),
+  /** Most open connections, HTTP and WebSocket (lowered to fit the descriptor limit). */
+  maxConnections: flag.int(
+    "max-connections",
+    10_000,
+    "most open connections, HTTP and WebSocket (capped by the descriptor limit; past it, 503)",
+    { min: 1, max: 1_000_000 },
+  ),
+  /** Time a new connection has to send its first complete request head, in ms. */
+  headerTimeoutMs: flag.duration(
+    "header-timeout",
+    10 * SECOND,
+    "time a new connection has to send its first complete request head",
+    { min: 100, max: HOUR },
+  ),
+  /** Time a kept-alive HTTP connection may wait for its next request head, in ms. */
+  idleTimeoutMs: flag.duration(
+    "idle-timeout",
+    30 * SECOND,
+    "time a kept-alive HTTP connection may wait for its next request head",
+    { min: 100, max: HOUR },
+  ),
+  /** Time a request body has to arrive in full, in ms. */
+  bodyTimeoutMs: flag.duration(
+    "body-timeout",
+    30 * SECOND,
+    "time a request body has to arrive in full (past it, 408)",
+    { min: 100, max: HOUR },
+  ),
+  /** Request body bytes held at once across all requests. */
+  bodyBudget: flag.size(
+    "body-budget",
+    64 * MiB,
+    "request body bytes held at once across all requests (past it, 503)",
+    { min: KiB, max: 64 * GiB },
+  ),
+  /** Time requests in flight get at shutdown before their connections are cut, in ms. */
+  shutdownGraceMs: flag.duration(
+    "shutdown-grace",
+    10 * SECOND,
+    "time requests in flight get to finish at shutdown before their connections are cut",
+    { min: 0, max: 10 * MINUTE },
+  ),
+  /** Most distinct queues. */
+  maxQueues: flag.int(
+    "max-queues",
+    10_000,
+    "most distinct queues; enqueueing to a new queue past it answers 409",
+    { min: 1, max: 10_000_000 },
+  ),
+  /** Queues given their own series in `/metrics`: the busiest; all are in the totals. */
+  metricsQueues: flag.int(
+    "metrics-queues",
+    100,
+    "queues given their own series in /metrics (the busiest; all are in the totals)",
+    { min: 0, max: 100_000 },
+  ),
+  /** Lower-case host names accepted in `Host` when auth is off, besides localhost and IPs. */
+  allowedHosts: flag.list(
+    "allowed-hosts",
+    "host names accepted in the Host header when auth is off, besides localhost and IP addresses",
+    (items) => items.map((h) => h.toLowerCase()),
+    { placeholder: "HOSTS" },
+  ),
+  /** Normalized origins (`scheme://host[:port]`) allowed besides the same origin, or `"*"`. */
+  allowedOrigins: flag.list(
+    "allowed-origins",
+    "browser origins allowed besides the same origin, comma separated, or * for any",
+    allowedOrigins,
+    { placeholder: "ORIGINS" },
+  ),
+  /** Allow a non-loopback bind without tokens. */
+  insecure: flag.bool("insecure", "allow listening beyond loopback without --tokens"),
+  /** Least severe log entry written. */
+  logLevel: flag.choice(
+    "log-level",
+    ["debug", "info", "warn", "error"],
+    "info",
+    "least severe log entry written",
+    { placeholder: "LEVEL" },
+  ),
+  /** Log line format. */
+  logFormat: flag.choice(
+    "log-format",
+    ["pretty", "json"],
+    "pretty",
+    "pretty for people, json for log collectors",
+  ),
+  /** TLS certificate file; set exactly when {@linkcode ServeConfig.tlsKey} is. */
+  tlsCert: flag.optionalString("tls-cert", "TLS certificate chain (PEM); needs --tls-key", {
+    placeholder: "FILE",
+  }),
+  /** TLS private key file; set exactly when {@linkcode ServeConfig.tlsCert} is. */
+  tlsKey: flag.optionalString("tls-key", "TLS private key (PEM); needs --tls-cert", {
+    placeholder: "FILE",
+  }),
+  /** WebSocket ping interval in ms. */
+  pingIntervalMs: flag.duration(
+    "ping-interval",
+    10 * SECOND,
+    "WebSocket ping interval; two unanswered pings close the connection",
+    { min: 10, max: HOUR },
+  ),
+};
+
+/** The settings of `tegami serve`, validated; sizes in bytes, durations in ms. */
+export type ServeConfig = FlagValues<typeof SERVE_FLAGS>;
+
+/** Whether `host` can only be reached from this machine. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  return bare === "localhost" || bare === "::1" || bare === "0:0:0:0:0:0:0:1" ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
+/**
+ * Resolves the settings of `tegami serve` from its arguments (without the `serve` word) and the
+ * environment: a flag beats its env var, which beats the default. `--help` is not handled here;
+ * check `wantsHelp` first.
+ *
+ * @throws {ConfigError} for an unknown flag, a positional argument, or an invalid value; the
+ * message names the flag and its env var.
+ */
+export function resolveServeConfig(
+  args: string[],
+  env: Record<string, string | undefined>,
+): ServeConfig {
+  const { values, texts, positionals } = resolveFlags(SERVE_FLAGS, args, env, "tegami serve");
+  if (positionals.length > 0) {
+    throw new ConfigError(
+      "",
+      `Unexpected argument "${positionals[0]}": tegami serve takes only flags`,
+    );
+  }
+
+  // A pair out of order is blamed on whichever side the user set, so the message quotes their text.
+  const ordered = (
+    low: "maxPayload" | "backoffBaseMs",
+    high: "maxBody" | "backoffMaxMs",
+  ) => {
+    if (values[low] <= values[high]) return;
+    const lowSpec = SERVE_FLAGS[low], highSpec = SERVE_FLAGS[high];
+    if (texts[low] !== null) {
+      throw invalidFlag(
+        lowSpec,
+        `must not exceed --${highSpec.name} (${showValue(highSpec, values[high])}), ` +
+          `got "${texts[low]}"`,
+      );
+    }
+    throw invalidFlag(
+      highSpec,
+      `must be at least --${lowSpec.name} (${showValue(lowSpec, values[low])}), ` +
+        `got "${texts[high]}"`,
+    );
+  };
+  ordered("maxPayload", "maxBody");
+  ordered("backoffBaseMs", "backoffMaxMs");
+
+  if (values.tlsCert !== null && values.tlsKey === null) {
+    throw invalidFlag(SERVE_FLAGS.tlsKey, "missing; --tls-cert needs it");
+  }
+  if (values.tlsKey !== null && values.tlsCert === null) {
+    throw invalidFlag(SERVE_FLAGS.tlsCert, "missing; --tls-key needs it");
+  }
+
+  if (!isLoopbackHost(values.host) && values.tokensFile === null && !values.insecure) {
+    throw invalidFlag(
+      SERVE_FLAGS.host,
+      `listening on "${values.host}" without --tokens opens every queue to anyone; ` +
+        "give --tokens FILE, or --insecure to allow it",
+    );
+  }
+  return values;
+}

@@ -1,0 +1,183 @@
+/**
+ * The lifecycle rules of a job, as pure functions: what state a new job starts in, which lease
+ * length wins, who holds a lease, how a claim is dealt over several consumers, what a nack does,
+ * what the end of a lease does, and when the attempts used make a job dead.
+ *
+ * Every store applies these inside its own transaction — it locks the row, asks a rule what
+ * happens, and writes the answer — so SQLite and PostgreSQL cannot drift apart on policy. None
+ * of them reads a clock or touches a database: `now` and the row come in, a decision goes out.
+ *
+ * @module
+ */
+
+import type { Backoff, JobState } from "./job.ts";
+
+/** The server's policy the rules apply (built from the configuration). */
+export interface LifecyclePolicy {
+  /** The server's lease length, for jobs without their own and claims without one. */
+  defaultLeaseMs: number;
+  /** The retry delay for a nack without `delay_ms`, given the attempt that failed. */
+  retryDelayMs(attempt: number, backoff: Backoff | null): number;
+}
+
+/** What a nack asks for. */
+export interface NackRequest {
+  /** The error to record, or null. */
+  error: string | null;
+  /** An explicit delay instead of the backoff, or null. */
+  delay_ms: number | null;
+  /** Send the job straight to dead. */
+  dead: boolean;
+}
+
+/** The fields of a stored job the lease rules read. */
+export interface LeasedRow {
+  /** Current state. */
+  state: JobState;
+  /** The token of the current (or last) lease, or null if never leased. */
+  lease_token: string | null;
+  /** When the current lease ends, or null. */
+  lease_expires_at: number | null;
+}
+
+/** The fields of a stored job the retry rules read. */
+export interface AttemptedRow {
+  /** Deliveries so far, the current one included. */
+  attempts: number;
+  /** Deliveries allowed before the job is dead. */
+  max_attempts: number;
+  /** The last recorded error, or null. */
+  last_error: string | null;
+  /** The job's own backoff, or null for the server's. */
+  backoff: Backoff | null;
+}
+
+/** Where a leased job goes when its lease ends without an ack. */
+export interface Transition {
+  /** `pending`, `delayed` or `dead`. */
+  state: "pending" | "delayed" | "dead";
+  /** When it runs again; for `dead`, when it died (the store keeps it as `finished_at`). */
+  run_at: number;
+  /** The error to record (the previous one when nothing new was said). */
+  error: string | null;
+  /** Deliveries counted from now on. */
+  attempts: number;
+}
+
+/** How a lease ended without an ack: it ran out, or its holder went away. */
+export type LeaseEndCause = "expired" | "released" | "undelivered";
+
+/** The state a new job starts in: delayed while its `run_at` is in the future, else pending. */
+export function initialState(runAt: number, now: number): "pending" | "delayed" {
+  return runAt > now ? "delayed" : "pending";
+}
+
+/** Which lease length wins for a claim: the consumer's, else the job's own, else the server's. */
+export function claimLeaseMs(
+  wanted: number | null,
+  jobOwn: number | null,
+  policy: LifecyclePolicy,
+): number {
+  return wanted ?? jobOwn ?? policy.defaultLeaseMs;
+}
+
+/** Which lease length wins for an extend: the one asked for, else the one in force. */
+export function extendLeaseMs(
+  wanted: number | null,
+  inForce: number | null,
+  policy: LifecyclePolicy,
+): number {
+  return wanted ?? inForce ?? policy.defaultLeaseMs;
+}
+
+/**
+ * Whether `token` holds the job's lease at `now`: the job is leased under that token and the
+ * lease has not run out. Ack, nack, extend and checkpoint are refused with `lease_lost` otherwise.
+ */
+export function holdsLease(row: LeasedRow, token: string, now: number): boolean {
+  return row.state === "leased" && row.lease_token === token && row.lease_expires_at !== null &&
+    row.lease_expires_at > now;
+}
+
+/** Whether the job has used every attempt it is allowed: one more failure makes it dead. */
+export function attemptsExhausted(row: { attempts: number; max_attempts: number }): boolean {
+  return row.attempts >= row.max_attempts;
+}
+
+/**
+ * What a nack does: dead when asked or when the attempts are used up; otherwise a retry after
+ * `delay_ms` if given, else after the backoff for the attempt that failed (pending at once when
+ * the delay is 0).
+ */
+export function afterNack(
+  row: AttemptedRow,
+  request: NackRequest,
+  now: number,
+  policy: LifecyclePolicy,
+): Transition {
+  const error = request.error ?? row.last_error;
+  if (request.dead || attemptsExhausted(row)) {
+    return { state: "dead", run_at: now, error, attempts: row.attempts };
+  }
+  const delay = Math.max(0, request.delay_ms ?? policy.retryDelayMs(row.attempts, row.backoff));
+  return {
+    state: delay > 0 ? "delayed" : "pending",
+    run_at: now + delay,
+    error,
+    attempts: row.attempts,
+  };
+}
+
+/**
+ * What the end of a lease without an ack does. A delivery that never reached anyone
+ * (`undelivered`) goes back to pending with its attempt not counted. Otherwise the job is
+ * pending again at once, or dead (with the reason recorded) when that was its last attempt.
+ */
+export function afterLeaseEnd(row: AttemptedRow, cause: LeaseEndCause, now: number): Transition {
+  if (cause === "undelivered") {
+    return { state: "pending", run_at: now, error: row.last_error, attempts: row.attempts - 1 };
+  }
+  if (attemptsExhausted(row)) {
+    const what = cause === "expired" ? "Lease expired" : "Consumer went away";
+    return {
+      state: "dead",
+      run_at: now,
+      error: `${what} on attempt ${row.attempts} of ${row.max_attempts}`,
+      attempts: row.attempts,
+    };
+  }
+  return { state: "pending", run_at: now, error: row.last_error, attempts: row.attempts };
+}
+
+/** Whether a cancel removes the job (it had finished) rather than cancelling it. */
+export function cancelRemoves(state: JobState): boolean {
+  return state === "done" || state === "dead" || state === "cancelled";
+}
+
+/** The most jobs a claim over `wants` can take: the sum of their `max`. */
+export function claimTotal(wants: readonly { max: number }[]): number {
+  let total = 0;
+  for (const want of wants) total += want.max;
+  return total;
+}
+
+/**
+ * Deals `jobs` claimed jobs (in claim order) round-robin over `wants`, each taking at most its
+ * `max`, so a burst of fewer jobs than the total credit is spread evenly. Answers, for each job,
+ * the index of the want it goes to. `jobs` must not exceed {@linkcode claimTotal}.
+ */
+export function dealRoundRobin(jobs: number, wants: readonly { max: number }[]): number[] {
+  if (jobs > claimTotal(wants)) {
+    throw new RangeError(`Cannot deal ${jobs} jobs: the wants take ${claimTotal(wants)}`);
+  }
+  const taken = new Array<number>(wants.length).fill(0);
+  const out = new Array<number>(jobs);
+  let w = 0;
+  for (let i = 0; i < jobs; i++) {
+    while (taken[w] >= wants[w].max) w = (w + 1) % wants.length;
+    out[i] = w;
+    taken[w]++;
+    w = (w + 1) % wants.length;
+  }
+  return out;
+}

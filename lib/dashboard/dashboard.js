@@ -1,0 +1,1427 @@
+/**
+ * The dashboard's script, served as /dashboard.js (the CSP allows scripts from this server only).
+ *
+ * It is a client of the public API like any other. Live numbers come from `GET /v1/events`, read
+ * with `fetch()` and a stream reader (not `EventSource`, which cannot send the `Authorization`
+ * header); actions call the ordinary endpoints. With auth on it asks for a token and keeps it in
+ * `sessionStorage` (this tab only; never in a URL).
+ *
+ * Everything users control (queue names, payloads, errors, keys) reaches the page only through
+ * `textContent`, `setAttribute` or SVG text nodes, never through `innerHTML`.
+ */
+"use strict";
+(function () {
+  const TOKEN_KEY = "tegami.token";
+  /** @type {("pending" | "delayed" | "leased" | "done" | "dead" | "cancelled")[]} */
+  const STATES = ["pending", "delayed", "leased", "done", "dead", "cancelled"];
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  const DEAD_PAGE = 20;
+  const CHART_POINTS = 300;
+
+  /**
+   * @typedef {Error & { status?: number }} ApiError
+   * @typedef {{ enqueued: number, acked: number, failed: number }} Rates
+   * @typedef {{ pending: number, delayed: number, leased: number, done: number, dead: number, cancelled: number }} Counts
+   * @typedef {{ name: string, paused: boolean, counts: Counts, oldest_pending_age_ms: number, consumers: number, rates: Rates }} QueueView
+   * @typedef {{ at: number, queues: Record<string, Rates> }} Sample
+   * @typedef {{ at: number, e: number, a: number, f: number }} Point
+   * @typedef {{
+   *   id: number, queue: string, state: string, payload: unknown, priority: number, key: string | null,
+   *   attempts: number, max_attempts: number, run_at: number, lease_ms: number | null,
+   *   backoff: { base_ms: number, max_ms: number } | null, created_at: number, checkpoint: unknown,
+   *   result: unknown, last_error: string | null, lease_expires_at: number | null, finished_at: number | null
+   * }} Job
+   * @typedef {{
+   *   points: Point[], x: (i: number) => number, y: (v: number) => number, hover: SVGElement,
+   *   m: { l: number, r: number, t: number, b: number }, plotW: number, plotH: number, at: number | null | undefined
+   * }} Chart
+   * @typedef {{
+   *   tr: HTMLTableRowElement, cells: Record<string, HTMLElement>, badge: HTMLElement, spark: HTMLElement,
+   *   pause: HTMLButtonElement
+   * }} Row
+   * @typedef {{
+   *   token: string, queues: QueueView[], history: Sample[], intervalMs: number, lastAt: number,
+   *   connections: number, startedAt: number, version: string, lastData: number,
+   *   stream: AbortController | null, retryMs: number, retryTimer: ReturnType<typeof setTimeout> | undefined, chartQueue: string,
+   *   chart: Chart | null, queueNames: string,
+   *   dead: { queue: string, jobs: Job[], next: number | null, loading: boolean, seenDead: number | null, error: string },
+   *   job: Job | null, jobId: number | null, jobLoading: boolean,
+   *   slots?: Map<number, Sample>, slotsAt?: number, slotsLength?: number
+   * }} State
+   */
+
+  /** @type {State} */
+  const state = {
+    token: sessionStorage.getItem(TOKEN_KEY) || "",
+    queues: [],
+    history: [],
+    intervalMs: 1000,
+    lastAt: 0,
+    connections: 0,
+    startedAt: 0,
+    version: "",
+    lastData: 0,
+    stream: null,
+    retryMs: 1000,
+    retryTimer: undefined,
+    chartQueue: "",
+    chart: null,
+    queueNames: "",
+    dead: { queue: "", jobs: [], next: null, loading: false, seenDead: null, error: "" },
+    job: null,
+    jobId: null,
+    jobLoading: false,
+  };
+
+  /**
+   * The element with this id (the page has every id the script asks for).
+   * @param {string} id
+   * @returns {HTMLElement}
+   */
+  function $(id) {
+    const el = document.getElementById(id);
+    if (el === null) throw new Error("The page has no #" + id);
+    return el;
+  }
+  /**
+   * The input or select with this id.
+   * @param {string} id
+   * @returns {HTMLInputElement}
+   */
+  function field(id) {
+    return /** @type {HTMLInputElement} */ ($(id));
+  }
+
+  // ---- DOM building: text goes in as text nodes, never as markup ----
+
+  /**
+   * @template {keyof HTMLElementTagNameMap} K
+   * @param {K} tag
+   * @param {Record<string, unknown> | null} [props]
+   * @param {...unknown} children
+   * @returns {HTMLElementTagNameMap[K]}
+   */
+  function h(tag, props, ...children) {
+    const el = document.createElement(tag);
+    if (props) {
+      Object.keys(props).forEach(function (k) {
+        const v = props[k];
+        if (v === undefined || v === null || v === false) return;
+        if (k === "class") el.className = String(v);
+        else if (k === "text") el.textContent = String(v);
+        else if (k === "onclick") el.addEventListener("click", /** @type {EventListener} */ (v));
+        else el.setAttribute(k, String(v));
+      });
+    }
+    appendAll(el, children);
+    return el;
+  }
+  /**
+   * @param {Node} el
+   * @param {unknown[]} children
+   */
+  function appendAll(el, children) {
+    children.forEach(function (c) {
+      if (c === null || c === undefined || c === false) return;
+      if (Array.isArray(c)) appendAll(el, c);
+      else if (c instanceof Node) el.appendChild(c);
+      else el.appendChild(document.createTextNode(String(c)));
+    });
+  }
+  /**
+   * @param {string} tag
+   * @param {Record<string, string | number>} [attrs]
+   * @param {string} [text]
+   * @returns {SVGElement}
+   */
+  function s(tag, attrs, text) {
+    const el = document.createElementNS(SVG_NS, tag);
+    const given = attrs || {};
+    Object.keys(given).forEach(function (k) {
+      el.setAttribute(k, String(given[k]));
+    });
+    if (text !== undefined) el.textContent = String(text);
+    return el;
+  }
+
+  // ---- formatting ----
+
+  const numbers = new Intl.NumberFormat("en-US");
+  /**
+   * @param {number} n
+   */
+  function int(n) {
+    return numbers.format(n);
+  }
+  /**
+   * @param {number} n
+   */
+  function rate(n) {
+    if (n === 0) return "0";
+    if (n >= 100) return numbers.format(Math.round(n));
+    if (n >= 10) return n.toFixed(0);
+    return n.toFixed(1);
+  }
+  /**
+   * @param {number} ms
+   */
+  function age(ms) {
+    const sec = Math.max(0, Math.floor(ms / 1000));
+    if (sec < 60) return sec + " s";
+    const min = Math.floor(sec / 60);
+    if (min < 60) return min + " m " + String(sec % 60).padStart(2, "0") + " s";
+    const hr = Math.floor(min / 60);
+    if (hr < 24) return hr + " h " + String(min % 60).padStart(2, "0") + " m";
+    return Math.floor(hr / 24) + " d " + (hr % 24) + " h";
+  }
+  /**
+   * @param {number} ms
+   */
+  function span(ms) {
+    return ms < 1000 ? Math.max(0, Math.round(ms)) + " ms" : age(ms);
+  }
+  /**
+   * @param {number} ms
+   */
+  function clock(ms) {
+    const d = new Date(ms);
+    const time = d.toLocaleTimeString([], {
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hour12: false,
+    });
+    if (d.toDateString() === new Date().toDateString()) return time;
+    return d.toLocaleDateString([], { month: "short", day: "numeric" }) + " " + time;
+  }
+  /**
+   * @param {number} at
+   * @param {number} now
+   */
+  function relative(at, now) {
+    const diff = at - now;
+    if (Math.abs(diff) < 1000) return "just now";
+    return diff > 0 ? "in " + age(diff) : age(-diff) + " ago";
+  }
+  /**
+   * @param {string} text
+   * @param {number} max
+   */
+  function clip(text, max) {
+    return text.length > max ? text.slice(0, max - 1) + "…" : text;
+  }
+  /**
+   * @param {unknown} value
+   */
+  function compact(value) {
+    const t = JSON.stringify(value);
+    return t === undefined ? String(value) : t;
+  }
+  /**
+   * @param {string} name
+   */
+  function queuePath(name) {
+    return "/v1/queues/" + encodeURIComponent(name);
+  }
+  /**
+   * @param {{ name: string }} a
+   * @param {{ name: string }} b
+   */
+  function byName(a, b) {
+    return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  }
+  /**
+   * @param {string} name
+   * @returns {QueueView | null}
+   */
+  function findQueue(name) {
+    for (let i = 0; i < state.queues.length; i++) {
+      if (state.queues[i].name === name) return state.queues[i];
+    }
+    return null;
+  }
+
+  // ---- the API ----
+
+  /**
+   * @returns {Record<string, string>}
+   */
+  function authHeaders() {
+    return state.token ? { authorization: "Bearer " + state.token } : {};
+  }
+
+  /**
+   * @param {string} method
+   * @param {string} path
+   * @param {unknown} [body]
+   * @returns {Promise<any>}
+   */
+  function api(method, path, body) {
+    const headers = authHeaders();
+    /** @type {RequestInit} */
+    const init = { method: method, headers: headers, cache: "no-store" };
+    if (body !== undefined) {
+      headers["content-type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    return fetch(path, init).then(function (res) {
+      return res.json().catch(function () {
+        return null;
+      }).then(function (data) {
+        if (res.ok) return data;
+        const error = /** @type {ApiError} */ (new Error(
+          data && data.error ? data.error.message : "HTTP " + res.status,
+        ));
+        error.status = res.status;
+        if (res.status === 401) askToken(true);
+        throw error;
+      });
+    });
+  }
+
+  /**
+   * @param {string} message
+   * @param {string} [kind]
+   */
+  function toast(message, kind) {
+    const el = h("div", {
+      class: "toast" + (kind ? " " + kind : ""),
+      role: "status",
+      text: message,
+    });
+    $("toasts").appendChild(el);
+    setTimeout(function () {
+      el.remove();
+    }, kind === "error" ? 7000 : 3500);
+  }
+  /**
+   * @param {Error} error
+   */
+  function fail(error) {
+    toast(error.message, "error");
+  }
+
+  /**
+   * A button that runs an action once, disabled while it runs.
+   * @param {string} label
+   * @param {string} cls
+   * @param {() => unknown} action
+   */
+  function actionButton(label, cls, action) {
+    const b = h("button", { type: "button", class: cls, text: label });
+    b.addEventListener("click", function () {
+      b.disabled = true;
+      Promise.resolve().then(action).catch(fail).then(function () {
+        b.disabled = false;
+      });
+    });
+    return b;
+  }
+  /**
+   * A button for something that cannot be undone: the first click arms it, the second acts.
+   * @param {string} label
+   * @param {string | (() => string)} confirmLabel
+   * @param {string} cls
+   * @param {() => unknown} action
+   */
+  function confirmButton(label, confirmLabel, cls, action) {
+    const b = h("button", { type: "button", class: cls, text: label });
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer;
+    function disarm() {
+      clearTimeout(timer);
+      b.classList.remove("armed");
+      b.textContent = label;
+    }
+    b.addEventListener("click", function () {
+      if (!b.classList.contains("armed")) {
+        b.classList.add("armed");
+        b.textContent = typeof confirmLabel === "function" ? confirmLabel() : confirmLabel;
+        timer = setTimeout(disarm, 4000);
+        return;
+      }
+      disarm();
+      b.disabled = true;
+      Promise.resolve().then(action).catch(fail).then(function () {
+        b.disabled = false;
+      });
+    });
+    return b;
+  }
+
+  // ---- token ----
+
+  /**
+   * @param {boolean} rejected
+   */
+  function askToken(rejected) {
+    $("token-error").textContent = rejected && state.token
+      ? "That token was not accepted. Check it and try again."
+      : "";
+    field("token-input").value = "";
+    $("token-overlay").classList.add("open");
+    setStatus("off", "token needed");
+    setTimeout(function () {
+      $("token-input").focus();
+    }, 0);
+  }
+  $("token-form").addEventListener("submit", function (event) {
+    event.preventDefault();
+    const token = field("token-input").value.trim();
+    if (!token) {
+      $("token-error").textContent = "Paste a token first.";
+      return;
+    }
+    state.token = token;
+    sessionStorage.setItem(TOKEN_KEY, token);
+    $("token-overlay").classList.remove("open");
+    connect();
+  });
+  $("signout").addEventListener("click", function () {
+    state.token = "";
+    sessionStorage.removeItem(TOKEN_KEY);
+    if (state.stream) state.stream.abort();
+    connect();
+  });
+
+  // ---- the live stream: GET /v1/events read with fetch, so it can carry the token ----
+
+  /**
+   * @param {string} kind
+   * @param {string} text
+   */
+  function setStatus(kind, text) {
+    $("status-dot").className = "dot " + kind;
+    $("status-text").textContent = text;
+  }
+
+  function connect() {
+    clearTimeout(state.retryTimer);
+    if (state.stream) state.stream.abort();
+    const ctrl = new AbortController();
+    state.stream = ctrl;
+    $("signout").classList.toggle("hidden", !state.token);
+    setStatus("wait", "connecting…");
+    readStream(ctrl).then(function (outcome) {
+      if (ctrl.signal.aborted || outcome === "token") return;
+      const wait = state.retryMs;
+      state.retryMs = Math.min(state.retryMs * 2, 15000);
+      setStatus(
+        "off",
+        (outcome === "ended" ? "server closed the stream" : "disconnected") +
+          " — retrying in " + Math.round(wait / 1000) + " s",
+      );
+      state.retryTimer = setTimeout(connect, wait);
+    });
+  }
+
+  /**
+   * @param {AbortController} ctrl
+   * @returns {Promise<string>}
+   */
+  function readStream(ctrl) {
+    return fetch("/v1/events", { headers: authHeaders(), signal: ctrl.signal, cache: "no-store" })
+      .then(function (res) {
+        if (res.status === 401) {
+          askToken(true);
+          return "token";
+        }
+        if (!res.ok || !res.body) return "error";
+        $("token-overlay").classList.remove("open");
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        /** @returns {Promise<string>} */
+        function pump() {
+          return reader.read().then(function (chunk) {
+            if (chunk.done) return "ended";
+            buffer += chunk.value;
+            let cut;
+            while ((cut = buffer.indexOf("\n\n")) >= 0) {
+              const block = buffer.slice(0, cut);
+              buffer = buffer.slice(cut + 2);
+              onBlock(block);
+            }
+            return pump();
+          });
+        }
+        return pump();
+      })
+      .catch(function () {
+        return "error";
+      });
+  }
+
+  /**
+   * @param {string} block
+   */
+  function onBlock(block) {
+    let event = "message";
+    /** @type {string[]} */
+    const data = [];
+    block.split("\n").forEach(function (line) {
+      if (line.indexOf("event:") === 0) event = line.slice(6).trim();
+      else if (line.indexOf("data:") === 0) data.push(line.slice(5).replace(/^ /, ""));
+    });
+    if (data.length === 0) return;
+    let message;
+    try {
+      message = JSON.parse(data.join("\n"));
+    } catch (_) {
+      return;
+    }
+    state.lastData = Date.now();
+    if (event === "hello") onHello(message);
+    else if (event === "snapshot") onSnapshot(message);
+  }
+
+  /**
+   * @param {{ interval_ms?: number, history?: Sample[], started_at: number, version: unknown }} message
+   */
+  function onHello(message) {
+    state.retryMs = 1000;
+    state.intervalMs = message.interval_ms || 1000;
+    state.history = Array.isArray(message.history) ? message.history : [];
+    state.lastAt = state.history.length ? state.history[state.history.length - 1].at : 0;
+    state.startedAt = message.started_at;
+    state.version = String(message.version);
+  }
+
+  /**
+   * @param {{ at: number, queues: QueueView[], connections: number }} message
+   */
+  function onSnapshot(message) {
+    if (message.at > state.lastAt) {
+      /** @type {Record<string, Rates>} */
+      const moved = {};
+      message.queues.forEach(function (q) {
+        if (q.rates.enqueued || q.rates.acked || q.rates.failed) moved[q.name] = q.rates;
+      });
+      state.history.push({ at: message.at, queues: moved });
+      state.lastAt = message.at;
+      const oldest = message.at - CHART_POINTS * state.intervalMs;
+      while (state.history.length && state.history[0].at <= oldest) state.history.shift();
+    }
+    state.queues = message.queues.slice().sort(byName);
+    state.connections = message.connections;
+    setStatus("on", "live");
+    render();
+  }
+
+  // A stream that goes quiet (a dropped network path sends no error) is replaced.
+  setInterval(function () {
+    if (
+      state.lastData && state.stream && !state.stream.signal.aborted &&
+      Date.now() - state.lastData > 10000
+    ) {
+      state.lastData = 0;
+      connect();
+    }
+    if (state.startedAt) {
+      $("server-meta").textContent = "tegami " + state.version + " · up " +
+        age(Date.now() - state.startedAt);
+    }
+  }, 1000);
+
+  // ---- rendering ----
+
+  function render() {
+    renderTiles();
+    renderQueues();
+    syncSelects();
+    renderChart();
+    followDead();
+    followJob();
+  }
+
+  /**
+   * @param {string} queue
+   * @param {number} seconds
+   */
+  function sumRates(queue, seconds) {
+    const series = series_(queue, seconds);
+    const out = { e: 0, a: 0, f: 0 };
+    series.forEach(function (p) {
+      out.e += p.e;
+      out.a += p.a;
+      out.f += p.f;
+    });
+    const n = Math.max(1, series.length);
+    return { e: out.e / n, a: out.a / n, f: out.f / n };
+  }
+
+  function renderTiles() {
+    const t = { pending: 0, delayed: 0, leased: 0, dead: 0, consumers: 0, oldest: 0 };
+    state.queues.forEach(function (q) {
+      t.pending += q.counts.pending;
+      t.delayed += q.counts.delayed;
+      t.leased += q.counts.leased;
+      t.dead += q.counts.dead;
+      t.consumers += q.consumers;
+      t.oldest = Math.max(t.oldest, q.oldest_pending_age_ms);
+    });
+    $("t-pending").textContent = int(t.pending);
+    $("t-pending-sub").textContent = t.pending
+      ? "oldest waiting " + age(t.oldest)
+      : "nothing waiting";
+    $("t-leased").textContent = int(t.leased);
+    $("t-delayed").textContent = int(t.delayed);
+    $("t-dead").textContent = int(t.dead);
+    $("t-dead-tile").classList.toggle("bad", t.dead > 0);
+    $("t-consumers").textContent = int(t.consumers);
+    $("t-connections").textContent = "on " + state.connections + " connection" +
+      (state.connections === 1 ? "" : "s");
+    const r = sumRates("", 10);
+    $("t-enq").textContent = rate(r.e);
+    $("t-ack").textContent = rate(r.a);
+    $("t-fail").textContent = "failed " + rate(r.f) + "/s";
+  }
+
+  const rows = new Map();
+
+  /**
+   * @param {string} name
+   * @returns {Row}
+   */
+  function makeRow(name) {
+    /** @type {Record<string, HTMLElement>} */
+    const cells = {};
+    const badge = h("span", { class: "badge paused hidden", text: "paused" });
+    const tr = h(
+      "tr",
+      { "data-queue": name },
+      h("td", { class: "l" }, h("span", { class: "qname", text: name }), badge),
+    );
+    STATES.forEach(function (st) {
+      cells[st] = h("td", { class: "c-" + st });
+      tr.appendChild(cells[st]);
+    });
+    cells.age = h("td", { class: "c-age" });
+    cells.consumers = h("td", { class: "c-consumers" });
+    const spark = h("td", { class: "l c-spark" });
+    const pause = h("button", { type: "button", class: "pause" });
+    pause.addEventListener("click", function () {
+      togglePause(name, pause);
+    });
+    const dead = h("button", {
+      type: "button",
+      class: "dead-open",
+      text: "Dead letters",
+      onclick: function () {
+        openDead(name);
+      },
+    });
+    tr.appendChild(cells.age);
+    tr.appendChild(cells.consumers);
+    tr.appendChild(spark);
+    tr.appendChild(h("td", { class: "actions" }, pause, dead));
+    return { tr: tr, cells: cells, badge: badge, spark: spark, pause: pause };
+  }
+
+  /**
+   * @param {Row} row
+   * @param {QueueView} q
+   */
+  function updateRow(row, q) {
+    STATES.forEach(function (st) {
+      const n = q.counts[st];
+      const cell = row.cells[st];
+      cell.textContent = int(n);
+      cell.className = "c-" + st + (n === 0 ? " zero" : st === "dead" ? " hot" : "");
+    });
+    const pending = q.counts.pending > 0;
+    row.cells.age.textContent = pending ? age(q.oldest_pending_age_ms) : "—";
+    row.cells.age.className = "c-age" +
+      (!pending ? " zero" : q.oldest_pending_age_ms > 60000 ? " warn" : "");
+    row.cells.consumers.textContent = int(q.consumers);
+    row.cells.consumers.className = "c-consumers" + (q.consumers === 0 ? " zero" : "");
+    row.badge.classList.toggle("hidden", !q.paused);
+    row.pause.textContent = q.paused ? "Resume" : "Pause";
+    row.spark.replaceChildren(sparkline(q.name));
+  }
+
+  function renderQueues() {
+    const body = $("queues-body");
+    const seen = new Set();
+    /** @type {HTMLElement | null} */
+    let before = null;
+    state.queues.forEach(function (q) {
+      seen.add(q.name);
+      let row = rows.get(q.name);
+      if (!row) {
+        row = makeRow(q.name);
+        rows.set(q.name, row);
+      }
+      updateRow(row, q);
+      const want = before ? before.nextSibling : body.firstChild;
+      if (want !== row.tr) body.insertBefore(row.tr, want);
+      before = row.tr;
+    });
+    rows.forEach(function (row, name) {
+      if (!seen.has(name)) {
+        row.tr.remove();
+        rows.delete(name);
+      }
+    });
+    $("queues-empty").classList.toggle("hidden", state.queues.length > 0);
+    $("queues-table").classList.toggle("hidden", state.queues.length === 0);
+    const paused = state.queues.filter(function (q) {
+      return q.paused;
+    }).length;
+    $("queues-caption").textContent = state.queues.length + " queue" +
+      (state.queues.length === 1 ? "" : "s") +
+      (paused ? " · " + paused + " paused" : "");
+  }
+
+  /**
+   * @param {string} name
+   * @param {HTMLButtonElement} button
+   */
+  function togglePause(name, button) {
+    const q = findQueue(name);
+    const paused = q ? q.paused : false;
+    button.disabled = true;
+    api("POST", queuePath(name) + (paused ? "/resume" : "/pause"), {}).then(function () {
+      if (q) q.paused = !paused;
+      renderQueues();
+      toast((paused ? "Resumed " : "Paused ") + name);
+    }).catch(fail).then(function () {
+      button.disabled = false;
+    });
+  }
+
+  function syncSelects() {
+    const names = state.queues.map(function (q) {
+      return q.name;
+    });
+    const key = names.join("\u0000");
+    if (key === state.queueNames) return;
+    state.queueNames = key;
+    [["chart-queue", "All queues"], ["dead-queue", "Choose a queue…"]].forEach(function (pair) {
+      const select = field(pair[0]);
+      const current = select.value;
+      const options = [h("option", { value: "", text: pair[1] })];
+      names.forEach(function (n) {
+        options.push(h("option", { value: n, text: n }));
+      });
+      if (current && names.indexOf(current) < 0) {
+        options.push(h("option", { value: current, text: current }));
+      }
+      select.replaceChildren(...options);
+      select.value = current;
+    });
+  }
+
+  // ---- throughput ----
+
+  /**
+   * The last count intervals ending at the newest sample, zero where nothing moved.
+   * @param {string} queue
+   * @param {number} count
+   * @returns {Point[]}
+   */
+  function series_(queue, count) {
+    const interval = state.intervalMs;
+    let slots = state.slots;
+    if (!slots || state.slotsAt !== state.lastAt || state.slotsLength !== state.history.length) {
+      /** @type {Map<number, Sample>} */
+      const fresh = new Map();
+      slots = state.slots = fresh;
+      state.history.forEach(function (sample) {
+        const key = Math.round(sample.at / interval);
+        const seen = fresh.get(key);
+        if (!seen) {
+          fresh.set(key, sample);
+          return;
+        }
+        const merged = { at: sample.at, queues: Object.assign({}, seen.queues) };
+        Object.keys(sample.queues).forEach(function (name) {
+          const a = merged.queues[name] || { enqueued: 0, acked: 0, failed: 0 };
+          const b = sample.queues[name];
+          merged.queues[name] = {
+            enqueued: a.enqueued + b.enqueued,
+            acked: a.acked + b.acked,
+            failed: a.failed + b.failed,
+          };
+        });
+        fresh.set(key, merged);
+      });
+      state.slotsAt = state.lastAt;
+      state.slotsLength = state.history.length;
+    }
+    const end = Math.round((state.lastAt || Date.now()) / interval);
+    const out = [];
+    for (let i = count - 1; i >= 0; i--) {
+      const sample = slots.get(end - i);
+      const p = { at: (end - i) * interval, e: 0, a: 0, f: 0 };
+      if (sample) {
+        Object.keys(sample.queues).forEach(function (name) {
+          if (queue && name !== queue) return;
+          const r = sample.queues[name];
+          p.e += r.enqueued;
+          p.a += r.acked;
+          p.f += r.failed;
+        });
+      }
+      out.push(p);
+    }
+    return out;
+  }
+
+  /**
+   * @param {number} raw
+   */
+  function niceStep(raw) {
+    const p = Math.pow(10, Math.floor(Math.log10(raw)));
+    const steps = [1, 2, 2.5, 5, 10];
+    for (let i = 0; i < steps.length; i++) if (steps[i] * p >= raw) return steps[i] * p;
+    return 10 * p;
+  }
+  /**
+   * @param {number} v
+   */
+  function tick(v) {
+    return v >= 1000 ? (v / 1000) + "k" : String(v);
+  }
+  /**
+   * @param {Point[]} points
+   * @param {"e" | "a" | "f"} key
+   * @param {(i: number) => number} x
+   * @param {(v: number) => number} y
+   */
+  function linePath(points, key, x, y) {
+    let d = "";
+    points.forEach(function (p, i) {
+      d += (i ? "L" : "M") + x(i).toFixed(1) + " " + y(p[key]).toFixed(1);
+    });
+    return d;
+  }
+
+  function renderChart() {
+    const box = $("chart");
+    const width = Math.max(320, box.clientWidth);
+    const height = box.clientHeight || 230;
+    const m = { l: 46, r: 10, t: 10, b: 24 };
+    const points = series_(state.chartQueue, CHART_POINTS);
+    let peak = 0;
+    points.forEach(function (p) {
+      peak = Math.max(peak, p.e, p.a, p.f);
+    });
+    const step = Math.max(1, niceStep(Math.max(peak, 1) / 4));
+    const top = Math.max(step * Math.ceil(peak / step), step * 4);
+    const plotW = width - m.l - m.r;
+    const plotH = height - m.t - m.b;
+    /** @param {number} i */
+    function x(i) {
+      return m.l + (i / (points.length - 1)) * plotW;
+    }
+    /** @param {number} v */
+    function y(v) {
+      return m.t + (1 - v / top) * plotH;
+    }
+    const root = s("svg", {
+      width: width,
+      height: height,
+      viewBox: "0 0 " + width + " " + height,
+      role: "img",
+      "aria-label": "Jobs enqueued, acked and failed per second over the last five minutes",
+    });
+    for (let v = 0; v <= top + 1e-9; v += step) {
+      const yy = Math.round(y(v)) + 0.5;
+      root.appendChild(
+        s("line", { x1: m.l, x2: width - m.r, y1: yy, y2: yy, class: v === 0 ? "axis" : "grid" }),
+      );
+      root.appendChild(s("text", { x: m.l - 8, y: yy + 4, "text-anchor": "end" }, tick(v)));
+    }
+    const perMinute = 60000 / state.intervalMs;
+    for (let min = 5; min >= 0; min--) {
+      const i = points.length - 1 - min * perMinute;
+      if (i < 0) continue;
+      const anchor = min === 0 ? "end" : i === 0 ? "start" : "middle";
+      root.appendChild(
+        s(
+          "text",
+          { x: x(i), y: height - 6, "text-anchor": anchor },
+          min === 0 ? "now" : "−" + min + " min",
+        ),
+      );
+    }
+    if (peak === 0) {
+      root.appendChild(
+        s("text", {
+          x: m.l + plotW / 2,
+          y: m.t + plotH / 2,
+          "text-anchor": "middle",
+          class: "quiet",
+        }, "No jobs moved in the last five minutes"),
+      );
+    } else {
+      root.appendChild(
+        s("path", {
+          class: "area",
+          d: linePath(points, "e", x, y) + "L" + x(points.length - 1) + " " + y(0) + "L" + x(0) +
+            " " + y(0) + "Z",
+        }),
+      );
+      root.appendChild(s("path", { class: "line fail", d: linePath(points, "f", x, y) }));
+      root.appendChild(s("path", { class: "line ack", d: linePath(points, "a", x, y) }));
+      root.appendChild(s("path", { class: "line enq", d: linePath(points, "e", x, y) }));
+    }
+    const hover = s("g", {});
+    root.appendChild(hover);
+    const pad = s("rect", { x: m.l, y: m.t, width: plotW, height: plotH, fill: "transparent" });
+    root.appendChild(pad);
+    /** @type {Chart} */
+    const chart = {
+      points: points,
+      x: x,
+      y: y,
+      hover: hover,
+      m: m,
+      plotW: plotW,
+      plotH: plotH,
+      at: state.chart && state.chart.at,
+    };
+    state.chart = chart;
+    pad.addEventListener("mousemove", function (event) {
+      const rect = root.getBoundingClientRect();
+      const i = Math.round((event.clientX - rect.left - m.l) / plotW * (points.length - 1));
+      chart.at = points[Math.max(0, Math.min(points.length - 1, i))].at;
+      drawHover();
+    });
+    pad.addEventListener("mouseleave", function () {
+      chart.at = null;
+      drawHover();
+    });
+    box.replaceChildren(root);
+    drawHover();
+  }
+
+  function drawHover() {
+    const c = state.chart;
+    if (!c) return;
+    c.hover.replaceChildren();
+    let index = -1;
+    if (c.at) { for (let i = 0; i < c.points.length; i++) if (c.points[i].at === c.at) index = i; }
+    if (index < 0) {
+      const r = sumRates(state.chartQueue, 10);
+      $("l-enq").textContent = rate(r.e) + "/s";
+      $("l-ack").textContent = rate(r.a) + "/s";
+      $("l-fail").textContent = rate(r.f) + "/s";
+      $("chart-caption").textContent = "jobs per second, last 5 minutes" +
+        (state.chartQueue ? "" : ", all queues");
+      return;
+    }
+    const p = c.points[index];
+    const px = c.x(index);
+    c.hover.appendChild(
+      s("line", { x1: px, x2: px, y1: c.m.t, y2: c.m.t + c.plotH, class: "cross" }),
+    );
+    /** @type {["e" | "a" | "f", string][]} */
+    const lines = [["e", "var(--enq)"], ["a", "var(--ack)"], ["f", "var(--fail)"]];
+    lines.forEach(function (k) {
+      c.hover.appendChild(
+        s("circle", {
+          cx: px,
+          cy: c.y(p[k[0]]),
+          r: 3,
+          fill: "#fff",
+          stroke: k[1],
+          "stroke-width": 2,
+        }),
+      );
+    });
+    $("l-enq").textContent = int(p.e) + "/s";
+    $("l-ack").textContent = int(p.a) + "/s";
+    $("l-fail").textContent = int(p.f) + "/s";
+    $("chart-caption").textContent = "at " + clock(p.at);
+  }
+
+  /**
+   * @param {string} queue
+   */
+  function sparkline(queue) {
+    const points = series_(queue, 60);
+    const w = 120, hgt = 26;
+    let peak = 0;
+    points.forEach(function (p) {
+      peak = Math.max(peak, p.e, p.a);
+    });
+    const root = s("svg", {
+      width: w,
+      height: hgt,
+      viewBox: "0 0 " + w + " " + hgt,
+      class: "spark",
+      "aria-hidden": "true",
+    });
+    if (peak === 0) {
+      root.appendChild(s("line", { x1: 0, x2: w, y1: hgt - 1.5, y2: hgt - 1.5, class: "flat" }));
+      return root;
+    }
+    /** @param {number} i */
+    function x(i) {
+      return (i / (points.length - 1)) * w;
+    }
+    /** @param {number} v */
+    function y(v) {
+      return 2 + (1 - v / peak) * (hgt - 4);
+    }
+    root.appendChild(s("path", { class: "enq", d: linePath(points, "e", x, y) }));
+    root.appendChild(s("path", { class: "ack", d: linePath(points, "a", x, y) }));
+    return root;
+  }
+
+  $("chart-queue").addEventListener("change", function () {
+    state.chartQueue = field("chart-queue").value;
+    renderChart();
+  });
+  globalThis.addEventListener("resize", function () {
+    renderChart();
+  });
+
+  // ---- dead letters ----
+
+  /**
+   * @param {string} name
+   */
+  function openDead(name) {
+    field("dead-queue").value = name;
+    loadDead(name, false);
+    $("dead-card").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+  $("dead-queue").addEventListener("change", function () {
+    loadDead(field("dead-queue").value, false);
+  });
+  $("dead-refresh").addEventListener("click", function () {
+    loadDead(state.dead.queue, false);
+  });
+
+  /**
+   * @param {string} name
+   * @param {boolean} more
+   * @returns {Promise<void>}
+   */
+  function loadDead(name, more) {
+    const d = state.dead;
+    if (!more) {
+      d.queue = name;
+      d.jobs = [];
+      d.next = null;
+      d.error = "";
+      d.seenDead = null;
+    }
+    if (!name) {
+      renderDead();
+      return Promise.resolve();
+    }
+    d.loading = true;
+    if (!more) renderDead();
+    const after = more && d.next !== null ? "&after=" + d.next : "";
+    return api("GET", queuePath(name) + "/dead?limit=" + DEAD_PAGE + after).then(function (data) {
+      if (d.queue !== name) return;
+      d.jobs = more ? d.jobs.concat(data.jobs) : data.jobs;
+      d.next = data.next_after;
+      const q = findQueue(name);
+      d.seenDead = q ? q.counts.dead : null;
+    }, function (error) {
+      if (d.queue !== name) return;
+      d.error = error.status === 403
+        ? "This token may not read dead letters: that takes the admin scope."
+        : error.message;
+    }).then(function () {
+      if (d.queue !== name) return;
+      d.loading = false;
+      renderDead();
+    });
+  }
+
+  /** Reloads the first page when the queue's dead count changed (unless the user paged on). */
+  function followDead() {
+    const d = state.dead;
+    const q = d.queue ? findQueue(d.queue) : null;
+    renderDeadActions();
+    if (!q || d.loading || d.error || d.seenDead === null) return;
+    if ($("dead-view").querySelector(".armed")) return;
+    if (q.counts.dead !== d.seenDead && d.jobs.length <= DEAD_PAGE) loadDead(d.queue, false);
+  }
+
+  function renderDeadActions() {
+    const d = state.dead;
+    const q = d.queue ? findQueue(d.queue) : null;
+    const slot = $("dead-all-slot");
+    const count = q ? q.counts.dead : 0;
+    if (count === 0 || d.error) {
+      slot.replaceChildren();
+      return;
+    }
+    const existing = slot.firstElementChild;
+    if (
+      existing && existing.getAttribute("data-count") === String(count) &&
+      existing.getAttribute("data-queue") === d.queue
+    ) return;
+    if (existing && existing.classList.contains("armed")) return;
+    const name = d.queue;
+    const button = confirmButton(
+      "Requeue all " + int(count),
+      "Requeue all " + int(count) + "?",
+      "requeue-all",
+      function () {
+        return api("POST", queuePath(name) + "/dead/requeue", {}).then(function (out) {
+          toast(
+            "Requeued " + int(out.requeued) + " dead job" + (out.requeued === 1 ? "" : "s") +
+              " of " + name,
+          );
+          return loadDead(name, false);
+        });
+      },
+    );
+    button.id = "dead-requeue-all";
+    button.setAttribute("data-count", String(count));
+    button.setAttribute("data-queue", name);
+    slot.replaceChildren(button);
+  }
+
+  function renderDead() {
+    const d = state.dead;
+    const view = $("dead-view");
+    renderDeadActions();
+    if (!d.queue) {
+      view.replaceChildren(
+        h("div", { class: "empty", text: "Choose a queue to browse its dead letters." }),
+      );
+      return;
+    }
+    if (d.error) {
+      view.replaceChildren(h("div", { class: "empty error", text: d.error }));
+      return;
+    }
+    if (d.jobs.length === 0) {
+      view.replaceChildren(
+        h("div", {
+          class: "empty",
+          text: d.loading ? "Loading…" : "No dead letters in " + d.queue + ".",
+        }),
+      );
+      return;
+    }
+    const now = Date.now();
+    const body = h("tbody", { id: "dead-body" });
+    d.jobs.forEach(function (job) {
+      body.appendChild(deadRow(job, now));
+    });
+    const table = h(
+      "table",
+      null,
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          h("th", { class: "l", text: "Job" }),
+          h("th", { text: "Tries" }),
+          h("th", { class: "l", text: "Last error" }),
+          h("th", { text: "Died" }),
+          h("th", { class: "l", text: "Payload" }),
+          h("th"),
+        ),
+      ),
+      body,
+    );
+    const q = findQueue(d.queue);
+    const total = q ? q.counts.dead : d.jobs.length;
+    const foot = h(
+      "div",
+      { class: "foot" },
+      h("span", {
+        text: "Showing " + int(d.jobs.length) + " of " + int(Math.max(total, d.jobs.length)),
+      }),
+    );
+    if (d.next !== null) {
+      foot.appendChild(h("span", { class: "spacer" }));
+      foot.appendChild(actionButton("Load more", "dead-more", function () {
+        return loadDead(d.queue, true);
+      }));
+    }
+    view.replaceChildren(h("div", { class: "scroll" }, table), foot);
+  }
+
+  /**
+   * @param {Job} job
+   * @param {number} now
+   */
+  function deadRow(job, now) {
+    return h(
+      "tr",
+      { "data-id": job.id },
+      h(
+        "td",
+        { class: "l" },
+        h("button", {
+          type: "button",
+          class: "link",
+          text: "#" + job.id,
+          title: "Show this job",
+          onclick: function () {
+            showJob(job.id, true);
+          },
+        }),
+      ),
+      h("td", { text: job.attempts + " / " + job.max_attempts }),
+      h("td", {
+        class: "l err",
+        text: job.last_error === null ? "—" : clip(job.last_error, 80),
+        title: job.last_error === null ? null : job.last_error,
+      }),
+      h("td", {
+        text: job.finished_at ? relative(job.finished_at, now) : "—",
+        title: job.finished_at ? new Date(job.finished_at).toLocaleString() : null,
+      }),
+      h("td", { class: "l payload mono", text: clip(compact(job.payload), 60) }),
+      h(
+        "td",
+        { class: "actions" },
+        actionButton("Requeue", "requeue", function () {
+          return requeueJob(job);
+        }),
+        confirmButton("Delete", "Delete?", "delete danger", function () {
+          return deleteJob(job);
+        }),
+      ),
+    );
+  }
+
+  /**
+   * @param {number} id
+   */
+  function dropDead(id) {
+    state.dead.jobs = state.dead.jobs.filter(function (j) {
+      return j.id !== id;
+    });
+    if (state.dead.seenDead !== null) state.dead.seenDead--;
+    renderDead();
+  }
+
+  /**
+   * @param {Job} job
+   */
+  function requeueJob(job) {
+    return api("POST", queuePath(job.queue) + "/dead/requeue", { ids: [job.id] }).then(
+      function (out) {
+        if (out.requeued === 0) toast("Job #" + job.id + " was no longer dead", "error");
+        else toast("Requeued job #" + job.id + " to " + job.queue);
+        if (state.dead.queue === job.queue) dropDead(job.id);
+        if (state.jobId === job.id) return showJob(job.id, false);
+      },
+    );
+  }
+
+  /**
+   * @param {Job} job
+   */
+  function deleteJob(job) {
+    return api("DELETE", "/v1/jobs/" + job.id).then(function (out) {
+      toast((out.removed ? "Deleted job #" : "Cancelled job #") + job.id);
+      if (state.dead.queue === job.queue) dropDead(job.id);
+      if (state.jobId === job.id) return showJob(job.id, false);
+    });
+  }
+
+  // ---- job lookup ----
+
+  $("job-form").addEventListener("submit", function (event) {
+    event.preventDefault();
+    const text = field("job-id").value.trim().replace(/^#/, "");
+    if (!/^[1-9][0-9]{0,15}$/.test(text)) {
+      $("job-view").replaceChildren(
+        h("div", { class: "empty error", text: "A job id is a whole number, like 42." }),
+      );
+      return;
+    }
+    showJob(Number(text), false);
+  });
+
+  /**
+   * @param {number} id
+   * @param {boolean} reveal
+   * @returns {Promise<void>}
+   */
+  function showJob(id, reveal) {
+    state.jobId = id;
+    field("job-id").value = String(id);
+    if (reveal) $("job-card").scrollIntoView({ behavior: "smooth", block: "start" });
+    if (!state.job || state.job.id !== id) {
+      $("job-view").replaceChildren(h("div", { class: "empty", text: "Loading job #" + id + "…" }));
+    }
+    state.jobLoading = true;
+    return api("GET", "/v1/jobs/" + id).then(function (job) {
+      if (state.jobId !== id) return;
+      state.job = job;
+      renderJob(job);
+    }, function (error) {
+      if (state.jobId !== id) return;
+      state.job = null;
+      const text = error.status === 404
+        ? "No job #" + id + ": it never existed, or it was removed after it finished."
+        : error.message;
+      $("job-view").replaceChildren(
+        h("div", { class: "empty" + (error.status === 404 ? "" : " error"), text: text }),
+      );
+    }).then(function () {
+      state.jobLoading = false;
+    });
+  }
+
+  /** Keeps a job that is still moving up to date. */
+  function followJob() {
+    const job = state.job;
+    if (!job || state.jobLoading || state.jobId !== job.id) return;
+    if ($("job-view").querySelector(".armed")) return; // never redraw under an armed button
+    if (job.state === "pending" || job.state === "delayed" || job.state === "leased") {
+      showJob(job.id, false);
+    }
+  }
+
+  /**
+   * @param {string} title
+   * @param {unknown} value
+   * @param {string} [cls]
+   */
+  function block(title, value, cls) {
+    return [
+      h("h3", { text: title }),
+      h("pre", {
+        class: cls || "",
+        text: typeof value === "string" && cls ? value : JSON.stringify(value, null, 2),
+      }),
+    ];
+  }
+
+  /**
+   * @param {Job} job
+   */
+  function renderJob(job) {
+    const now = Date.now();
+    const actions = h("div", { class: "actions" });
+    if (job.state === "pending" || job.state === "delayed" || job.state === "leased") {
+      actions.appendChild(
+        confirmButton("Cancel job", "Cancel it?", "danger job-cancel", function () {
+          return deleteJob(job);
+        }),
+      );
+    }
+    if (job.state === "dead") {
+      actions.appendChild(actionButton("Requeue", "primary job-requeue", function () {
+        return requeueJob(job);
+      }));
+    }
+    if (job.state === "done" || job.state === "dead" || job.state === "cancelled") {
+      actions.appendChild(confirmButton("Delete", "Delete it?", "danger job-delete", function () {
+        return deleteJob(job);
+      }));
+    }
+    const head = h(
+      "div",
+      { class: "job-head" },
+      h("span", { class: "title", text: "Job #" + job.id }),
+      h("span", { class: "badge s-" + job.state, text: job.state }),
+      h("span", { class: "muted" }, "in ", h("span", { class: "qname", text: job.queue })),
+      actions,
+    );
+    const backoff = job.backoff
+      ? span(job.backoff.base_ms) + " doubling to " + span(job.backoff.max_ms)
+      : "server default";
+    const kv = h(
+      "dl",
+      { class: "kv" },
+      h("dt", { text: "Attempts" }),
+      h("dd", { text: job.attempts + " of " + job.max_attempts }),
+      h("dt", { text: "Priority" }),
+      h("dd", { text: job.priority }),
+      h("dt", { text: "Key" }),
+      h("dd", {
+        class: job.key === null ? "muted" : "mono",
+        text: job.key === null ? "none" : job.key,
+      }),
+      h("dt", { text: "Lease length" }),
+      h("dd", { text: job.lease_ms === null ? "server default" : span(job.lease_ms) }),
+      h("dt", { text: "Backoff" }),
+      h("dd", { text: backoff }),
+      h("dt", { text: "Enqueued" }),
+      h("dd", {
+        text: relative(job.created_at, now),
+        title: new Date(job.created_at).toLocaleString(),
+      }),
+    );
+    /** @type {HTMLElement[]} */
+    let parts = [head, kv, h("h3", { text: "Timeline" }), timeline(job, now)];
+    parts = parts.concat(block("Payload", job.payload));
+    if (job.checkpoint !== null) parts = parts.concat(block("Checkpoint", job.checkpoint));
+    if (job.result !== null) parts = parts.concat(block("Result", job.result));
+    if (job.last_error !== null) parts = parts.concat(block("Last error", job.last_error, "err"));
+    $("job-view").replaceChildren.apply($("job-view"), parts);
+  }
+
+  /**
+   * @param {Job} job
+   * @param {number} now
+   */
+  function timeline(job, now) {
+    const items = [{ at: job.created_at, what: "Enqueued", cls: "start" }];
+    if (job.run_at !== job.created_at) {
+      const ahead = job.run_at > now;
+      items.push({
+        at: job.run_at,
+        what: ahead
+          ? (job.attempts > 0 ? "Retry due" : "Due to run")
+          : (job.attempts > 0 ? "Available again" : "Became available"),
+        cls: ahead ? "future" : "",
+      });
+    }
+    if (job.state === "leased" && job.lease_expires_at !== null) {
+      items.push({
+        at: job.lease_expires_at,
+        what: "Lease of attempt " + job.attempts + " ends unless acked or extended",
+        cls: "future",
+      });
+    }
+    if (job.finished_at !== null) {
+      /** @type {Record<string, string[]>} */
+      const ends = {
+        done: ["Done (acked)", "done"],
+        dead: ["Dead-lettered", "dead"],
+        cancelled: ["Cancelled", ""],
+      };
+      const end = ends[job.state] || ["Finished", ""];
+      items.push({ at: job.finished_at, what: end[0], cls: end[1] });
+    } else {
+      /** @type {Record<string, string>} */
+      const now_ = {
+        pending: "Waiting for a consumer",
+        delayed: "Waiting for its time",
+        leased: "With a consumer (attempt " + job.attempts + ")",
+      };
+      items.push({ at: now, what: "Now: " + (now_[job.state] || job.state), cls: "now" });
+    }
+    items.sort(function (a, b) {
+      return a.at - b.at;
+    });
+    const list = h("ol", { class: "timeline" });
+    items.forEach(function (item) {
+      const offset = item.at - job.created_at;
+      const note = item.cls === "start"
+        ? relative(item.at, now)
+        : (offset >= 0 ? "+" + span(offset) : "−" + span(-offset)) + " after enqueue";
+      list.appendChild(
+        h(
+          "li",
+          { class: item.cls },
+          h("div", { class: "what", text: item.what }),
+          h("div", { class: "when", text: clock(item.at) + " · " + note }),
+        ),
+      );
+    });
+    return list;
+  }
+
+  connect();
+})();

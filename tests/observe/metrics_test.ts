@@ -1,0 +1,117 @@
+import assert from "node:assert/strict";
+import { Registry } from "../../lib/observe/metrics.ts";
+import { startTestServer } from "../helpers/test_server.ts";
+
+interface Family {
+  type: string;
+  help: string;
+  samples: { name: string; labels: Record<string, string>; value: number }[];
+}
+
+/** Parses Prometheus text exposition strictly enough to catch malformed output. */
+function parseExposition(text: string): Map<string, Family> {
+  const families = new Map<string, Family>();
+  assert.ok(text.endsWith("\n"), "ends with a newline");
+  for (const line of text.trimEnd().split("\n")) {
+    let m = line.match(/^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) (.+)$/);
+    if (m !== null) {
+      assert.ok(!families.has(m[1]), `family ${m[1]} declared once`);
+      families.set(m[1], { type: "", help: m[2], samples: [] });
+      continue;
+    }
+    m = line.match(/^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$/);
+    if (m !== null) {
+      const family = families.get(m[1]);
+      assert.ok(family !== undefined, `TYPE of ${m[1]} follows its HELP`);
+      family.type = m[2];
+      continue;
+    }
+    m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/);
+    assert.ok(m !== null, `sample line is well formed: ${line}`);
+    const [, name, , labelText, valueText] = m;
+    const labels: Record<string, string> = {};
+    if (labelText !== undefined && labelText !== "") {
+      for (const part of labelText.match(/[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*"/g) ?? []) {
+        const at = part.indexOf("=");
+        labels[part.slice(0, at)] = JSON.parse(part.slice(at + 1));
+      }
+    }
+    const base = name.replace(/_(bucket|sum|count)$/, "");
+    const family = families.get(name) ?? families.get(base);
+    assert.ok(family !== undefined, `sample ${name} belongs to a declared family`);
+    const value = valueText === "+Inf" ? Infinity : Number(valueText);
+    assert.ok(!Number.isNaN(value), `value of ${line} is a number`);
+    family.samples.push({ name, labels, value });
+  }
+  for (const [name, family] of families) {
+    assert.ok(name.startsWith("tegami_"), `${name} is named tegami_*`);
+    assert.notEqual(family.type, "", `${name} has a TYPE`);
+  }
+  return families;
+}
+
+function sample(families: Map<string, Family>, name: string, labels: Record<string, string> = {}) {
+  const base = name.replace(/_(bucket|sum|count)$/, "");
+  const family = families.get(name) ?? families.get(base);
+  return family?.samples.find((s) =>
+    s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)
+  )?.value;
+}
+
+Deno.test("Registry renders cumulative histogram buckets ending in +Inf", () => {
+  const registry = new Registry();
+  const histogram = registry.histogram("tegami_test_seconds", "A test.", [0.1, 1], ["queue"]);
+  histogram.observe(["a"], 0.05);
+  histogram.observe(["a"], 0.5);
+  histogram.observe(["a"], 5);
+  const families = parseExposition(registry.render());
+  assert.equal(sample(families, "tegami_test_seconds_bucket", { le: "0.1" }), 1);
+  assert.equal(sample(families, "tegami_test_seconds_bucket", { le: "1" }), 2);
+  assert.equal(sample(families, "tegami_test_seconds_bucket", { le: "+Inf" }), 3);
+  assert.equal(sample(families, "tegami_test_seconds_count"), 3);
+  assert.throws(() => registry.counter("tegami_test_seconds", "again"), /registered twice/);
+});
+
+Deno.test("/metrics exposes queue gauges, job counters, latencies and commit figures", async () => {
+  await using server = await startTestServer();
+  await server.request("POST", "/v1/queues/m/jobs", { payload: 1 });
+  await server.request("POST", "/v1/queues/m/jobs", { payload: 2, key: "k" });
+  await server.request("POST", "/v1/queues/m/jobs", { payload: 3, key: "k" });
+  await server.request("POST", "/v1/queues/m/jobs", { payload: 4, delay_ms: 60_000 });
+  const leased = await server.request("POST", "/v1/queues/m/leases", { max: 2, lease_ms: 1000 });
+  const [a] = leased.body.jobs; // the second is left to expire
+  await server.request("POST", `/v1/jobs/${a.id}/ack`, { token: a.lease.token });
+  await server.advance(2000); // b's lease expires
+  const answer = await fetch(server.url + "/metrics");
+  assert.match(answer.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/);
+  const families = parseExposition(await answer.text());
+  const m = { queue: "m" };
+  assert.equal(sample(families, "tegami_jobs", { queue: "m", state: "pending" }), 1);
+  assert.equal(sample(families, "tegami_jobs", { queue: "m", state: "delayed" }), 1);
+  assert.equal(sample(families, "tegami_jobs", { queue: "m", state: "done" }), 1);
+  assert.equal(sample(families, "tegami_oldest_pending_age_seconds", m), 1); // since the expiry
+  assert.equal(sample(families, "tegami_enqueued_total", m), 3);
+  assert.equal(sample(families, "tegami_deduplicated_total", m), 1);
+  assert.equal(sample(families, "tegami_delivered_total", m), 2);
+  assert.equal(sample(families, "tegami_acked_total", m), 1);
+  assert.equal(sample(families, "tegami_expired_total", m), 1);
+  assert.equal(sample(families, "tegami_processing_seconds_count", m), 2);
+  assert.equal(sample(families, "tegami_delivery_wait_seconds_count", m), 2);
+  assert.equal(sample(families, "tegami_websocket_connections"), 0);
+  assert.ok((sample(families, "tegami_commit_batch_size_count") ?? 0) > 0);
+  assert.ok((sample(families, "tegami_wal_bytes") ?? -1) >= 0);
+  assert.ok(families.has("tegami_event_loop_lag_seconds"), "event-loop lag is exported");
+  assert.equal(
+    sample(families, "tegami_http_requests_total", {
+      route: "/v1/queues/:queue/jobs",
+      status: "201",
+    }),
+    3,
+  );
+  assert.ok(
+    (sample(families, "tegami_http_request_duration_seconds_count", {
+      route: "/v1/jobs/:id/ack",
+      status: "2xx",
+    }) ?? 0) >= 1,
+  );
+});

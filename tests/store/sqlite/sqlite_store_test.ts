@@ -1,0 +1,241 @@
+/**
+ * The SQLite store: the shared behaviour suite on a file in a temp directory, plus what only
+ * SQLite has — the one-server lock, WAL, and data surviving a close and reopen.
+ */
+
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
+import { exerciseStore, SUITE_POLICY } from "../store_suite.ts";
+
+const T0 = 1_700_000_000_000;
+
+/** A temp directory with a database path in it, removed on dispose. */
+async function tempDb(): Promise<{ dir: string; path: string } & AsyncDisposable> {
+  const dir = await Deno.makeTempDir({ prefix: "tegami_store_" });
+  return {
+    dir,
+    path: `${dir}/tegami.db`,
+    [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
+  };
+}
+
+exerciseStore("sqlite", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tegami_store_" });
+  const store = SqliteStore.open({ path: `${dir}/tegami.db`, policy: SUITE_POLICY });
+  return {
+    store,
+    async cleanup() {
+      await store.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+});
+
+const job = {
+  payload: '{"n":1}',
+  priority: 0,
+  key: null,
+  run_at: T0,
+  max_attempts: 5,
+  lease_ms: null,
+  backoff: null,
+};
+
+Deno.test("SqliteStore.open() refuses a file another server is using", async () => {
+  await using db = await tempDb();
+  const first = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    assert.throws(
+      () => SqliteStore.open({ path: db.path, policy: SUITE_POLICY }),
+      (error: unknown) => {
+        assert.ok(error instanceof Error);
+        assert.match(error.message, /another tegami server is using it/);
+        assert.ok(error.message.includes(db.path));
+        assert.ok(!error.message.includes("\n"));
+        return true;
+      },
+    );
+    // The failed attempt left the first store working.
+    const [out] = await first.enqueue("q", [job], T0);
+    assert.equal(out.deduplicated, false);
+  } finally {
+    await first.close();
+  }
+  // Once closed, the file is free again.
+  const second = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  await second.close();
+});
+
+Deno.test("SqliteStore keeps jobs, counts, leases and pauses across a close and reopen", async () => {
+  await using db = await tempDb();
+  const before = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  const [leasedOut, pendingOut, delayedOut] = await before.enqueue("q", [
+    { ...job, key: "a" },
+    { ...job, key: "b" },
+    { ...job, run_at: T0 + 60_000 },
+  ], T0);
+  const [delivery] = await before.claim("q", 1, 10_000, T0);
+  assert.equal(delivery.job.id, leasedOut.id);
+  await before.checkpoint(leasedOut.id, delivery.lease.token, '"half"', T0 + 1);
+  await before.setPaused("paused", true);
+  await before.close();
+
+  const after = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    const [stats] = await after.stats("q");
+    assert.deepEqual(stats.counts, {
+      pending: 1,
+      delayed: 1,
+      leased: 1,
+      done: 0,
+      dead: 0,
+      cancelled: 0,
+    });
+    assert.equal(stats.oldest_pending_at, T0);
+    assert.equal((await after.stats("paused"))[0].paused, true);
+    assert.equal((await after.get(pendingOut.id))?.state, "pending");
+    assert.equal((await after.get(delayedOut.id))?.run_at, T0 + 60_000);
+    assert.equal(await after.nextDeadline(), T0 + 10_000);
+    const [dup] = await after.enqueue("q", [{ ...job, key: "b" }], T0 + 2);
+    assert.deepEqual(dup, { id: pendingOut.id, deduplicated: true, state: "pending" });
+
+    // The consumer that held the lease before the restart can still finish within it.
+    assert.equal((await after.get(leasedOut.id))?.checkpoint, '"half"');
+    await after.ack(leasedOut.id, delivery.lease.token, '"ok"', T0 + 9_999);
+    assert.equal((await after.get(leasedOut.id))?.state, "done");
+    const [next] = await after.enqueue("q", [job], T0 + 3);
+    assert.ok(next.id > delayedOut.id);
+  } finally {
+    await after.close();
+  }
+});
+
+Deno.test("SqliteStore.open() puts the database in WAL mode", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    await store.enqueue("q", [job], T0);
+    const reader = new DatabaseSync(db.path, { readOnly: true });
+    try {
+      const row = reader.prepare("PRAGMA journal_mode").get() as { journal_mode: string };
+      assert.equal(row.journal_mode, "wal");
+    } finally {
+      reader.close();
+    }
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("SqliteStore.open() with sync normal opens and commits", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, sync: "normal", policy: SUITE_POLICY });
+  try {
+    const [out] = await store.enqueue("q", [job], T0);
+    assert.equal((await store.get(out.id))?.state, "pending");
+    await store.probeWritable();
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("SqliteStore.open() on :memory: needs no lock file", async () => {
+  const store = SqliteStore.open({ path: ":memory:", policy: SUITE_POLICY });
+  try {
+    const [out] = await store.enqueue("q", [job], T0);
+    assert.equal((await store.get(out.id))?.state, "pending");
+    assert.match(store.engine, /^SQLite \d+\.\d+/);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("the WAL stays small under constant writes (checkpointed as it goes)", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    const big = { ...job, payload: JSON.stringify("x".repeat(1000)) };
+    // ≈ 30 MB of payload through the WAL, in commits of 100 jobs, with claims and acks.
+    for (let round = 0; round < 300; round++) {
+      await store.enqueue("w", Array.from({ length: 100 }, () => big), T0);
+      const leased = await store.claim("w", 100, null, T0);
+      await Promise.all(leased.map((d) => store.ack(d.job.id, d.lease.token, null, T0)));
+    }
+    const sizes = store.fileSizes();
+    assert.ok(sizes !== null);
+    assert.ok(sizes.database > 30_000_000, `database holds the jobs (${sizes.database} bytes)`);
+    assert.ok(sizes.wal < 16 * 1024 * 1024, `WAL stays under 16 MiB (${sizes.wal} bytes)`);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("after a failed WAL fsync the store runs no write at all, so none answered 503 is done after all", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  // SQLite keeps writing through its open descriptor; the store's own fsync must reopen the
+  // -wal by name on its first use, and fails: the fsync failure, on demand.
+  await Deno.remove(`${db.path}-wal`);
+  const codes = [];
+  for (let i = 0; i < 3; i++) {
+    codes.push(
+      await store.enqueue("q", [job], T0).then(() => "ok", (e) => e.code),
+      await store.probeWritable().then(() => "ok", (e) => e.code),
+    );
+  }
+  assert.deepEqual(codes, Array(6).fill("unavailable"));
+  assert.equal((await store.stats("q"))[0].counts.pending, 1, "reads still work");
+  await store.close();
+  const reopened = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    // Only the first enqueue ran: its commit came before the fsync that failed.
+    assert.equal((await reopened.stats("q"))[0].counts.pending, 1);
+  } finally {
+    await reopened.close();
+  }
+});
+
+Deno.test("a write queued while the fsync that fails is running is refused, not committed", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  const syncData = Deno.FsFile.prototype.syncData;
+  Deno.FsFile.prototype.syncData = () =>
+    new Promise((_, reject) => setTimeout(() => reject(new Error("EIO (simulated)")), 50));
+  try {
+    const first = store.enqueue("q", [job], T0); // committed; its fsync runs, then fails
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const queued = store.enqueue("q", [job], T0); // waits for that fsync to end
+    for (const write of [first, queued]) {
+      await assert.rejects(write, (e: unknown) => (e as { code: string }).code === "unavailable");
+    }
+  } finally {
+    Deno.FsFile.prototype.syncData = syncData;
+  }
+  await store.close();
+  const reopened = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    assert.equal((await reopened.stats("q"))[0].counts.pending, 1, "only the first commit ran");
+  } finally {
+    await reopened.close();
+  }
+});
+
+Deno.test("a transaction that changed nothing is answered without an fsync of its own", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  await store.enqueue("q", [job], T0); // durable: its fsync has finished
+  const syncData = Deno.FsFile.prototype.syncData;
+  Deno.FsFile.prototype.syncData = () => new Promise((resolve) => setTimeout(resolve, 2000));
+  try {
+    const empty = store.claim("nothing-here", 10, null, T0); // reads, writes nothing
+    const answer = await Promise.race([
+      empty,
+      new Promise((resolve) => setTimeout(() => resolve("still waiting"), 500)),
+    ]);
+    assert.deepEqual(answer, [], "an empty claim waits for no disk");
+  } finally {
+    Deno.FsFile.prototype.syncData = syncData;
+  }
+  await store.close();
+});

@@ -1,0 +1,1261 @@
+/**
+ * The behaviour suite every {@linkcode Store} must pass, in the manner of riverqueue's
+ * `riverdrivertest.Exercise`: the SQLite store runs it always, a PostgreSQL store will run the
+ * same cases. It speaks only through the `Store` interface and picks every time itself (no
+ * sleeping), so a case that passes here passes for the same reason on any engine.
+ *
+ * The store under test must be built with {@linkcode SUITE_POLICY}: the lease and backoff
+ * cases rely on its numbers.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { type ErrorCode, TegamiError } from "../../lib/core/errors.ts";
+import type { Delivery, JobState, NewJob } from "../../lib/core/job.ts";
+import type { LifecyclePolicy } from "../../lib/core/lifecycle.ts";
+import type { StateCounts, Store } from "../../lib/store/store.ts";
+
+/** A fresh, empty store and a way to dispose of it (which must also accept a closed store). */
+export type OpenStore = () => Promise<{ store: Store; cleanup(): Promise<void> }>;
+
+/**
+ * The policy the store under test must be built with. The retry delay is deterministic and
+ * shows what it was given: without a job backoff, `attempt` seconds; with one,
+ * `min(max_ms, base_ms · 2^(attempt−1))` without jitter.
+ */
+export const SUITE_POLICY: LifecyclePolicy = {
+  defaultLeaseMs: 30_000,
+  retryDelayMs(attempt, backoff) {
+    if (backoff === null) return attempt * 1_000;
+    return Math.min(backoff.max_ms, backoff.base_ms * 2 ** (attempt - 1));
+  },
+};
+
+/** The suite's "now": every case counts from here. */
+const T0 = 1_700_000_000_000;
+
+/** A job due at T0 with the usual defaults, overridden by `fields`. */
+function newJob(fields: Partial<NewJob> = {}): NewJob {
+  return {
+    payload: '{"n":0}',
+    priority: 0,
+    key: null,
+    run_at: T0,
+    max_attempts: 5,
+    lease_ms: null,
+    backoff: null,
+    ...fields,
+  };
+}
+
+/** Counts with the given states set and every other state zero. */
+function counts(some: Partial<StateCounts> = {}): StateCounts {
+  return { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0, ...some };
+}
+
+/** Asserts that `promise` rejects with a `TegamiError` carrying `code`. */
+async function rejectsWith(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof TegamiError, `expected a TegamiError, got ${error}`);
+    assert.equal(error.code, code);
+    return true;
+  });
+}
+
+/** Enqueues one job and answers its id. */
+async function enqueueOne(
+  store: Store,
+  queue: string,
+  fields: Partial<NewJob> = {},
+  now = T0,
+): Promise<number> {
+  const [out] = await store.enqueue(queue, [newJob(fields)], now);
+  assert.equal(out.deduplicated, false);
+  return out.id;
+}
+
+/** Claims exactly one job. */
+async function claimOne(
+  store: Store,
+  queue: string,
+  now = T0,
+  lease_ms: number | null = null,
+): Promise<Delivery> {
+  const got = await store.claim(queue, 1, lease_ms, now);
+  assert.equal(got.length, 1, `expected one delivery from "${queue}"`);
+  return got[0];
+}
+
+/** The counts of one queue. */
+async function countsOf(store: Store, queue: string): Promise<StateCounts> {
+  const [stats] = await store.stats(queue);
+  return stats.counts;
+}
+
+/** The state of a job, or null if it is gone. */
+async function stateOf(store: Store, id: number): Promise<JobState | null> {
+  return (await store.get(id))?.state ?? null;
+}
+
+/** Makes `n` dead jobs in `queue` (dead by an explicit nack), answering their ids in order. */
+async function makeDead(store: Store, queue: string, n: number, now = T0): Promise<number[]> {
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) ids.push(await enqueueOne(store, queue, {}, now));
+  for (const delivery of await store.claim(queue, n, null, now)) {
+    await store.nack(
+      delivery.job.id,
+      delivery.lease.token,
+      { error: "boom", delay_ms: null, dead: true },
+      now,
+    );
+  }
+  return ids;
+}
+
+/** Registers the behaviour suite for a store; every test name starts with `name`. */
+export function exerciseStore(name: string, open: OpenStore): void {
+  function test(title: string, fn: (store: Store) => Promise<void>): void {
+    Deno.test(`${name}: ${title}`, async () => {
+      const { store, cleanup } = await open();
+      try {
+        await fn(store);
+      } finally {
+        await cleanup();
+      }
+    });
+  }
+
+  // ---- enqueue ----
+
+  test("enqueue() answers increasing ids and stores each job as given", async (store) => {
+    const out = await store.enqueue("q", [
+      newJob({ payload: '{"a":1}', priority: 3, key: "k1", max_attempts: 7, lease_ms: 4_000 }),
+      newJob({ payload: "[1,2]", backoff: { base_ms: 10, max_ms: 20 } }),
+    ], T0);
+    assert.equal(out.length, 2);
+    assert.deepEqual(out.map((e) => [e.deduplicated, e.state]), [
+      [false, "pending"],
+      [false, "pending"],
+    ]);
+    assert.ok(out[1].id > out[0].id);
+    const later = await enqueueOne(store, "q");
+    assert.ok(later > out[1].id);
+
+    assert.deepEqual(await store.get(out[0].id), {
+      id: out[0].id,
+      queue: "q",
+      state: "pending",
+      payload: '{"a":1}',
+      priority: 3,
+      key: "k1",
+      attempts: 0,
+      max_attempts: 7,
+      run_at: T0,
+      lease_ms: 4_000,
+      backoff: null,
+      created_at: T0,
+      checkpoint: null,
+      result: null,
+      last_error: null,
+      lease_expires_at: null,
+      finished_at: null,
+    });
+    const second = await store.get(out[1].id);
+    assert.equal(second?.payload, "[1,2]");
+    assert.deepEqual(second?.backoff, { base_ms: 10, max_ms: 20 });
+    assert.equal(second?.key, null);
+    assert.equal(second?.lease_ms, null);
+  });
+
+  test("enqueue() makes a job due later delayed and one due now or earlier pending", async (store) => {
+    const out = await store.enqueue("q", [
+      newJob({ run_at: T0 + 1 }),
+      newJob({ run_at: T0 }),
+      newJob({ run_at: T0 - 5_000 }),
+    ], T0);
+    assert.deepEqual(out.map((e) => e.state), ["delayed", "pending", "pending"]);
+    const [later, now, past] = await Promise.all(out.map((e) => store.get(e.id)));
+    assert.equal(later?.state, "delayed");
+    assert.equal(later?.run_at, T0 + 1);
+    assert.equal(now?.run_at, T0);
+    assert.equal(past?.state, "pending");
+    assert.equal(past?.run_at, T0, "a run_at in the past means now");
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2, delayed: 1 }));
+  });
+
+  test("enqueue() never reuses the id of a removed job", async (store) => {
+    const first = await enqueueOne(store, "q");
+    await store.cancel(first, T0);
+    await store.cancel(first, T0); // removes the cancelled job
+    assert.equal(await store.get(first), null);
+    const next = await enqueueOne(store, "q");
+    assert.ok(next > first);
+  });
+
+  test("enqueue() stores a batch all-or-nothing", async (store) => {
+    // A job the database must refuse (payload is required) sinks the whole batch.
+    const bad = newJob({ payload: null as unknown as string });
+    await assert.rejects(
+      store.enqueue("q", [newJob({ key: "a" }), newJob({ key: "b" }), bad], T0),
+    );
+    assert.deepEqual(await countsOf(store, "q"), counts());
+    const [out] = await store.enqueue("q", [newJob({ key: "a" })], T0);
+    assert.equal(out.deduplicated, false, "the key of the failed batch is not held");
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1 }));
+  });
+
+  test("enqueue() answers the existing id for a duplicate key and stores nothing", async (store) => {
+    const id = await enqueueOne(store, "q", { key: "order-1", payload: '"first"' });
+    const out = await store.enqueue("q", [
+      newJob({ key: "order-1", payload: '"second"', priority: 9 }),
+    ], T0 + 10);
+    assert.deepEqual(out, [{ id, deduplicated: true, state: "pending" }]);
+    const job = await store.get(id);
+    assert.equal(job?.payload, '"first"');
+    assert.equal(job?.priority, 0);
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1 }));
+  });
+
+  test("enqueue() deduplicates by key within one batch", async (store) => {
+    const out = await store.enqueue("q", [
+      newJob({ key: "x", payload: "1" }),
+      newJob({ key: "y", payload: "2" }),
+      newJob({ key: "x", payload: "3" }),
+      newJob({ payload: "4" }),
+    ], T0);
+    assert.deepEqual(out.map((e) => e.deduplicated), [false, false, true, false]);
+    assert.equal(out[2].id, out[0].id);
+    assert.equal(new Set(out.map((e) => e.id)).size, 3);
+    assert.equal((await store.get(out[0].id))?.payload, "1");
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 3 }));
+  });
+
+  test("enqueue() accepts the same key in another queue", async (store) => {
+    const a = await enqueueOne(store, "a", { key: "k" });
+    const [out] = await store.enqueue("b", [newJob({ key: "k" })], T0);
+    assert.equal(out.deduplicated, false);
+    assert.notEqual(out.id, a);
+    assert.equal((await store.get(out.id))?.queue, "b");
+  });
+
+  test("enqueue() keeps a key held by a leased, done, dead or cancelled job", async (store) => {
+    const leased = await enqueueOne(store, "q", { key: "leased" });
+    await claimOne(store, "q");
+    const done = await enqueueOne(store, "q", { key: "done" });
+    const d = await claimOne(store, "q");
+    await store.ack(done, d.lease.token, null, T0);
+    const dead = await enqueueOne(store, "q", { key: "dead" });
+    const x = await claimOne(store, "q");
+    await store.nack(dead, x.lease.token, { error: null, delay_ms: null, dead: true }, T0);
+    const cancelled = await enqueueOne(store, "q", { key: "cancelled" });
+    await store.cancel(cancelled, T0);
+    const delayed = await enqueueOne(store, "q", { key: "delayed", run_at: T0 + 1_000 });
+
+    const expected: [string, number, JobState][] = [
+      ["leased", leased, "leased"],
+      ["done", done, "done"],
+      ["dead", dead, "dead"],
+      ["cancelled", cancelled, "cancelled"],
+      ["delayed", delayed, "delayed"],
+    ];
+    for (const [key, id, state] of expected) {
+      const [out] = await store.enqueue("q", [newJob({ key })], T0 + 1);
+      assert.deepEqual(out, { id, deduplicated: true, state }, `key "${key}"`);
+    }
+    assert.deepEqual(
+      await countsOf(store, "q"),
+      counts({ leased: 1, done: 1, dead: 1, cancelled: 1, delayed: 1 }),
+    );
+  });
+
+  test("enqueue() accepts a key again once its job is removed", async (store) => {
+    const done = await enqueueOne(store, "q", { key: "k" });
+    const d = await claimOne(store, "q");
+    await store.ack(done, d.lease.token, null, T0);
+    await store.cancel(done, T0 + 1); // removes it
+    const again = await enqueueOne(store, "q", { key: "k" }, T0 + 2);
+    assert.ok(again > done);
+
+    // ... and once a sweep has removed it.
+    await store.cancel(again, T0 + 3);
+    await store.sweepFinished(T0 + 4);
+    assert.equal(await store.get(again), null);
+    const third = await enqueueOne(store, "q", { key: "k" }, T0 + 5);
+    assert.ok(third > again);
+  });
+
+  // ---- claim ----
+
+  test("claim() answers the highest priority first, then FIFO", async (store) => {
+    const a = await enqueueOne(store, "q", { priority: 0 });
+    const b = await enqueueOne(store, "q", { priority: 5 });
+    const c = await enqueueOne(store, "q", { priority: 0 });
+    const d = await enqueueOne(store, "q", { priority: 5 });
+    const e = await enqueueOne(store, "q", { priority: -1 });
+    const f = await enqueueOne(store, "q", { priority: 10 });
+    const first = await store.claim("q", 3, null, T0);
+    assert.deepEqual(first.map((x) => x.job.id), [f, b, d]);
+    const rest = [(await claimOne(store, "q")).job.id, (await claimOne(store, "q")).job.id];
+    assert.deepEqual(rest, [a, c]);
+    assert.equal((await claimOne(store, "q")).job.id, e);
+  });
+
+  test("claim() leases at most max jobs and answers an empty list when none wait", async (store) => {
+    assert.deepEqual(await store.claim("q", 5, null, T0), []);
+    for (let i = 0; i < 5; i++) await enqueueOne(store, "q");
+    assert.equal((await store.claim("q", 2, null, T0)).length, 2);
+    assert.equal((await store.claim("q", 10, null, T0)).length, 3);
+    assert.deepEqual(await store.claim("q", 10, null, T0), []);
+    assert.deepEqual(await countsOf(store, "q"), counts({ leased: 5 }));
+  });
+
+  test("claim() takes jobs only from the named queue", async (store) => {
+    const a = await enqueueOne(store, "a");
+    await enqueueOne(store, "b");
+    const got = await store.claim("a", 10, null, T0);
+    assert.deepEqual(got.map((x) => x.job.id), [a]);
+    assert.deepEqual(await countsOf(store, "b"), counts({ pending: 1 }));
+  });
+
+  test("claim() answers the job as leased, with its lease", async (store) => {
+    const id = await enqueueOne(store, "q", { payload: '{"p":true}', key: "k" });
+    const { job, lease } = await claimOne(store, "q", T0 + 7, 2_000);
+    assert.equal(job.id, id);
+    assert.equal(job.state, "leased");
+    assert.equal(job.payload, '{"p":true}');
+    assert.equal(job.key, "k");
+    assert.equal(job.attempts, 1);
+    assert.equal(job.checkpoint, null);
+    assert.equal(lease.expires_at, T0 + 2_007);
+    assert.equal(job.lease_expires_at, lease.expires_at);
+    const stored = await store.get(id);
+    assert.equal(stored?.state, "leased");
+    assert.equal(stored?.attempts, 1);
+    assert.equal(stored?.lease_expires_at, T0 + 2_007);
+  });
+
+  test("claim() takes the claim's lease_ms, else the job's, else the policy's", async (store) => {
+    const own = await enqueueOne(store, "q", { lease_ms: 5_000 });
+    const none = await enqueueOne(store, "q");
+    const both = await store.claim("q", 2, 2_000, T0);
+    assert.deepEqual(both.map((x) => [x.job.id, x.lease.expires_at]), [
+      [own, T0 + 2_000],
+      [none, T0 + 2_000],
+    ]);
+
+    const own2 = await enqueueOne(store, "r", { lease_ms: 5_000 });
+    const none2 = await enqueueOne(store, "r");
+    const defaults = await store.claim("r", 2, null, T0);
+    assert.deepEqual(defaults.map((x) => [x.job.id, x.lease.expires_at]), [
+      [own2, T0 + 5_000],
+      [none2, T0 + SUITE_POLICY.defaultLeaseMs],
+    ]);
+  });
+
+  test("claim() increments attempts at each delivery", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const first = await claimOne(store, "q", T0, 1_000);
+    assert.equal(first.job.attempts, 1);
+    await store.release([{ id, token: first.lease.token }], T0 + 1);
+    const second = await claimOne(store, "q", T0 + 2, 1_000);
+    assert.equal(second.job.attempts, 2);
+    await store.tick(T0 + 1_002); // the lease expires
+    const third = await claimOne(store, "q", T0 + 1_002);
+    assert.equal(third.job.attempts, 3);
+    assert.equal((await store.get(id))?.attempts, 3);
+  });
+
+  test("claim() gives every delivery a fresh, unique token", async (store) => {
+    for (let i = 0; i < 20; i++) await enqueueOne(store, "q");
+    const got = await store.claim("q", 20, null, T0);
+    const tokens = got.map((x) => x.lease.token);
+    assert.equal(new Set(tokens).size, 20);
+    for (const token of tokens) assert.ok(token.length >= 16, `token "${token}" is too short`);
+
+    const [again] = got;
+    await store.release([{ id: again.job.id, token: again.lease.token }], T0);
+    const redelivered = await claimOne(store, "q");
+    assert.equal(redelivered.job.id, again.job.id);
+    assert.ok(!tokens.includes(redelivered.lease.token));
+  });
+
+  test("claim() answers nothing from a paused queue until it is resumed", async (store) => {
+    const id = await enqueueOne(store, "q");
+    await enqueueOne(store, "other");
+    await store.setPaused("q", true);
+    assert.deepEqual(await store.claim("q", 10, null, T0), []);
+    const late = await enqueueOne(store, "q", {}, T0 + 1); // enqueue is still accepted
+    assert.deepEqual(await store.claim("q", 10, null, T0 + 2), []);
+    assert.equal((await claimOne(store, "other")).job.queue, "other");
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2 }));
+
+    await store.setPaused("q", false);
+    const got = await store.claim("q", 10, null, T0 + 3);
+    assert.deepEqual(got.map((x) => x.job.id), [id, late]);
+  });
+
+  test("claim() does not deliver a delayed job until tick() promotes it", async (store) => {
+    const id = await enqueueOne(store, "q", { run_at: T0 + 1_000 });
+    assert.deepEqual(await store.claim("q", 1, null, T0), []);
+    assert.deepEqual(await store.claim("q", 1, null, T0 + 5_000), [], "not before a tick");
+    assert.deepEqual(await store.tick(T0 + 999), { woken: [], expired: [], more: false });
+    assert.deepEqual(await store.claim("q", 1, null, T0 + 999), []);
+    assert.deepEqual(await store.tick(T0 + 1_000), { woken: ["q"], expired: [], more: false });
+    assert.equal((await claimOne(store, "q", T0 + 1_000)).job.id, id);
+  });
+
+  test("tick() promotes at most `limit` due jobs per call and says when more are due", async (store) => {
+    await store.enqueue("q", [1, 2, 3, 4, 5].map(() => newJob({ run_at: T0 + 1_000 })), T0);
+    const first = await store.tick(T0 + 1_000, 2);
+    assert.deepEqual(first, { woken: ["q"], expired: [], more: true });
+    assert.equal((await store.stats("q"))[0].counts.pending, 2);
+    assert.equal((await store.tick(T0 + 1_000, 2)).more, true);
+    assert.deepEqual(await store.tick(T0 + 1_000, 2), { woken: ["q"], expired: [], more: false });
+    assert.equal((await store.stats("q"))[0].counts.pending, 5);
+  });
+
+  // ---- ack ----
+
+  test("ack() completes the job and stores its result", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q");
+    assert.deepEqual(await store.ack(id, lease.token, '{"ok":true}', T0 + 10), { id, queue: "q" });
+    const job = await store.get(id);
+    assert.equal(job?.state, "done");
+    assert.equal(job?.result, '{"ok":true}');
+    assert.equal(job?.finished_at, T0 + 10);
+    assert.equal(job?.lease_expires_at, null);
+    assert.equal(job?.attempts, 1);
+    assert.deepEqual(await countsOf(store, "q"), counts({ done: 1 }));
+  });
+
+  test("ack() without a result stores null", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q");
+    await store.ack(id, lease.token, null, T0);
+    assert.equal((await store.get(id))?.result, null);
+  });
+
+  test("ack() repeated with the same token answers the same and changes nothing", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q");
+    await store.ack(id, lease.token, '"r1"', T0 + 10);
+    assert.deepEqual(await store.ack(id, lease.token, '"r1"', T0 + 20), { id, queue: "q" });
+    assert.deepEqual(await store.ack(id, lease.token, '"other"', T0 + 40_000), { id, queue: "q" });
+    const job = await store.get(id);
+    assert.equal(job?.result, '"r1"');
+    assert.equal(job?.finished_at, T0 + 10);
+    assert.deepEqual(await countsOf(store, "q"), counts({ done: 1 }));
+  });
+
+  test("ack() with a stale token fails with lease_lost and changes nothing", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const first = await claimOne(store, "q", T0, 1_000);
+    await store.tick(T0 + 1_000);
+    const second = await claimOne(store, "q", T0 + 1_000, 1_000);
+    await rejectsWith(store.ack(id, first.lease.token, null, T0 + 1_001), "lease_lost");
+    await rejectsWith(store.ack(id, "not-a-token", null, T0 + 1_001), "lease_lost");
+    const job = await store.get(id);
+    assert.equal(job?.state, "leased");
+    assert.equal(job?.result, null);
+    assert.deepEqual(await countsOf(store, "q"), counts({ leased: 1 }));
+
+    await store.ack(id, second.lease.token, null, T0 + 1_002);
+    // Once done, only the completing token's repeat is answered.
+    await rejectsWith(store.ack(id, first.lease.token, null, T0 + 1_003), "lease_lost");
+  });
+
+  test("ack() of an unknown job fails with not_found", async (store) => {
+    await rejectsWith(store.ack(424242, "token", null, T0), "not_found");
+  });
+
+  test("ack() once the lease has expired fails with lease_lost", async (store) => {
+    const a = await enqueueOne(store, "q");
+    const b = await enqueueOne(store, "q");
+    const [da, db] = await store.claim("q", 2, 1_000, T0);
+    assert.deepEqual(await store.ack(a, da.lease.token, null, T0 + 999), { id: a, queue: "q" });
+    // Expired at now = expires_at, even before a tick has ended the lease.
+    await rejectsWith(store.ack(b, db.lease.token, null, T0 + 1_000), "lease_lost");
+    assert.equal(await stateOf(store, b), "leased");
+  });
+
+  // ---- nack ----
+
+  test("nack() with delay_ms makes the job delayed until now + delay_ms", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q");
+    const out = await store.nack(id, lease.token, {
+      error: "try later",
+      delay_ms: 2_500,
+      dead: false,
+    }, T0 + 100);
+    assert.deepEqual(out, { id, queue: "q", state: "delayed", run_at: T0 + 2_600 });
+    const job = await store.get(id);
+    assert.equal(job?.state, "delayed");
+    assert.equal(job?.run_at, T0 + 2_600);
+    assert.equal(job?.last_error, "try later");
+    assert.equal(job?.lease_expires_at, null);
+    assert.deepEqual(await countsOf(store, "q"), counts({ delayed: 1 }));
+    assert.deepEqual(await store.claim("q", 1, null, T0 + 2_600), []);
+    await store.tick(T0 + 2_599);
+    assert.equal(await stateOf(store, id), "delayed");
+    await store.tick(T0 + 2_600);
+    assert.equal((await claimOne(store, "q", T0 + 2_600)).job.attempts, 2);
+  });
+
+  test("nack() with delay_ms 0 makes the job pending at once", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q");
+    const out = await store.nack(
+      id,
+      lease.token,
+      { error: null, delay_ms: 0, dead: false },
+      T0 + 5,
+    );
+    assert.deepEqual(out, { id, queue: "q", state: "pending", run_at: T0 + 5 });
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1 }));
+    assert.equal((await claimOne(store, "q", T0 + 5)).job.id, id);
+  });
+
+  test("nack() without delay_ms waits the policy's delay for the failed attempt", async (store) => {
+    const id = await enqueueOne(store, "q");
+    let { lease } = await claimOne(store, "q", T0);
+    const first = await store.nack(
+      id,
+      lease.token,
+      { error: "e1", delay_ms: null, dead: false },
+      T0,
+    );
+    assert.deepEqual(first, { id, queue: "q", state: "delayed", run_at: T0 + 1_000 });
+    await store.tick(T0 + 1_000);
+    ({ lease } = await claimOne(store, "q", T0 + 1_000));
+    const second = await store.nack(
+      id,
+      lease.token,
+      { error: "e2", delay_ms: null, dead: false },
+      T0 + 1_000,
+    );
+    assert.deepEqual(second, { id, queue: "q", state: "delayed", run_at: T0 + 3_000 });
+  });
+
+  test("nack() without delay_ms passes the job's own backoff to the policy", async (store) => {
+    const id = await enqueueOne(store, "q", { backoff: { base_ms: 50, max_ms: 120 } });
+    const delays: number[] = [];
+    let now = T0;
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const { lease } = await claimOne(store, "q", now);
+      const out = await store.nack(
+        id,
+        lease.token,
+        { error: null, delay_ms: null, dead: false },
+        now,
+      );
+      delays.push(out.run_at - now);
+      now = out.run_at;
+      await store.tick(now);
+    }
+    assert.deepEqual(delays, [50, 100, 120]);
+  });
+
+  test("nack() with dead sends the job to dead at once", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q");
+    const out = await store.nack(
+      id,
+      lease.token,
+      { error: "poison", delay_ms: 10, dead: true },
+      T0 + 3,
+    );
+    assert.deepEqual(out, { id, queue: "q", state: "dead", run_at: T0 + 3 });
+    const job = await store.get(id);
+    assert.equal(job?.state, "dead");
+    assert.equal(job?.last_error, "poison");
+    assert.equal(job?.finished_at, T0 + 3);
+    assert.equal(job?.attempts, 1);
+    assert.deepEqual(await countsOf(store, "q"), counts({ dead: 1 }));
+  });
+
+  test("nack() of the last allowed attempt sends the job to dead", async (store) => {
+    const id = await enqueueOne(store, "q", { max_attempts: 2 });
+    const first = await claimOne(store, "q");
+    const retry = await store.nack(id, first.lease.token, {
+      error: "one",
+      delay_ms: 0,
+      dead: false,
+    }, T0);
+    assert.equal(retry.state, "pending");
+    const second = await claimOne(store, "q", T0 + 1);
+    assert.equal(second.job.attempts, 2);
+    const out = await store.nack(id, second.lease.token, {
+      error: "two",
+      delay_ms: 0,
+      dead: false,
+    }, T0 + 2);
+    assert.deepEqual(out, { id, queue: "q", state: "dead", run_at: T0 + 2 });
+    const job = await store.get(id);
+    assert.equal(job?.state, "dead");
+    assert.equal(job?.last_error, "two");
+    assert.deepEqual(await countsOf(store, "q"), counts({ dead: 1 }));
+  });
+
+  test("nack() with a stale token fails with lease_lost and changes nothing", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q", T0, 1_000);
+    const retry = { error: "x", delay_ms: 0, dead: false };
+    await rejectsWith(store.nack(id, "wrong", retry, T0 + 1), "lease_lost");
+    await rejectsWith(store.nack(id, lease.token, retry, T0 + 1_000), "lease_lost");
+    await rejectsWith(store.nack(424242, lease.token, retry, T0), "not_found");
+    const job = await store.get(id);
+    assert.equal(job?.state, "leased");
+    assert.equal(job?.last_error, null);
+  });
+
+  // ---- extend ----
+
+  test("extend() moves the expiry to now + lease_ms", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q", T0, 1_000);
+    assert.deepEqual(await store.extend(id, lease.token, 5_000, T0 + 500), {
+      id,
+      expires_at: T0 + 5_500,
+    });
+    assert.equal((await store.get(id))?.lease_expires_at, T0 + 5_500);
+    assert.deepEqual(await store.tick(T0 + 1_000), { woken: [], expired: [], more: false });
+    assert.equal(await stateOf(store, id), "leased");
+    await store.ack(id, lease.token, null, T0 + 5_499);
+    assert.equal(await stateOf(store, id), "done");
+  });
+
+  test("extend() without lease_ms uses the lease length in force", async (store) => {
+    const claimed = await enqueueOne(store, "a");
+    const own = await enqueueOne(store, "b", { lease_ms: 4_000 });
+    const plain = await enqueueOne(store, "c");
+    const a = await claimOne(store, "a", T0, 2_000);
+    const b = await claimOne(store, "b", T0);
+    const c = await claimOne(store, "c", T0);
+    assert.equal(
+      (await store.extend(claimed, a.lease.token, null, T0 + 1_500)).expires_at,
+      T0 + 3_500,
+    );
+    assert.equal((await store.extend(own, b.lease.token, null, T0 + 100)).expires_at, T0 + 4_100);
+    assert.equal(
+      (await store.extend(plain, c.lease.token, null, T0 + 100)).expires_at,
+      T0 + 100 + SUITE_POLICY.defaultLeaseMs,
+    );
+  });
+
+  test("extend() with a stale token fails with lease_lost", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q", T0, 1_000);
+    await rejectsWith(store.extend(id, "wrong", 1_000, T0 + 1), "lease_lost");
+    await rejectsWith(store.extend(id, lease.token, 1_000, T0 + 1_000), "lease_lost");
+    await rejectsWith(store.extend(424242, lease.token, 1_000, T0), "not_found");
+    assert.equal((await store.get(id))?.lease_expires_at, T0 + 1_000);
+
+    const other = await enqueueOne(store, "r");
+    const d = await claimOne(store, "r", T0);
+    await store.ack(other, d.lease.token, null, T0 + 1);
+    await rejectsWith(store.extend(other, d.lease.token, 1_000, T0 + 2), "lease_lost");
+  });
+
+  // ---- checkpoint ----
+
+  test("checkpoint() stores the data on the job", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q");
+    assert.deepEqual(await store.checkpoint(id, lease.token, '{"step":1}', T0 + 1), { id });
+    assert.equal((await store.get(id))?.checkpoint, '{"step":1}');
+    await store.checkpoint(id, lease.token, '{"step":2,"task":"X"}', T0 + 2);
+    assert.equal((await store.get(id))?.checkpoint, '{"step":2,"task":"X"}');
+    assert.equal(await stateOf(store, id), "leased");
+  });
+
+  test("checkpoint() is carried on the next delivery", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const first = await claimOne(store, "q", T0, 1_000);
+    await store.checkpoint(id, first.lease.token, '"calling"', T0 + 1);
+    await store.tick(T0 + 1_000); // the consumer crashed; its lease expires
+    const second = await claimOne(store, "q", T0 + 1_000);
+    assert.equal(second.job.checkpoint, '"calling"');
+    await store.checkpoint(id, second.lease.token, '{"task":"X"}', T0 + 1_001);
+    await store.nack(id, second.lease.token, { error: null, delay_ms: 0, dead: false }, T0 + 1_002);
+    const third = await claimOne(store, "q", T0 + 1_002);
+    assert.equal(third.job.checkpoint, '{"task":"X"}');
+  });
+
+  test("checkpoint() with a stale token fails with lease_lost and changes nothing", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q", T0, 1_000);
+    await store.checkpoint(id, lease.token, "1", T0 + 1);
+    await rejectsWith(store.checkpoint(id, "wrong", "2", T0 + 2), "lease_lost");
+    await rejectsWith(store.checkpoint(id, lease.token, "3", T0 + 1_000), "lease_lost");
+    await rejectsWith(store.checkpoint(424242, lease.token, "4", T0), "not_found");
+    assert.equal((await store.get(id))?.checkpoint, "1");
+  });
+
+  // ---- get ----
+
+  test("get() answers null for an unknown id", async (store) => {
+    assert.equal(await store.get(424242), null);
+  });
+
+  test("queueOf() answers a job's queue, leased or not, and null once it is gone", async (store) => {
+    const waiting = await enqueueOne(store, "a.one");
+    const leased = await enqueueOne(store, "b.two");
+    await store.claim("b.two", 1, null, T0);
+    assert.equal(await store.queueOf(waiting), "a.one");
+    assert.equal(await store.queueOf(leased), "b.two");
+    assert.equal(await store.queueOf(424242), null);
+    await store.cancel(waiting, T0);
+    await store.cancel(waiting, T0); // a cancelled job is removed by the second cancel
+    assert.equal(await store.queueOf(waiting), null);
+  });
+
+  // ---- cancel ----
+
+  test("cancel() makes a pending or delayed job cancelled", async (store) => {
+    const pending = await enqueueOne(store, "q");
+    const delayed = await enqueueOne(store, "q", { run_at: T0 + 1_000 });
+    assert.deepEqual(await store.cancel(pending, T0 + 5), {
+      id: pending,
+      queue: "q",
+      state: "cancelled",
+      removed: false,
+      revoked_token: null,
+    });
+    assert.deepEqual(await store.cancel(delayed, T0 + 6), {
+      id: delayed,
+      queue: "q",
+      state: "cancelled",
+      removed: false,
+      revoked_token: null,
+    });
+    const job = await store.get(pending);
+    assert.equal(job?.state, "cancelled");
+    assert.equal(job?.finished_at, T0 + 5);
+    assert.deepEqual(await store.tick(T0 + 2_000), { woken: [], expired: [], more: false });
+    assert.equal(await stateOf(store, delayed), "cancelled");
+    assert.deepEqual(await store.claim("q", 10, null, T0 + 2_000), []);
+    assert.deepEqual(await countsOf(store, "q"), counts({ cancelled: 2 }));
+  });
+
+  test("cancel() of a leased job revokes its lease and answers its token", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q", T0, 1_000);
+    assert.deepEqual(await store.cancel(id, T0 + 10), {
+      id,
+      queue: "q",
+      state: "cancelled",
+      removed: false,
+      revoked_token: lease.token,
+    });
+    const job = await store.get(id);
+    assert.equal(job?.state, "cancelled");
+    assert.equal(job?.lease_expires_at, null);
+    await rejectsWith(store.ack(id, lease.token, null, T0 + 11), "lease_lost");
+    await rejectsWith(store.extend(id, lease.token, null, T0 + 11), "lease_lost");
+    await rejectsWith(store.checkpoint(id, lease.token, "1", T0 + 11), "lease_lost");
+    assert.deepEqual(await store.release([{ id, token: lease.token }], T0 + 12), []);
+    assert.deepEqual(await store.tick(T0 + 1_000), { woken: [], expired: [], more: false });
+    assert.deepEqual(await countsOf(store, "q"), counts({ cancelled: 1 }));
+  });
+
+  test("cancel() removes a done, dead or cancelled job", async (store) => {
+    const done = await enqueueOne(store, "q");
+    const d = await claimOne(store, "q");
+    await store.ack(done, d.lease.token, null, T0);
+    const [dead] = await makeDead(store, "q", 1);
+    const cancelled = await enqueueOne(store, "q");
+    await store.cancel(cancelled, T0);
+    assert.deepEqual(await countsOf(store, "q"), counts({ done: 1, dead: 1, cancelled: 1 }));
+
+    const expected: [number, JobState][] = [[done, "done"], [dead, "dead"], [
+      cancelled,
+      "cancelled",
+    ]];
+    for (const [id, state] of expected) {
+      assert.deepEqual(await store.cancel(id, T0 + 1), {
+        id,
+        queue: "q",
+        state,
+        removed: true,
+        revoked_token: null,
+      });
+      assert.equal(await store.get(id), null);
+      await rejectsWith(store.cancel(id, T0 + 2), "not_found");
+    }
+    assert.deepEqual(await countsOf(store, "q"), counts());
+  });
+
+  test("cancel() of an unknown job fails with not_found", async (store) => {
+    await rejectsWith(store.cancel(424242, T0), "not_found");
+  });
+
+  // ---- setPaused and stats ----
+
+  test("stats() of an unknown queue answers zeros", async (store) => {
+    assert.deepEqual(await store.stats("nobody"), [
+      { name: "nobody", paused: false, counts: counts(), oldest_pending_at: null },
+    ]);
+  });
+
+  test("stats() without a queue lists every queue with jobs", async (store) => {
+    await enqueueOne(store, "a");
+    await enqueueOne(store, "b", { run_at: T0 + 10 });
+    const all = await store.stats();
+    const byName = new Map(all.map((s) => [s.name, s]));
+    assert.deepEqual(byName.get("a")?.counts, counts({ pending: 1 }));
+    assert.deepEqual(byName.get("b")?.counts, counts({ delayed: 1 }));
+    assert.equal(byName.has("nobody"), false);
+  });
+
+  test("setPaused() pauses and resumes a queue, as stats() shows", async (store) => {
+    await enqueueOne(store, "q");
+    await store.setPaused("q", true);
+    assert.equal((await store.stats("q"))[0].paused, true);
+    assert.equal((await store.stats("other"))[0].paused, false);
+    await store.setPaused("q", true); // pausing twice is harmless
+    await store.setPaused("q", false);
+    assert.equal((await store.stats("q"))[0].paused, false);
+
+    await store.setPaused("empty", true); // a queue without jobs can be paused
+    const all = await store.stats();
+    assert.equal(all.find((s) => s.name === "empty")?.paused, true);
+    assert.deepEqual(all.find((s) => s.name === "empty")?.counts, counts());
+  });
+
+  test("stats() counts jobs per state exactly after every transition", async (store) => {
+    const expect = async (some: Partial<StateCounts>, step: string) =>
+      assert.deepEqual(await countsOf(store, "q"), counts(some), step);
+
+    const a = await enqueueOne(store, "q");
+    const b = await enqueueOne(store, "q", { run_at: T0 + 1_000 });
+    const c = await enqueueOne(store, "q", { max_attempts: 2 });
+    await expect({ pending: 2, delayed: 1 }, "enqueue");
+    const [extra] = await store.enqueue("q", [newJob({ key: "a" })], T0);
+    await store.enqueue("q", [newJob({ key: "a" })], T0);
+    await expect({ pending: 3, delayed: 1 }, "enqueue of a duplicate");
+    await store.cancel(extra.id, T0);
+    await expect({ pending: 2, delayed: 1, cancelled: 1 }, "cancel");
+    await store.cancel(extra.id, T0);
+    await expect({ pending: 2, delayed: 1 }, "remove");
+
+    const da = await claimOne(store, "q", T0);
+    assert.equal(da.job.id, a);
+    await expect({ pending: 1, delayed: 1, leased: 1 }, "claim");
+    await rejectsWith(store.ack(a, "wrong", null, T0), "lease_lost");
+    await expect({ pending: 1, delayed: 1, leased: 1 }, "failed ack");
+    await store.ack(a, da.lease.token, null, T0 + 1);
+    await expect({ pending: 1, delayed: 1, done: 1 }, "ack");
+
+    const dc = await claimOne(store, "q", T0 + 1, 999);
+    assert.equal(dc.job.id, c);
+    await expect({ delayed: 1, leased: 1, done: 1 }, "claim");
+    await store.tick(T0 + 1_000); // b promoted, c's lease expired
+    await expect({ pending: 2, done: 1 }, "tick");
+
+    const both = await store.claim("q", 2, null, T0 + 1_000);
+    assert.deepEqual(both.map((x) => x.job.id), [b, c]);
+    await expect({ leased: 2, done: 1 }, "claim two");
+    const [db, dc2] = both;
+    await store.nack(c, dc2.lease.token, { error: "x", delay_ms: 0, dead: false }, T0 + 1_001);
+    await expect({ leased: 1, done: 1, dead: 1 }, "nack on the last attempt");
+    await store.nack(b, db.lease.token, { error: "x", delay_ms: 500, dead: false }, T0 + 1_001);
+    await expect({ delayed: 1, done: 1, dead: 1 }, "nack with delay");
+    await store.cancel(b, T0 + 1_002);
+    await expect({ done: 1, dead: 1, cancelled: 1 }, "cancel delayed");
+    assert.equal(await store.requeueDead("q", null, T0 + 1_003), 1);
+    await expect({ pending: 1, done: 1, cancelled: 1 }, "requeue");
+
+    const dc3 = await claimOne(store, "q", T0 + 1_003);
+    await expect({ leased: 1, done: 1, cancelled: 1 }, "claim requeued");
+    await store.release([{ id: c, token: dc3.lease.token }], T0 + 1_004);
+    await expect({ pending: 1, done: 1, cancelled: 1 }, "release");
+    await claimOne(store, "q", T0 + 1_004);
+    await store.cancel(c, T0 + 1_005);
+    await expect({ done: 1, cancelled: 2 }, "cancel leased");
+    await store.cancel(a, T0 + 1_006);
+    await expect({ cancelled: 2 }, "remove done");
+    assert.equal(await store.sweepFinished(T0 + 1_005), 1);
+    await expect({ cancelled: 1 }, "sweep");
+    assert.equal(await store.sweepFinished(T0 + 10_000), 1);
+    await expect({}, "sweep all");
+  });
+
+  test("stats() answers the run_at of the oldest pending job", async (store) => {
+    assert.equal((await store.stats("q"))[0].oldest_pending_at, null);
+    const x = await enqueueOne(store, "q", {}, T0);
+    const y = await enqueueOne(store, "q", { run_at: T0 + 5 }, T0 + 5);
+    const z = await enqueueOne(store, "q", { run_at: T0 + 100 }, T0); // delayed, made earlier
+    assert.equal((await store.stats("q"))[0].oldest_pending_at, T0);
+    await store.tick(T0 + 200);
+    assert.equal((await claimOne(store, "q", T0 + 200)).job.id, x);
+    assert.equal((await store.stats("q"))[0].oldest_pending_at, T0 + 5);
+    assert.equal((await claimOne(store, "q", T0 + 200)).job.id, y);
+    assert.equal(
+      (await store.stats("q"))[0].oldest_pending_at,
+      T0 + 100,
+      "a promoted job became available at its run_at",
+    );
+    assert.equal((await claimOne(store, "q", T0 + 200)).job.id, z);
+    assert.equal((await store.stats("q"))[0].oldest_pending_at, null);
+  });
+
+  // ---- dead jobs ----
+
+  test("listDead() answers dead jobs by id after the cursor, at most limit", async (store) => {
+    const dead = await makeDead(store, "q", 4);
+    await makeDead(store, "other", 1);
+    await enqueueOne(store, "q"); // pending, not dead
+    const all = await store.listDead("q", 10, 0);
+    assert.deepEqual(all.map((j) => j.id), dead);
+    for (const job of all) {
+      assert.equal(job.state, "dead");
+      assert.equal(job.queue, "q");
+      assert.equal(job.last_error, "boom");
+    }
+    assert.deepEqual((await store.listDead("q", 2, 0)).map((j) => j.id), dead.slice(0, 2));
+    assert.deepEqual((await store.listDead("q", 2, dead[1])).map((j) => j.id), dead.slice(2));
+    assert.deepEqual(await store.listDead("q", 10, dead[3]), []);
+    assert.deepEqual(await store.listDead("nobody", 10, 0), []);
+  });
+
+  test("requeueDead() without ids makes every dead job of the queue pending", async (store) => {
+    const dead = await makeDead(store, "q", 3);
+    const [other] = await makeDead(store, "other", 1);
+    assert.equal(await store.requeueDead("q", null, T0 + 50), 3);
+    for (const id of dead) {
+      const job = await store.get(id);
+      assert.equal(job?.state, "pending");
+      assert.equal(job?.attempts, 0, "attempts are reset");
+      assert.equal(job?.finished_at, null);
+    }
+    assert.equal(await stateOf(store, other), "dead");
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 3 }));
+    const got = await store.claim("q", 10, null, T0 + 50);
+    assert.deepEqual(got.map((d) => [d.job.id, d.job.attempts]), dead.map((id) => [id, 1]));
+    assert.equal(await store.requeueDead("q", null, T0 + 60), 0);
+  });
+
+  test("requeueDead() with ids requeues only those, ignoring other queues' ids", async (store) => {
+    const [d1, d2, d3] = await makeDead(store, "q", 3);
+    const [other] = await makeDead(store, "other", 1);
+    const pending = await enqueueOne(store, "q");
+    assert.equal(await store.requeueDead("q", [d2, other, pending, 424242], T0 + 1), 1);
+    assert.equal(await stateOf(store, d1), "dead");
+    assert.equal(await stateOf(store, d2), "pending");
+    assert.equal(await stateOf(store, d3), "dead");
+    assert.equal(await stateOf(store, other), "dead");
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2, dead: 2 }));
+    assert.deepEqual(await countsOf(store, "other"), counts({ dead: 1 }));
+    assert.equal(await store.requeueDead("q", [], T0 + 2), 0);
+  });
+
+  // ---- time ----
+
+  test("tick() promotes due delayed jobs and answers the queues it woke", async (store) => {
+    const a = await enqueueOne(store, "q1", { run_at: T0 + 100 });
+    const b = await enqueueOne(store, "q1", { run_at: T0 + 200 });
+    const c = await enqueueOne(store, "q2", { run_at: T0 + 100 });
+    assert.deepEqual(await store.tick(T0), { woken: [], expired: [], more: false });
+    assert.deepEqual(await store.tick(T0 + 99), { woken: [], expired: [], more: false });
+    const result = await store.tick(T0 + 100);
+    assert.deepEqual(result.woken.toSorted(), ["q1", "q2"]);
+    assert.deepEqual(result.expired, []);
+    assert.equal(await stateOf(store, a), "pending");
+    assert.equal(await stateOf(store, b), "delayed");
+    assert.equal(await stateOf(store, c), "pending");
+    assert.equal((await store.get(a))?.run_at, T0 + 100);
+    assert.deepEqual(await countsOf(store, "q1"), counts({ pending: 1, delayed: 1 }));
+    assert.deepEqual(await store.tick(T0 + 150), { woken: [], expired: [], more: false });
+  });
+
+  test("tick() returns expired leases to pending at once", async (store) => {
+    const a = await enqueueOne(store, "q");
+    const b = await enqueueOne(store, "q");
+    const c = await enqueueOne(store, "q", { lease_ms: 2_000 });
+    const got = await store.claim("q", 2, 1_000, T0);
+    const dc = await claimOne(store, "q", T0);
+    assert.equal(dc.job.id, c);
+    assert.deepEqual(await store.tick(T0 + 999), { woken: [], expired: [], more: false });
+    const result = await store.tick(T0 + 1_000);
+    assert.deepEqual(result.woken, ["q"]);
+    assert.deepEqual(result.expired.toSorted((x, y) => x.id - y.id), [
+      { id: a, queue: "q", token: got[0].lease.token, state: "pending" },
+      { id: b, queue: "q", token: got[1].lease.token, state: "pending" },
+    ]);
+    assert.equal(await stateOf(store, c), "leased");
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2, leased: 1 }));
+    const again = await store.claim("q", 2, null, T0 + 1_000);
+    assert.deepEqual(again.map((d) => [d.job.id, d.job.attempts]), [[a, 2], [b, 2]]);
+    assert.deepEqual(await store.tick(T0 + 1_500), { woken: [], expired: [], more: false });
+  });
+
+  test("tick() sends an expired lease to dead when its attempts are used up", async (store) => {
+    const id = await enqueueOne(store, "q", { max_attempts: 1 });
+    const { lease } = await claimOne(store, "q", T0, 1_000);
+    assert.deepEqual(await store.tick(T0 + 1_000), {
+      woken: [],
+      expired: [{ id, queue: "q", token: lease.token, state: "dead" }],
+      more: false,
+    });
+    const job = await store.get(id);
+    assert.equal(job?.state, "dead");
+    assert.equal(job?.finished_at, T0 + 1_000);
+    assert.equal(typeof job?.last_error, "string");
+    assert.deepEqual(await countsOf(store, "q"), counts({ dead: 1 }));
+  });
+
+  test("release() returns a lease to pending at once", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q", T0, 10_000);
+    assert.deepEqual(await store.release([{ id, token: lease.token }], T0 + 10), [
+      { id, queue: "q", token: lease.token, state: "pending" },
+    ]);
+    const job = await store.get(id);
+    assert.equal(job?.state, "pending");
+    assert.equal(job?.lease_expires_at, null);
+    await rejectsWith(store.ack(id, lease.token, null, T0 + 11), "lease_lost");
+    assert.equal((await claimOne(store, "q", T0 + 10)).job.attempts, 2);
+  });
+
+  test("release() sends a job whose attempts are used up to dead", async (store) => {
+    const id = await enqueueOne(store, "q", { max_attempts: 1 });
+    const { lease } = await claimOne(store, "q");
+    assert.deepEqual(await store.release([{ id, token: lease.token }], T0 + 10), [
+      { id, queue: "q", token: lease.token, state: "dead" },
+    ]);
+    assert.equal(await stateOf(store, id), "dead");
+    assert.deepEqual(await countsOf(store, "q"), counts({ dead: 1 }));
+  });
+
+  test("claimFair() deals a burst round-robin, each want within its max and lease", async (store) => {
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await enqueueOne(store, "q", { priority: 5 - i }));
+    const [a, b, c] = await store.claimFair("q", [
+      { max: 10, lease_ms: 1000 },
+      { max: 1, lease_ms: 2000 },
+      { max: 10, lease_ms: null },
+    ], T0);
+    assert.deepEqual(a.map((d) => d.job.id), [ids[0], ids[3]]);
+    assert.deepEqual(b.map((d) => d.job.id), [ids[1]]);
+    assert.deepEqual(c.map((d) => d.job.id), [ids[2], ids[4]]);
+    assert.equal(a[0].lease.expires_at, T0 + 1000);
+    assert.equal(b[0].lease.expires_at, T0 + 2000);
+    assert.equal(c[0].lease.expires_at, T0 + SUITE_POLICY.defaultLeaseMs);
+    assert.deepEqual(await countsOf(store, "q"), counts({ leased: 5 }));
+    assert.deepEqual(await store.claimFair("q", [{ max: 3, lease_ms: null }], T0), [[]]);
+  });
+
+  test("claimFair() gives nothing from a paused queue", async (store) => {
+    await enqueueOne(store, "q");
+    await store.setPaused("q", true);
+    assert.deepEqual(await store.claimFair("q", [{ max: 1, lease_ms: null }], T0), [[]]);
+  });
+
+  test("release() of an undelivered lease does not count the attempt", async (store) => {
+    const id = await enqueueOne(store, "q", { max_attempts: 1 });
+    const { lease } = await claimOne(store, "q");
+    assert.deepEqual(
+      await store.release([{ id, token: lease.token, undelivered: true }], T0 + 10),
+      [{ id, queue: "q", token: lease.token, state: "pending" }],
+    );
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1 }));
+    assert.equal((await claimOne(store, "q", T0 + 10)).job.attempts, 1);
+  });
+
+  test("release() ignores leases whose token does not hold the job", async (store) => {
+    const a = await enqueueOne(store, "q");
+    const b = await enqueueOne(store, "q");
+    const pending = await enqueueOne(store, "q");
+    const [da, db] = await store.claim("q", 2, null, T0);
+    const out = await store.release([
+      { id: a, token: "wrong" },
+      { id: b, token: db.lease.token },
+      { id: pending, token: da.lease.token },
+      { id: 424242, token: da.lease.token },
+    ], T0 + 1);
+    assert.deepEqual(out, [{ id: b, queue: "q", token: db.lease.token, state: "pending" }]);
+    assert.equal(await stateOf(store, a), "leased");
+    assert.deepEqual(await store.release([], T0 + 2), []);
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2, leased: 1 }));
+  });
+
+  test("nextDeadline() answers the earliest delayed run_at or lease expiry", async (store) => {
+    assert.equal(await store.nextDeadline(), null);
+    await enqueueOne(store, "q");
+    assert.equal(await store.nextDeadline(), null, "pending jobs have no deadline");
+    await enqueueOne(store, "r", { run_at: T0 + 5_000 });
+    assert.equal(await store.nextDeadline(), T0 + 5_000);
+    const { job, lease } = await claimOne(store, "q", T0, 1_000);
+    assert.equal(await store.nextDeadline(), T0 + 1_000);
+    await store.extend(job.id, lease.token, 9_000, T0 + 10);
+    assert.equal(await store.nextDeadline(), T0 + 5_000);
+    await store.ack(job.id, lease.token, null, T0 + 20);
+    assert.equal(await store.nextDeadline(), T0 + 5_000);
+    await store.tick(T0 + 5_000);
+    assert.equal(await store.nextDeadline(), null);
+  });
+
+  test("sweepFinished() removes done and cancelled jobs finished before the cutoff only", async (store) => {
+    const done = await enqueueOne(store, "q");
+    const d = await claimOne(store, "q");
+    await store.ack(done, d.lease.token, null, T0 + 10);
+    const cancelled = await enqueueOne(store, "q");
+    await store.cancel(cancelled, T0 + 20);
+    const [dead] = await makeDead(store, "q", 1, T0);
+    const lateDone = await enqueueOne(store, "q");
+    const l = await claimOne(store, "q");
+    await store.ack(lateDone, l.lease.token, null, T0 + 50);
+    const pending = await enqueueOne(store, "q");
+
+    assert.equal(await store.sweepFinished(T0 + 10), 0, "finished at the cutoff is kept");
+    assert.equal(await store.sweepFinished(T0 + 50), 2);
+    assert.equal(await store.get(done), null);
+    assert.equal(await store.get(cancelled), null);
+    assert.equal(await stateOf(store, dead), "dead");
+    assert.equal(await stateOf(store, lateDone), "done");
+    assert.equal(await stateOf(store, pending), "pending");
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1, done: 1, dead: 1 }));
+    assert.equal(await store.sweepFinished(T0 + 50), 0);
+  });
+
+  // ---- commits, closing, concurrency ----
+
+  test("commitStats() counts commits and the operations they carried", async (store) => {
+    const before = store.commitStats();
+    await enqueueOne(store, "q");
+    await store.get(1);
+    await store.stats("q");
+    const after = store.commitStats();
+    assert.equal(after.commits, before.commits + 1);
+    assert.equal(after.operations, before.operations + 1);
+    assert.ok(after.largest_batch >= 1);
+    assert.equal(after.batch_histogram.reduce((a, b) => a + b, 0), after.commits);
+    assert.ok(after.commit_ms >= before.commit_ms);
+  });
+
+  test("probeWritable() resolves on a writable store", async (store) => {
+    await store.probeWritable();
+  });
+
+  test("writes submitted together share transactions and each caller gets its own answer", async (store) => {
+    const before = store.commitStats();
+    const n = 50;
+    const answers = await Promise.all(
+      Array.from({ length: n }, (_, i) => store.enqueue("q", [newJob({ payload: `${i}` })], T0)),
+    );
+    const after = store.commitStats();
+    assert.equal(after.operations - before.operations, n);
+    assert.ok(
+      after.commits - before.commits < n,
+      `${n} writes took ${after.commits - before.commits} commits`,
+    );
+    assert.equal(new Set(answers.map(([e]) => e.id)).size, n);
+    for (let i = 0; i < n; i++) {
+      assert.equal((await store.get(answers[i][0].id))?.payload, `${i}`);
+    }
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: n }));
+  });
+
+  test("claims submitted together never deliver one job twice", async (store) => {
+    for (let i = 0; i < 5; i++) await enqueueOne(store, "q");
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => store.claim("q", 1, null, T0)),
+    );
+    const ids = answers.flat().map((d) => d.job.id);
+    assert.equal(ids.length, 5);
+    assert.equal(new Set(ids).size, 5);
+    assert.deepEqual(await countsOf(store, "q"), counts({ leased: 5 }));
+  });
+
+  test("enqueues of one key submitted together store a single job", async (store) => {
+    const answers = await Promise.all(
+      Array.from(
+        { length: 5 },
+        (_, i) => store.enqueue("q", [newJob({ key: "k", payload: `${i}` })], T0),
+      ),
+    );
+    const created = answers.flat().filter((e) => !e.deduplicated);
+    assert.equal(created.length, 1);
+    for (const [e] of answers) assert.equal(e.id, created[0].id);
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1 }));
+  });
+
+  test("a failing operation does not affect the others committed with it", async (store) => {
+    for (let i = 0; i < 4; i++) await enqueueOne(store, "q");
+    const [a, b, c, d] = await store.claim("q", 4, null, T0);
+    const results = await Promise.allSettled([
+      store.ack(a.job.id, a.lease.token, '"a"', T0 + 1),
+      store.ack(b.job.id, "stale", '"b"', T0 + 1),
+      store.nack(c.job.id, c.lease.token, { error: "c", delay_ms: 0, dead: false }, T0 + 1),
+      store.ack(424242, "x", null, T0 + 1),
+      store.extend(d.job.id, d.lease.token, 60_000, T0 + 1),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), [
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+    ]);
+    const codes = results.map((r) =>
+      r.status === "rejected" ? (r.reason as TegamiError).code : null
+    );
+    assert.deepEqual(codes, [null, "lease_lost", null, "not_found", null]);
+    assert.equal((await store.get(a.job.id))?.result, '"a"');
+    assert.equal((await store.get(b.job.id))?.state, "leased");
+    assert.equal((await store.get(b.job.id))?.result, null);
+    assert.equal((await store.get(c.job.id))?.state, "pending");
+    assert.equal((await store.get(d.job.id))?.lease_expires_at, T0 + 60_001);
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1, leased: 2, done: 1 }));
+  });
+
+  test("close() answers the writes submitted before it", async (store) => {
+    const pending = store.enqueue("q", [newJob()], T0);
+    await store.close();
+    const [out] = await pending;
+    assert.equal(out.deduplicated, false);
+  });
+
+  test("close() called again resolves only once the store is closed", async (store) => {
+    let committed = false;
+    const write = store.enqueue("q", [newJob()], T0).then(() => committed = true);
+    const first = store.close();
+    await store.close();
+    assert.equal(committed, true, "the second close() resolved before the first had drained");
+    await Promise.all([first, write]);
+  });
+
+  test("close() makes later reads fail with unavailable", async (store) => {
+    const id = await enqueueOne(store, "q");
+    await store.close();
+    await rejectsWith(store.get(id), "unavailable");
+    await rejectsWith(store.stats("q"), "unavailable");
+    await rejectsWith(store.stats(), "unavailable");
+    await rejectsWith(store.listDead("q", 10, 0), "unavailable");
+    await rejectsWith(store.nextDeadline(), "unavailable");
+  });
+
+  test("close() makes later writes fail with unavailable", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q");
+    await store.close();
+    await store.close(); // closing twice is harmless
+    const retry = { error: null, delay_ms: 0, dead: false };
+    await rejectsWith(store.enqueue("q", [newJob()], T0), "unavailable");
+    await rejectsWith(store.claim("q", 1, null, T0), "unavailable");
+    await rejectsWith(store.ack(id, lease.token, null, T0), "unavailable");
+    await rejectsWith(store.nack(id, lease.token, retry, T0), "unavailable");
+    await rejectsWith(store.extend(id, lease.token, null, T0), "unavailable");
+    await rejectsWith(store.checkpoint(id, lease.token, "1", T0), "unavailable");
+    await rejectsWith(store.cancel(id, T0), "unavailable");
+    await rejectsWith(store.setPaused("q", true), "unavailable");
+    await rejectsWith(store.requeueDead("q", null, T0), "unavailable");
+    await rejectsWith(store.tick(T0), "unavailable");
+    await rejectsWith(store.release([{ id, token: lease.token }], T0), "unavailable");
+    await rejectsWith(store.sweepFinished(T0), "unavailable");
+    await rejectsWith(store.probeWritable(), "unavailable");
+  });
+}
