@@ -96,6 +96,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     onBackgroundError: (what, error) =>
       log.error(`Background ${what} failed`, { cause: describeCause(error) }),
     observer: metrics,
+    maxQueues: config.maxQueues,
   });
   let accepting = true;
   const connections = new Set<Connection>();
@@ -152,6 +153,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       connections: () => connections.size,
     },
     onError: (error) => log.error("Background live feed failed", { cause: describeCause(error) }),
+    topQueues: config.metricsQueues,
   });
   feed.start();
   const lag = new EventLoopLag((ms) => metrics.eventLoopLag(ms));
@@ -191,6 +193,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         consumers: (q) => broker.consumerCount(q),
         connections: connections.size,
         clientConnections: door?.connections ?? 0,
+        topQueues: config.metricsQueues,
         now: clock.now(),
         files: store.fileSizes(),
       }),

@@ -165,7 +165,7 @@ export const SERVE_FLAGS = {
   metricsQueues: flag.int(
     "metrics-queues",
     100,
-    "queues given their own series in /metrics (the busiest; all are in the totals)",
+    "queues shown one by one in /metrics and the dashboard (the busiest; all in the totals)",
     { min: 0, max: 100_000 },
   ),
   /** Lower-case host names accepted in `Host` when auth is off, besides localhost and IPs. */

@@ -12,7 +12,7 @@
  */
 
 import type { Clock, TimerHandle } from "./clock.ts";
-import { shuttingDown } from "./errors.ts";
+import { shuttingDown, TegamiError } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
 import type { NackRequest } from "./lifecycle.ts";
 import type {
@@ -78,6 +78,8 @@ export interface BrokerOptions {
   onBackgroundError?: (what: string, error: unknown) => void;
   /** Sees deliveries and settlements, for metrics. */
   observer?: BrokerObserver;
+  /** Most distinct queues: an enqueue that would add one more answers `conflict`. @default none */
+  maxQueues?: number;
 }
 
 /** The longest single timer wait; longer deadlines re-arm (keeps setTimeout in range). */
@@ -95,6 +97,7 @@ export class Broker {
   readonly #again = new Set<string>();
   readonly #longPolls = new Set<() => void>();
   readonly #observer: BrokerObserver | null;
+  readonly #maxQueues: number;
   /**
    * Every live lease handed out, by token: its job and queue, when it began (processing-time
    * metrics) and who holds it (told when it ends without their own settle).
@@ -115,6 +118,7 @@ export class Broker {
     this.#retainDoneMs = options.retainDoneMs;
     this.#onError = options.onBackgroundError ?? (() => {});
     this.#observer = options.observer ?? null;
+    this.#maxQueues = options.maxQueues ?? Infinity;
   }
 
   /** Recovers whatever the last stop left (due jobs, expired leases) and arms the timers. */
@@ -142,6 +146,7 @@ export class Broker {
   /** Stores jobs (all-or-nothing) and wakes consumers of the queue. */
   async enqueue(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
     this.#refuseIfClosed();
+    this.#refuseNewQueuePastLimit(queue);
     const now = this.#clock.now();
     const stored = this.#store.enqueue(queue, jobs, now);
     // Offer the queue at once: the claim joins the same group commit right after the insert,
@@ -517,6 +522,21 @@ export class Broker {
       }
       this.#armSweep(Math.min(Math.max(this.#retainDoneMs / 4, 1000), 60_000));
     }, wait);
+  }
+
+  /**
+   * Every queue costs memory and scrape time, so their number is bounded. Concurrent first
+   * enqueues to new queues may pass the limit by as many as are in flight together.
+   */
+  #refuseNewQueuePastLimit(queue: string): void {
+    const known = this.#store.queues;
+    if (known === undefined || this.#maxQueues === Infinity || known.has(queue)) return;
+    if (known.size < this.#maxQueues) return;
+    throw new TegamiError(
+      "conflict",
+      `Cannot create queue "${queue}": ${this.#maxQueues} queues is the limit (--max-queues); ` +
+        "queues are forgotten once empty",
+    );
   }
 
   #refuseIfClosed(): void {

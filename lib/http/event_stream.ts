@@ -5,7 +5,8 @@
  * header and tokens never travel in URLs.
  *
  * A reader that falls behind (its socket is not draining) misses snapshots instead of making
- * the server buffer them: every snapshot is complete, so the next one catches it up. The stream
+ * the server buffer them: every snapshot is complete, so the next one catches it up. A reader
+ * that has stopped reading altogether (8 MiB queued) is dropped. The stream
  * ends when the client goes away or the server shuts down ({@linkcode LiveFeed.close}).
  *
  * @module
@@ -13,19 +14,32 @@
 
 import type { LiveFeed } from "../observe/live_feed.ts";
 
-/** Chunks queued for one reader beyond which snapshots are dropped. */
-const MAX_QUEUED = 16;
+/** Bytes queued for one reader beyond which snapshots are skipped (it catches up later). */
+const SKIP_ABOVE = 1 << 20;
+
+/** Bytes queued for one reader beyond which it is dropped: it has stopped reading. */
+const DROP_ABOVE = 8 << 20;
 
 /** Makes the streaming response of one subscriber who may see the queues `allows` accepts. */
 export function eventStreamResponse(feed: LiveFeed, allows: (queue: string) => boolean): Response {
   const encoder = new TextEncoder();
   let unsubscribe = () => {};
+  let queued = 0;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       unsubscribe = feed.subscribe({
         allows,
         send(event, data) {
-          if (event === "snapshot" && (controller.desiredSize ?? 0) < 1 - MAX_QUEUED) return false;
+          // desiredSize counts bytes (the strategy below): what the socket has not taken yet.
+          queued = -(controller.desiredSize ?? 0);
+          if (queued > DROP_ABOVE) {
+            // A reader this far behind has stopped reading; holding more for it would let one
+            // stalled client grow the server's memory without bound.
+            unsubscribe();
+            controller.error(new Error("event stream reader too slow"));
+            return false;
+          }
+          if (event === "snapshot" && queued > SKIP_ABOVE) return false;
           controller.enqueue(encoder.encode(`event: ${event}\ndata: ${data}\n\n`));
           return true;
         },
@@ -35,7 +49,7 @@ export function eventStreamResponse(feed: LiveFeed, allows: (queue: string) => b
     cancel() {
       unsubscribe();
     },
-  });
+  }, { highWaterMark: 0, size: (chunk) => chunk.byteLength });
   return new Response(body, {
     headers: {
       "content-type": "text/event-stream; charset=utf-8",

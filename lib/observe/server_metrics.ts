@@ -24,6 +24,21 @@ export interface ScrapeInput {
   now: number;
   /** Bytes of the database file and its WAL, when the store has files. */
   files: { database: number; wal: number } | null;
+  /**
+   * Queues given their own series: the busiest this many (most jobs not yet finished); every
+   * queue still counts in the all-queue totals. @default all
+   */
+  topQueues?: number;
+}
+
+/** The `n` busiest queues: most pending, delayed, leased and dead jobs, then by name. */
+export function busiestQueues(queues: QueueCounts[], n: number): QueueCounts[] {
+  if (queues.length <= n) return queues;
+  const load = (s: QueueCounts) =>
+    s.counts.pending + s.counts.delayed + s.counts.leased + s.counts.dead;
+  return [...queues]
+    .sort((a, b) => load(b) - load(a) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .slice(0, n);
 }
 
 /** One queue's job counters since the server started (the dashboard's throughput). */
@@ -44,6 +59,7 @@ export interface QueueTotals {
 export class ServerMetrics implements BrokerObserver {
   readonly #registry = new Registry();
   #scrape: ScrapeInput | null = null;
+  #allQueues: QueueCounts[] = [];
   /** Queues with any counter moved since start, for {@linkcode ServerMetrics.queueTotals}. */
   readonly #seen = new Set<string>();
   readonly #enqueued: Counter;
@@ -77,6 +93,24 @@ export class ServerMetrics implements BrokerObserver {
             [state, n],
           ): [Record<string, string>, number] => [{ queue: s.name, state }, n])
         ),
+    );
+    r.gauge("tegami_queues", "Queues known (with jobs, settings or consumers).", () => [[
+      {},
+      this.#allQueues.length,
+    ]]);
+    r.gauge(
+      "tegami_all_queues_jobs",
+      "Jobs stored in all queues together, by state (per-queue series cover the busiest only).",
+      () => {
+        const sums: Record<string, number> = {};
+        for (const s of this.#allQueues) {
+          for (const [state, n] of Object.entries(s.counts)) sums[state] = (sums[state] ?? 0) + n;
+        }
+        return Object.entries(sums).map(([state, n]): [Record<string, string>, number] => [
+          { state },
+          n,
+        ]);
+      },
     );
     r.gauge(
       "tegami_oldest_pending_age_seconds",
@@ -262,11 +296,24 @@ export class ServerMetrics implements BrokerObserver {
 
   /** The Prometheus text for a scrape. */
   render(input: ScrapeInput): string {
-    this.#scrape = input;
+    const shown = busiestQueues(input.queues, input.topQueues ?? Infinity);
+    this.#allQueues = input.queues;
+    this.#scrape = { ...input, queues: shown };
+    // Counters and histograms by queue are written for the shown queues only, so the scrape
+    // stays small and fast however many queues exist.
+    const names = new Set(shown.map((s) => s.name));
+    const keep = shown.length === input.queues.length ? undefined : (
+      labelNames: readonly string[],
+      values: readonly string[],
+    ) => {
+      const at = labelNames.indexOf("queue");
+      return at === -1 || names.has(values[at]);
+    };
     try {
-      return this.#registry.render();
+      return this.#registry.render(keep);
     } finally {
       this.#scrape = null;
+      this.#allQueues = [];
     }
   }
 }

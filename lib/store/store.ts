@@ -75,6 +75,14 @@ export interface EndedLease {
   state: JobState;
 }
 
+/** The names of the queues a store knows, and how many. */
+export interface KnownQueues {
+  /** Whether the queue is known. */
+  has(queue: string): boolean;
+  /** How many queues are known. */
+  readonly size: number;
+}
+
 /** The outcome of advancing time: due delayed jobs made pending, expired leases ended. */
 export interface TickResult {
   /** Queues that gained pending jobs. */
@@ -197,6 +205,11 @@ export interface Store {
   readyHint?(queue: string): number;
   /** The earliest lease expiry or delayed `run_at`, or null. */
   nextDeadline(): Promise<number | null>;
+  /**
+   * The queues known as of the last commit (holding jobs, or settings such as a pause), if the
+   * store knows them cheaply; absent otherwise. A queue whose last job is gone is forgotten.
+   */
+  readonly queues?: KnownQueues;
   /** Deletes done and cancelled jobs finished before `before`; answers how many. */
   sweepFinished(before: number): Promise<number>;
   /** Proves the database takes a write. */

@@ -48,6 +48,7 @@ import {
   countCommit,
   emptyCommitStats,
   type EndedLease,
+  type KnownQueues,
   type LeaseRef,
   type NackResult,
   type QueueCounts,
@@ -289,6 +290,13 @@ export class SqliteStore implements Store {
           if (from !== null) counts[from]--;
           if (to !== null) counts[to]++;
         }
+        // A queue whose last job is gone is forgotten (its settings live in #paused).
+        for (const [queue] of this.#moves) {
+          const counts = this.#counts.get(queue);
+          if (counts !== undefined && Object.values(counts).every((n) => n === 0)) {
+            this.#counts.delete(queue);
+          }
+        }
         this.#moves = [];
       },
       rollback: () => {
@@ -483,11 +491,19 @@ export class SqliteStore implements Store {
     const names = queue === undefined
       ? [...new Set([...this.#counts.keys(), ...this.#paused])].sort()
       : [queue];
-    return this.#read(() =>
-      names.map((name) => {
+    return this.#read(() => {
+      // With many queues, one grouped scan of the pending index beats a query per queue.
+      let oldestOf: Map<string, number> | null = null;
+      if (names.length > 64) {
+        const rows = this.#statements.oldestPendingAll.all() as { queue: string; at: number }[];
+        oldestOf = new Map(rows.map((row) => [row.queue, row.at]));
+      }
+      return names.map((name) => {
         const counts = this.#counts.get(name);
         const oldest = counts === undefined || counts.pending === 0
           ? null
+          : oldestOf !== null
+          ? oldestOf.get(name) ?? null
           : (this.#statements.oldestPending.get(name) as { at: number | null }).at;
         return {
           name,
@@ -495,8 +511,8 @@ export class SqliteStore implements Store {
           counts: { ...(counts ?? zeroCounts()) },
           oldest_pending_at: oldest,
         };
-      })
-    );
+      });
+    });
   }
 
   listDead(queue: string, limit: number, after: number): Promise<Job[]> {
@@ -553,6 +569,19 @@ export class SqliteStore implements Store {
       }
       return out;
     });
+  }
+
+  /** @inheritdoc */
+  get queues(): KnownQueues {
+    const counts = this.#counts, paused = this.#paused;
+    return {
+      has: (queue) => counts.has(queue) || paused.has(queue),
+      get size() {
+        let n = counts.size;
+        for (const queue of paused) if (!counts.has(queue)) n++;
+        return n;
+      },
+    };
   }
 
   readyHint(queue: string): number {
@@ -805,6 +834,9 @@ function prepare(db: DatabaseSync) {
     ),
     oldestPending: p(
       "SELECT min(run_at) AS at FROM jobs WHERE queue = ? AND state = 'pending'",
+    ),
+    oldestPendingAll: p(
+      "SELECT queue, min(run_at) AS at FROM jobs WHERE state = 'pending' GROUP BY queue",
     ),
     listDead: p(
       `SELECT * FROM jobs WHERE queue = ? AND state = 'dead' AND id > ? ORDER BY id LIMIT ?`,
