@@ -81,6 +81,8 @@ const ACCEPT_BACKOFF_MIN_MS = 5;
 const ACCEPT_BACKOFF_MAX_MS = 1000;
 const WARN_EVERY_MS = 10_000;
 const RELAY_BUFFER = 64 * 1024;
+const MAX_REFUSING = 64;
+const REFUSE_WAIT_MS = 1000;
 
 interface Client {
   readonly id: number;
@@ -116,11 +118,11 @@ function rateLimitedWarn(log: Logger, message: string): (fields: Record<string, 
 }
 
 /** The raw answer to a connection past the limit: written before any request is read. */
-function busyAnswer(limit: number): Uint8Array {
+function busyAnswer(): Uint8Array {
   const body = JSON.stringify({
     error: {
       code: "unavailable",
-      message: `Cannot take the connection: ${limit} connections is the limit; retry later`,
+      message: "Cannot take the connection: the server is at its connection limit; retry later",
     },
   });
   return new TextEncoder().encode(
@@ -144,7 +146,19 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
   const byRelayPort = new Map<number, Client>();
   let nextId = 1;
   let accepting = true;
-  const refusal = busyAnswer(options.maxConnections);
+  // The limit in force: lowered for good when descriptors run out below it, so the next
+  // connections make room or get 503 instead of meeting EMFILE (the descriptor limit cannot
+  // always be read: Deno asks for --allow-all to read /proc/self/limits).
+  let limit = options.maxConnections;
+  const learnLimit = () => {
+    const lowered = Math.max(1, clients.size - 8);
+    if (lowered >= limit) return;
+    limit = lowered;
+    log.warn("Connection limit lowered: the process ran out of file descriptors", {
+      max_connections: limit,
+    });
+  };
+  const refusal = busyAnswer();
   const warnAccept = rateLimitedWarn(
     log,
     "Cannot accept connections: out of file descriptors; backing off",
@@ -179,49 +193,80 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
   };
 
   // The private server: it listens on loopback, port 0, and serves only the relays.
-  const inner = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    async (request, info) => {
-      const client = byRelayPort.get(info.remoteAddr.port);
-      if (client === undefined) {
-        return new Response(
-          JSON.stringify({
-            error: { code: "forbidden", message: "Cannot serve: connect to the public address" },
-          }),
-          { status: 403, headers: { "content-type": "application/json", connection: "close" } },
-        );
+  const serveRelayed = async (
+    request: Request,
+    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+  ): Promise<Response> => {
+    const client = byRelayPort.get(info.remoteAddr.port);
+    if (client === undefined) {
+      return new Response(
+        JSON.stringify({
+          error: { code: "forbidden", message: "Cannot serve: connect to the public address" },
+        }),
+        { status: 403, headers: { "content-type": "application/json", connection: "close" } },
+      );
+    }
+    client.busy++;
+    if (client.timer !== undefined) clearTimeout(client.timer);
+    client.timer = undefined;
+    let response: Response;
+    try {
+      response = await options.handler(request);
+    } catch (error) {
+      client.busy--;
+      throw error;
+    }
+    if (response.status === 101) client.upgraded = true;
+    // An answer that ends the connection (a body that timed out) may leave the body unread:
+    // the private server would wait for it, so the relay tells it the client is done.
+    const ends = response.headers.get("connection")?.toLowerCase() === "close";
+    info.completed.catch(() => {}).finally(() => {
+      if (ends) client.relay?.closeWrite().catch(() => {});
+      client.busy--;
+      if (client.busy === 0 && !client.upgraded && !client.closed) {
+        client.idleSince = performance.now();
+        arm(client, options.idleTimeoutMs, "timed_out_idle");
       }
-      client.busy++;
-      if (client.timer !== undefined) clearTimeout(client.timer);
-      client.timer = undefined;
-      let response: Response;
+    });
+    return response;
+  };
+  // Every private server started; the last one takes new relays. Its accept loop dies on
+  // EMFILE like any Deno.serve (the connections it holds keep being served): the rejection is
+  // caught, and a new one is started on a new port, with back-off while descriptors are short.
+  const inners: Deno.HttpServer<Deno.NetAddr>[] = [];
+  let innerPort = 0;
+  let restarting = false;
+  const startInner = () => {
+    const inner = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      serveRelayed,
+    );
+    inners.push(inner);
+    innerPort = inner.addr.port;
+    inner.finished.catch((error) => {
+      if (!accepting) return;
+      learnLimit();
+      warnAccept({ error: String(error).slice(0, 200) });
+      void restartInner();
+    });
+  };
+  const restartInner = async () => {
+    if (restarting) return;
+    restarting = true;
+    innerPort = 0; // relays wait for the new one
+    let backoff = ACCEPT_BACKOFF_MIN_MS;
+    while (accepting) {
       try {
-        response = await options.handler(request);
-      } catch (error) {
-        client.busy--;
-        throw error;
+        startInner();
+        break;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        backoff = Math.min(ACCEPT_BACKOFF_MAX_MS, backoff * 2);
       }
-      if (response.status === 101) client.upgraded = true;
-      // An answer that ends the connection (a body that timed out) may leave the body unread:
-      // the private server would wait for it, so the relay tells it the client is done.
-      const ends = response.headers.get("connection")?.toLowerCase() === "close";
-      info.completed.catch(() => {}).finally(() => {
-        if (ends) client.relay?.closeWrite().catch(() => {});
-        client.busy--;
-        if (client.busy === 0 && !client.upgraded && !client.closed) {
-          client.idleSince = performance.now();
-          arm(client, options.idleTimeoutMs, "timed_out_idle");
-        }
-      });
-      return response;
-    },
-  );
-  // A rejection here would end the process: the private server only takes the front door's
-  // own relays, which it cannot run out of, but the log must say so if it ever happens.
-  inner.finished.catch((error) =>
-    log.error("Private HTTP server failed", { cause: String(error) })
-  );
-  const innerPort = inner.addr.port;
+    }
+    restarting = false;
+  };
+  startInner();
 
   let listener: Deno.Listener;
   try {
@@ -229,7 +274,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       ? Deno.listenTls({ hostname: options.hostname, port: options.port, ...options.tls })
       : Deno.listen({ hostname: options.hostname, port: options.port });
   } catch (error) {
-    await inner.shutdown();
+    await Promise.all(inners.map((inner) => inner.shutdown().catch(() => {})));
     throw error;
   }
 
@@ -246,12 +291,30 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     return true;
   };
 
+  // Refused connections still being answered: each holds a descriptor for up to a second.
+  let refusing = 0;
   const refuse = async (conn: Deno.Conn) => {
     event("refused_limit");
-    warnLimit({ limit: String(options.maxConnections) });
-    try {
-      await conn.write(refusal);
-    } catch { /* the client left */ }
+    warnLimit({ limit: String(limit) });
+    if (refusing < MAX_REFUSING) {
+      refusing++;
+      try {
+        // Wait for the request's first bytes: an HTTP client that gets an answer before it has
+        // sent its request takes it for a broken connection, not for a 503.
+        const buffer = new Uint8Array(4096);
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          conn.read(buffer).catch(() => null),
+          new Promise((resolve) => timer = setTimeout(resolve, REFUSE_WAIT_MS)),
+        ]);
+        clearTimeout(timer);
+        await conn.write(refusal);
+      } catch {
+        /* the client left */
+      } finally {
+        refusing--;
+      }
+    }
     try {
       conn.close();
     } catch { /* already closed */ }
@@ -276,17 +339,22 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     let relay: Deno.TcpConn | null = null;
     for (let attempt = 0; relay === null; attempt++) {
       try {
+        if (innerPort === 0) throw new Deno.errors.ConnectionRefused("restarting");
         relay = await Deno.connect({ hostname: "127.0.0.1", port: innerPort });
       } catch (error) {
         // Out of descriptors for the relay: make room by closing an idle connection and try
         // again shortly; only when nothing can be freed is the client refused.
-        if (!isDescriptorExhaustion(error) || attempt === 3 || !evictIdle(client)) {
+        // Out of descriptors (or the private server restarting after it ran out): make room by
+        // closing an idle connection and try again shortly; refuse only when nothing helps.
+        const short = isDescriptorExhaustion(error) || innerPort === 0 || restarting;
+        if (isDescriptorExhaustion(error)) learnLimit();
+        if (!short || attempt === 5 || (!evictIdle(client) && !restarting)) {
           warnAccept({ error: String(error).slice(0, 200) });
           await refuse(client.conn);
           client.closed = true;
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, 10 * (attempt + 1)));
+        await new Promise((resolve) => setTimeout(resolve, 20 * (attempt + 1)));
       }
     }
     if (client.closed) {
@@ -310,7 +378,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
   };
 
   const admit = (conn: Deno.Conn) => {
-    if (clients.size >= options.maxConnections && !evictIdle()) {
+    if (clients.size >= limit && !evictIdle()) {
       void refuse(conn);
       return;
     }
@@ -345,6 +413,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         // EMFILE/ENFILE, or a connection reset before it was accepted: never fatal. Back off so a
         // descriptor shortage does not become a busy loop, and keep serving the connections held.
         event("accept_error");
+        if (isDescriptorExhaustion(error)) learnLimit();
         warnAccept({ error: String(error).slice(0, 200) });
         await new Promise((resolve) => setTimeout(resolve, backoff));
         backoff = Math.min(ACCEPT_BACKOFF_MAX_MS, backoff * 2);
@@ -370,7 +439,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         await acceptLoop;
         // The private server closes idle connections at once and the others after their
         // answer; each relay forwards what it holds before it closes, so no answer is cut.
-        const graceful = inner.shutdown().catch(() => {});
+        const graceful = Promise.all(inners.map((inner) => inner.shutdown().catch(() => {})));
         const all = () => Promise.all([...clients.values()].map((c) => c.done));
         let timer: ReturnType<typeof setTimeout> | undefined;
         const expired = new Promise<"expired">((resolve) => {

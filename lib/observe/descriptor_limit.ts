@@ -3,7 +3,9 @@
  * `/proc/self/limits`. Deno raises the soft limit to the hard one at startup by itself (measured
  * on 2.9.6: started under `prlimit --nofile=1024:4096`, the process reports 4096), so there is
  * nothing left to raise; what tegami needs is the number, to size its connection limit so the
- * accept path never runs out.
+ * accept path never runs out. Deno lets only `--allow-all` read `/proc/self`, so under narrower
+ * permissions (the `start` task, the compiled binary) the answer is null, and the front door
+ * learns the limit from the first EMFILE instead.
  *
  * @module
  */

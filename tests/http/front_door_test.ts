@@ -218,3 +218,48 @@ Deno.test({
     await Deno.remove(dir, { recursive: true });
   },
 });
+
+Deno.test({
+  name: "running out of descriptors (EMFILE) is never fatal: the server backs off, learns, serves",
+  sanitizeResources: false,
+  fn: async () => {
+    // With the start task's permissions the descriptor limit cannot be read, so nothing sizes the
+    // connection limit below it: 1,500 connections at ulimit -n 1024 must meet EMFILE.
+    const dir = await Deno.makeTempDir({ prefix: "tegami-emfile-" });
+    await using proc = await spawnServer(["--db", `${dir}/t.db`], {
+      nofile: 1024,
+      permissions: ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-sys"],
+    });
+    const { hostname, port } = new URL(proc.url);
+    const held: Deno.Conn[] = [];
+    try {
+      for (let i = 0; i < 1500; i++) {
+        const conn = await Deno.connect({ hostname, port: Number(port) });
+        await conn.write(encoder.encode("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"))
+          .catch(() => {});
+        held.push(conn);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const answers: number[] = [];
+      for (let i = 0; i < 10; i++) answers.push((await healthy(proc.url)).status);
+      assert.deepEqual(answers, Array(10).fill(200), "healthy requests answered after EMFILE");
+    } finally {
+      for (const conn of held) {
+        try {
+          conn.close();
+        } catch { /* closed by the server */ }
+      }
+    }
+    proc.kill("SIGTERM");
+    const { code, stderr } = await proc.exited();
+    assert.equal(code, 0, stderr);
+    assert.match(stderr, /out of file descriptors/, "the shortage was met and logged");
+    assert.doesNotMatch(stderr, /Uncaught/);
+    console.log(
+      `EMFILE at ulimit -n 1024: ${
+        (stderr.match(/Connection limit lowered[^\n]*/) ?? ["no limit learned"])[0]
+      }`,
+    );
+    await Deno.remove(dir, { recursive: true });
+  },
+});

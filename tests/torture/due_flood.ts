@@ -83,8 +83,10 @@ export async function runDueFlood(
       body: JSON.stringify({ max: 1, wait_ms: 60_000 }),
     }).then(async (r) => {
       await r.body?.cancel();
+      if (r.status !== 200) throw new Error(`The long-poll answered ${r.status}`);
       return Date.now();
     });
+    poll.catch(() => {}); // awaited below; a failure is reported there
     await sleep(Math.max(0, dueAt - Date.now() - 200));
     const latencies: number[] = [];
     let peak = rssMiB(pid);
@@ -104,7 +106,14 @@ export async function runDueFlood(
       }
       await sleep(5);
     }
-    const firstDeliveryAt = await poll;
+    let firstDeliveryAt: number;
+    try {
+      firstDeliveryAt = await poll;
+    } catch (error) {
+      proc.kill("SIGTERM");
+      const { stderr } = await proc.exited();
+      throw new Error(`The long-poll failed: ${error}; server stderr: ${stderr.slice(-1000)}`);
+    }
     latencies.sort((a, b) => a - b);
     const at = (q: number) =>
       latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))];
