@@ -335,7 +335,7 @@ async function main(): Promise<number> {
       "machine = every process on the machine\n",
   );
   console.log(markdownTable(rows));
-  console.log(`\nTargets (DESIGN.md §8, issue 5):\n${describeTargets(checkTargets(rows))}`);
+  console.log(`\nTargets (DESIGN.md §8):\n${describeTargets(checkTargets(rows))}`);
   console.log(
     `\ntook ${
       Object.entries(timings).map(([part, s]) => `${part} ${s.toFixed(0)} s`).join(", ")

@@ -1,5 +1,5 @@
 /**
- * The targets of DESIGN.md §8 and issue 5, checked against the rows of one run: each answers
+ * The targets of DESIGN.md §8, checked against the rows of one run: each answers
  * the figure measured and whether it is met (`null` when the rows it needs are missing).
  *
  * @module

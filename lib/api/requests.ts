@@ -9,7 +9,8 @@
 
 import { invalid, TegamiError } from "../core/errors.ts";
 import { elementSpans, memberSpan, type Span } from "./json_spans.ts";
-import type { Backoff, NewJob } from "../core/job.ts";
+import { type Backoff, JOB_STATES, type JobState, type NewJob } from "../core/job.ts";
+import type { JobPage } from "../store/store.ts";
 import {
   DEFAULT_MAX_ATTEMPTS,
   MAX_ATTEMPTS,
@@ -120,13 +121,22 @@ export function queueName(value: unknown, field = "queue"): string {
   return value;
 }
 
-/** Parses a job id from a path segment or a JSON value. */
+/**
+ * Parses a job id given as a JSON value: a positive safe integer. Types are strict, so the string
+ * `"42"` is refused like any other wrong type; only a path segment spells an id as text (see
+ * {@linkcode pathJobId}).
+ */
 export function jobId(value: unknown, field = "id"): number {
-  const n = typeof value === "string" && /^[0-9]{1,16}$/.test(value) ? Number(value) : value;
-  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 1) {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
     throw invalid(field, "expected a positive integer job id");
   }
-  return n;
+  return value;
+}
+
+/** Parses a job id from a URL path segment: 1 to 16 decimal digits naming a positive id. */
+export function pathJobId(segment: string): number {
+  if (!/^[0-9]{1,16}$/.test(segment)) throw invalid("id", "expected a positive integer job id");
+  return jobId(Number(segment));
 }
 
 const JOB_FIELDS = new Set([
@@ -314,7 +324,7 @@ export function parseNack(
     // U+FFFD: make both U+FFFD here so the error kept is exactly the one recorded, whole.
     error = cut.replaceAll("\u0000", "\uFFFD").toWellFormed();
   }
-  if (has(body, "dead") && typeof body.dead !== "boolean") {
+  if (has(body, "dead") && body.dead !== null && typeof body.dead !== "boolean") {
     throw invalid("dead", "expected true or false");
   }
   return {
@@ -358,17 +368,16 @@ export function parseRequeue(value: unknown): { ids: number[] | null } {
     throw invalid("ids", `more than ${MAX_REQUEUE_IDS} ids`);
   }
   return {
-    ids: body.ids.map((id, i) => {
-      // Ids in a body are JSON numbers; only path segments spell them as text.
-      if (typeof id !== "number") throw invalid(`ids[${i}]`, "expected a positive integer job id");
-      return jobId(id, `ids[${i}]`);
-    }),
+    ids: body.ids.map((id, i) => jobId(id, `ids[${i}]`)),
   };
 }
 
-/** Parses the dead-letter list's query string. */
-export function parseDeadQuery(params: URLSearchParams): { limit: number; after: number } {
-  const read = (name: string, fallback: number, min: number, max: number): number => {
+/** Reads integer query parameters, refusing any parameter not in `allowed`. */
+function queryReader(params: URLSearchParams, allowed: ReadonlySet<string>) {
+  for (const name of params.keys()) {
+    if (!allowed.has(name)) throw invalid(name, "unknown query parameter");
+  }
+  return (name: string, fallback: number, min: number, max: number): number => {
     const raw = params.get(name);
     if (raw === null || raw === "") return fallback;
     if (!/^[0-9]{1,16}$/.test(raw)) throw invalid(name, "expected a non-negative integer");
@@ -376,9 +385,39 @@ export function parseDeadQuery(params: URLSearchParams): { limit: number; after:
     if (n < min || n > max) throw invalid(name, `expected an integer from ${min} to ${max}`);
     return n;
   };
+}
+
+const DEAD_QUERY = new Set(["limit", "after"]);
+const JOBS_QUERY = new Set(["state", "order", "limit", "after"]);
+const ORDERS = new Set(["oldest", "newest"]);
+
+/** Parses the dead-letter list's query string. */
+export function parseDeadQuery(params: URLSearchParams): { limit: number; after: number } {
+  const read = queryReader(params, DEAD_QUERY);
   return {
     limit: read("limit", 100, 1, MAX_LIST_LIMIT),
     after: read("after", 0, 0, Number.MAX_SAFE_INTEGER),
+  };
+}
+
+/**
+ * Parses the job browser's query string: `state` (required), `order` (`oldest`, the default, or
+ * `newest`), `limit` (1–1000, default 100) and `after` (an id cursor in the listing's order).
+ */
+export function parseJobsQuery(params: URLSearchParams): JobPage {
+  const read = queryReader(params, JOBS_QUERY);
+  const state = params.get("state");
+  if (state === null || !(JOB_STATES as readonly string[]).includes(state)) {
+    throw invalid("state", `expected one of ${JOB_STATES.join(", ")}`);
+  }
+  const order = params.get("order") ?? "oldest";
+  if (!ORDERS.has(order)) throw invalid("order", "expected oldest or newest");
+  const after = read("after", 0, 0, Number.MAX_SAFE_INTEGER);
+  return {
+    state: state as JobState,
+    order: order as JobPage["order"],
+    after: after === 0 ? null : after,
+    limit: read("limit", 100, 1, MAX_LIST_LIMIT),
   };
 }
 

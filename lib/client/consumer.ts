@@ -11,7 +11,8 @@
  * is answered the same by the server, so nothing is acked twice or lost; after a server restart
  * the old token still acks while its lease lives.
  *
- * Uses only the standard `WebSocket`: runs in Deno, browsers and Node ≥ 22.
+ * Uses only the standard `WebSocket`: runs in Deno, browsers and Node (tested on 20 with
+ * `--experimental-websocket`, 22 and 24).
  *
  * @module
  */
@@ -128,6 +129,13 @@ export function consume<T = unknown>(
   const concurrency = options.concurrency ?? 1;
   const prefetch = options.prefetch ?? concurrency;
   const Socket = options.WebSocket ?? globalThis.WebSocket;
+  if (typeof Socket !== "function") {
+    // Node 20 has the standard WebSocket only behind a flag; say so rather than fail obscurely.
+    throw new TypeError(
+      "Cannot consume: this runtime has no WebSocket (on Node 20, run node with " +
+        "--experimental-websocket; Node 22 and later have it), or pass options.WebSocket",
+    );
+  }
   const base = baseUrl(options.url);
   const wsUrl = base.replace(/^http/, "ws") + "/v1/ws";
   const onError = options.onError ?? (() => {});

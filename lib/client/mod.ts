@@ -1,5 +1,6 @@
 /**
- * The tegami client, for Deno, browsers and Node ≥ 22: a producer over HTTP
+ * The tegami client, for Deno, browsers and Node (tested on Node 20 with
+ * `--experimental-websocket`, 22 and 24): a producer over HTTP
  * ({@linkcode TegamiClient}) and a consumer over WebSocket ({@linkcode consume}). It needs only
  * the standard `fetch` and `WebSocket`.
  *

@@ -1,6 +1,6 @@
 /**
  * The HTTP side of the client: enqueue (one or a batch), get, cancel, queue stats, dead letters,
- * pause/resume. Uses only the standard `fetch`, so it runs in Deno, browsers and Node ≥ 22.
+ * pause/resume. Uses only the standard `fetch`, so it runs in Deno, browsers and Node 20 or later.
  * Server errors come back as {@linkcode TegamiError} carrying the server's code.
  *
  * @module

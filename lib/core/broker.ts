@@ -19,9 +19,11 @@ import type {
   CancelResult,
   ClaimWant,
   EndedLease,
+  JobPage,
   LeaseRef,
   NackResult,
   QueueCounts,
+  RunNowResult,
   Store,
 } from "../store/store.ts";
 
@@ -331,6 +333,18 @@ export class Broker {
   /** Dead jobs of a queue, by id after a cursor. */
   listDead(queue: string, limit: number, after: number): Promise<Job[]> {
     return this.#store.listDead(queue, limit, after);
+  }
+
+  /** A page of a queue's jobs in one state (the job browser). */
+  listJobs(queue: string, page: JobPage): Promise<Job[]> {
+    return this.#store.listJobs(queue, page);
+  }
+
+  /** Makes a delayed job pending now and wakes its queue's consumers. */
+  async runNow(id: number): Promise<RunNowResult> {
+    const out = await this.#store.runNow(id, this.#clock.now());
+    this.wake(out.queue);
+    return out;
   }
 
   /** Makes dead jobs pending again and wakes consumers. */

@@ -32,3 +32,27 @@ export const MAX_DELAY_MS = 100 * 365 * 24 * 60 * 60 * 1000;
 export const MAX_REQUEUE_IDS = 10_000;
 /** The most dead jobs one list call returns. */
 export const MAX_LIST_LIMIT = 1000;
+/**
+ * Room a job object takes besides its user JSON values (payload, checkpoint, result), in bytes:
+ * member names and numbers (under 1 KiB), the queue name (128), the key (512 bytes, up to 3072
+ * once JSON-escaped), `last_error` (8192 characters plus the cut marker, up to 6 bytes each once
+ * escaped: under 48.1 KiB) and the lease. 64 KiB covers them all with room to spare.
+ */
+export const JOB_OVERHEAD_BYTES = 64 * 1024;
+
+/**
+ * The largest WebSocket `job` frame (and HTTP delivery) the server sends, in bytes, given
+ * `--max-payload`: a payload and a checkpoint at the limit plus {@linkcode JOB_OVERHEAD_BYTES}.
+ * A delivery's `result` is always null (only an ack sets it, and a done job is never leased).
+ */
+export function largestDeliveryBytes(maxPayload: number): number {
+  return 2 * maxPayload + JOB_OVERHEAD_BYTES;
+}
+
+/**
+ * The largest job object an HTTP answer carries, in bytes, given `--max-payload`: payload,
+ * checkpoint and result at the limit plus {@linkcode JOB_OVERHEAD_BYTES}.
+ */
+export function largestJobBytes(maxPayload: number): number {
+  return 3 * maxPayload + JOB_OVERHEAD_BYTES;
+}

@@ -16,6 +16,7 @@
   const STATES = ["pending", "delayed", "leased", "done", "dead", "cancelled"];
   const SVG_NS = "http://www.w3.org/2000/svg";
   const DEAD_PAGE = 20;
+  const BROWSE_PAGE = 25;
   const CHART_POINTS = 300;
 
   /**
@@ -46,6 +47,10 @@
    *   chart: Chart | null, queueNames: string,
    *   dead: { queue: string, jobs: Job[], next: number | null, loading: boolean, seenDead: number | null, error: string },
    *   job: Job | null, jobId: number | null, jobLoading: boolean,
+   *   browse: {
+   *     queue: string, state: string, order: string, jobs: Job[], next: number | null,
+   *     loading: boolean, error: string, seen: number | null
+   *   },
    *   slots?: Map<number, Sample>, slotsAt?: number, slotsLength?: number
    * }} State
    */
@@ -71,6 +76,16 @@
     job: null,
     jobId: null,
     jobLoading: false,
+    browse: {
+      queue: "",
+      state: "pending",
+      order: "newest",
+      jobs: [],
+      next: null,
+      loading: false,
+      error: "",
+      seen: null,
+    },
   };
 
   /**
@@ -530,6 +545,7 @@
     syncSelects();
     renderChart();
     followDead();
+    followBrowse();
     followJob();
   }
 
@@ -613,7 +629,15 @@
     tr.appendChild(cells.age);
     tr.appendChild(cells.consumers);
     tr.appendChild(spark);
-    tr.appendChild(h("td", { class: "actions" }, pause, dead));
+    const jobs = h("button", {
+      type: "button",
+      class: "browse-open",
+      text: "Jobs",
+      onclick: function () {
+        openBrowse(name, "");
+      },
+    });
+    tr.appendChild(h("td", { class: "actions" }, pause, jobs, dead));
     return { tr: tr, cells: cells, badge: badge, spark: spark, pause: pause };
   }
 
@@ -696,7 +720,11 @@
     const key = names.join("\u0000");
     if (key === state.queueNames) return;
     state.queueNames = key;
-    [["chart-queue", "All queues"], ["dead-queue", "Choose a queue…"]].forEach(function (pair) {
+    [
+      ["chart-queue", "All queues"],
+      ["dead-queue", "Choose a queue…"],
+      ["browse-queue", "Choose a queue…"],
+    ].forEach(function (pair) {
       const select = field(pair[0]);
       const current = select.value;
       const options = [h("option", { value: "", text: pair[1] })];
@@ -1210,6 +1238,7 @@
         if (out.requeued === 0) toast("Job #" + job.id + " was no longer dead", "error");
         else toast("Requeued job #" + job.id + " to " + job.queue);
         if (state.dead.queue === job.queue) dropDead(job.id);
+        afterAction(job);
         if (state.jobId === job.id) return showJob(job.id, false);
       },
     );
@@ -1222,8 +1251,285 @@
     return api("DELETE", "/v1/jobs/" + job.id).then(function (out) {
       toast((out.removed ? "Deleted job #" : "Cancelled job #") + job.id);
       if (state.dead.queue === job.queue) dropDead(job.id);
+      afterAction(job);
       if (state.jobId === job.id) return showJob(job.id, false);
     });
+  }
+
+  /**
+   * Makes a delayed job pending now.
+   * @param {Job} job
+   */
+  function runJob(job) {
+    return api("POST", "/v1/jobs/" + job.id + "/run", {}).then(function () {
+      toast("Job #" + job.id + " runs now");
+      afterAction(job);
+      if (state.jobId === job.id) return showJob(job.id, false);
+    });
+  }
+
+  // ---- the job browser ----
+
+  /**
+   * Opens the browser on a queue (and a state, or the one shown).
+   * @param {string} name
+   * @param {string} st
+   */
+  function openBrowse(name, st) {
+    field("browse-queue").value = name;
+    if (st) state.browse.state = st;
+    loadBrowse(name, false);
+    $("browse-card").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+  $("browse-queue").addEventListener("change", function () {
+    loadBrowse(field("browse-queue").value, false);
+  });
+  $("browse-order").addEventListener("change", function () {
+    state.browse.order = field("browse-order").value;
+    loadBrowse(state.browse.queue, false);
+  });
+  $("browse-refresh").addEventListener("click", function () {
+    loadBrowse(state.browse.queue, false);
+  });
+  $("browse-states").querySelectorAll("button.tab").forEach(function (tab) {
+    tab.addEventListener("click", function () {
+      state.browse.state = tab.getAttribute("data-state") || "pending";
+      loadBrowse(state.browse.queue, false);
+    });
+  });
+
+  /**
+   * Loads the first page (or, with `more`, the next one) of the queue's jobs in the chosen state.
+   * @param {string} name
+   * @param {boolean} more
+   * @returns {Promise<void>}
+   */
+  function loadBrowse(name, more) {
+    const b = state.browse;
+    const st = b.state;
+    const order = b.order;
+    if (!more) {
+      b.queue = name;
+      b.jobs = [];
+      b.next = null;
+      b.error = "";
+      b.seen = null;
+    }
+    if (!name) {
+      renderBrowse();
+      return Promise.resolve();
+    }
+    b.loading = true;
+    if (!more) renderBrowse();
+    const query = "?state=" + st + "&order=" + order + "&limit=" + BROWSE_PAGE +
+      (more && b.next !== null ? "&after=" + b.next : "");
+    return api("GET", queuePath(name) + "/jobs" + query).then(function (data) {
+      if (b.queue !== name || b.state !== st || b.order !== order) return;
+      b.jobs = more ? b.jobs.concat(data.jobs) : data.jobs;
+      b.next = data.next_after;
+      const q = findQueue(name);
+      b.seen = q ? q.counts[/** @type {keyof Counts} */ (st)] : null;
+    }, function (error) {
+      if (b.queue !== name) return;
+      b.error = error.status === 403
+        ? "This token may not browse jobs: that takes the admin scope."
+        : error.message;
+    }).then(function () {
+      if (b.queue !== name || b.state !== st || b.order !== order) return;
+      b.loading = false;
+      renderBrowse();
+    });
+  }
+
+  /** Reloads the first page when the state's count changed (unless the user paged on). */
+  function followBrowse() {
+    const b = state.browse;
+    const q = b.queue ? findQueue(b.queue) : null;
+    if (!q || b.loading || b.error || b.seen === null) return;
+    if ($("browse-view").querySelector(".armed")) return;
+    const count = q.counts[/** @type {keyof Counts} */ (b.state)];
+    if (count !== b.seen && b.jobs.length <= BROWSE_PAGE) loadBrowse(b.queue, false);
+  }
+
+  /**
+   * Refreshes the browser after an action on one of its queue's jobs.
+   * @param {Job} job
+   */
+  function afterAction(job) {
+    if (state.browse.queue === job.queue) loadBrowse(job.queue, false);
+  }
+
+  function renderBrowse() {
+    const b = state.browse;
+    const view = $("browse-view");
+    field("browse-order").value = b.order;
+    $("browse-states").querySelectorAll("button.tab").forEach(function (tab) {
+      const on = tab.getAttribute("data-state") === b.state;
+      tab.classList.toggle("on", on);
+      tab.setAttribute("aria-selected", on ? "true" : "false");
+    });
+    if (!b.queue) {
+      view.replaceChildren(
+        h("div", {
+          class: "empty",
+          text: "Choose a queue to browse its jobs, one state at a time.",
+        }),
+      );
+      return;
+    }
+    if (b.error) {
+      view.replaceChildren(h("div", { class: "empty error", text: b.error }));
+      return;
+    }
+    if (b.jobs.length === 0) {
+      view.replaceChildren(
+        h("div", {
+          class: "empty",
+          text: b.loading ? "Loading…" : "No " + b.state + " jobs in " + b.queue + ".",
+        }),
+      );
+      return;
+    }
+    const now = Date.now();
+    const body = h("tbody", { id: "browse-body" });
+    b.jobs.forEach(function (job) {
+      body.appendChild(browseRow(job, now));
+    });
+    const table = h(
+      "table",
+      null,
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          h("th", { class: "l", text: "Job" }),
+          h("th", { text: "Priority" }),
+          h("th", { text: "Tries" }),
+          h("th", { text: "Enqueued" }),
+          h("th", { text: whenTitle(b.state) }),
+          h("th", { class: "l", text: "Key" }),
+          h("th", { class: "l", text: "Payload" }),
+          h("th", { class: "l", text: "Last error" }),
+          h("th"),
+        ),
+      ),
+      body,
+    );
+    const q = findQueue(b.queue);
+    const total = q ? q.counts[/** @type {keyof Counts} */ (b.state)] : b.jobs.length;
+    const foot = h(
+      "div",
+      { class: "foot" },
+      h("span", {
+        id: "browse-count",
+        text: "Showing " + int(b.jobs.length) + " of " + int(Math.max(total, b.jobs.length)),
+      }),
+    );
+    if (b.next !== null) {
+      foot.appendChild(h("span", { class: "spacer" }));
+      foot.appendChild(actionButton("Load more", "browse-more", function () {
+        return loadBrowse(b.queue, true);
+      }));
+    }
+    view.replaceChildren(h("div", { class: "scroll" }, table), foot);
+  }
+
+  /**
+   * The heading of the column that says when something happens to jobs in this state.
+   * @param {string} st
+   */
+  function whenTitle(st) {
+    /** @type {Record<string, string>} */
+    const titles = {
+      pending: "Available",
+      delayed: "Runs",
+      leased: "Lease ends",
+      done: "Finished",
+      dead: "Died",
+      cancelled: "Cancelled",
+    };
+    return titles[st] || "When";
+  }
+
+  /**
+   * When, for this job's state: available since, runs at, lease ends, finished.
+   * @param {Job} job
+   * @returns {number | null}
+   */
+  function whenOf(job) {
+    if (job.state === "leased") return job.lease_expires_at;
+    if (job.state === "pending" || job.state === "delayed") return job.run_at;
+    return job.finished_at;
+  }
+
+  /**
+   * @param {Job} job
+   * @param {number} now
+   */
+  function browseRow(job, now) {
+    const at = whenOf(job);
+    /** @type {HTMLElement[]} */
+    const actions = [];
+    if (job.state === "delayed") {
+      actions.push(actionButton("Run now", "run-now", function () {
+        return runJob(job);
+      }));
+    }
+    if (job.state === "dead") {
+      actions.push(actionButton("Retry", "retry", function () {
+        return requeueJob(job);
+      }));
+    }
+    if (job.state === "pending" || job.state === "delayed" || job.state === "leased") {
+      actions.push(confirmButton("Cancel", "Cancel?", "cancel danger", function () {
+        return deleteJob(job);
+      }));
+    } else {
+      actions.push(confirmButton("Delete", "Delete?", "delete danger", function () {
+        return deleteJob(job);
+      }));
+    }
+    return h(
+      "tr",
+      { "data-id": job.id },
+      h(
+        "td",
+        { class: "l" },
+        h("button", {
+          type: "button",
+          class: "link open-job",
+          text: "#" + job.id,
+          title: "Show this job",
+          onclick: function () {
+            showJob(job.id, true);
+          },
+        }),
+      ),
+      h("td", { class: "priority", text: job.priority }),
+      h("td", { class: "tries", text: job.attempts + " / " + job.max_attempts }),
+      h("td", {
+        text: relative(job.created_at, now),
+        title: new Date(job.created_at).toLocaleString(),
+      }),
+      h("td", {
+        class: "when",
+        text: at === null ? "—" : relative(at, now),
+        title: at === null ? null : new Date(at).toLocaleString(),
+      }),
+      h("td", {
+        class: "l key mono" + (job.key === null ? " muted" : ""),
+        text: job.key === null ? "—" : clip(job.key, 30),
+      }),
+      h("td", { class: "l payload mono", text: clip(compact(job.payload), 60) }),
+      h("td", {
+        class: "l err",
+        text: job.last_error === null ? "—" : clip(job.last_error, 60),
+        title: job.last_error === null ? null : job.last_error,
+      }),
+      h("td", { class: "actions" }, ...actions),
+    );
   }
 
   // ---- job lookup ----
@@ -1308,6 +1614,11 @@
           return deleteJob(job);
         }),
       );
+    }
+    if (job.state === "delayed") {
+      actions.appendChild(actionButton("Run now", "primary job-run", function () {
+        return runJob(job);
+      }));
     }
     if (job.state === "dead") {
       actions.appendChild(actionButton("Requeue", "primary job-requeue", function () {

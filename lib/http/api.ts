@@ -5,38 +5,40 @@
  * @module
  */
 
+import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
 import {
   bearerToken,
   OPEN_ACCESS,
   type Principal,
   requireQueue,
-  requireScope,
-  type Scope,
   type TokenSet,
 } from "../auth/tokens.ts";
 import type { Broker } from "../core/broker.ts";
 import type { Clock } from "../core/clock.ts";
 import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../core/errors.ts";
 import { deliveryJson, jobJson } from "../core/job.ts";
-import type { Logger } from "../observe/log.ts";
+import { describeCause, type Logger } from "../observe/log.ts";
 import {
-  jobId,
   parseAck,
   parseCheckpoint,
   parseDeadQuery,
   parseEmpty,
   parseEnqueue,
   parseExtend,
+  parseJobsQuery,
   parseLease,
   parseNack,
   parseRequeue,
+  pathJobId,
   queueName,
   type RequestLimits,
 } from "../api/requests.ts";
 import type { Asset } from "../dashboard/assets.ts";
-import type { QueueCounts } from "../store/store.ts";
+import { statsView } from "../api/views.ts";
 import { type BodyOptions, type JsonBody, readJsonBody } from "./body.ts";
 import { checkCrossSite, type CrossSiteRules } from "./cross_site.ts";
+import openapi from "./openapi.json" with { type: "json" };
+import asyncapi from "../ws/asyncapi.json" with { type: "json" };
 import { errorResponse, json, jsonText } from "./respond.ts";
 
 /** What the API needs from the server around it. */
@@ -69,9 +71,6 @@ export interface ApiOptions {
   body?: Pick<BodyOptions, "timeoutMs" | "budget">;
 }
 
-/** Who may call a route: a scope, `read` (any valid token), `job` (produce or consume), `open`. */
-type Access = Scope | "read" | "job" | "open";
-
 interface Context {
   request: Request;
   url: URL;
@@ -84,19 +83,6 @@ interface Route {
   path: string[];
   access: Access;
   handle: (ctx: Context) => Promise<Response> | Response;
-}
-
-/** Stats as the API shows them. */
-export function statsView(stats: QueueCounts, now: number, consumers: number): unknown {
-  return {
-    name: stats.name,
-    paused: stats.paused,
-    counts: stats.counts,
-    oldest_pending_age_ms: stats.oldest_pending_at === null
-      ? 0
-      : Math.max(0, now - stats.oldest_pending_at),
-    consumers,
-  };
 }
 
 /** Makes the request handler of the HTTP API. */
@@ -128,11 +114,15 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     requireQueue(ctx.principal, queue);
   };
 
+  // The API documents, embedded by the imports (a compiled binary carries them), as sent.
+  const openapiText = JSON.stringify(openapi);
+  const asyncapiText = JSON.stringify(asyncapi);
+
   const table: Route[] = [
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "jobs"],
-      access: "produce",
+      access: OPERATIONS.enqueue,
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const { value, text } = await bodyText(ctx);
@@ -148,7 +138,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "leases"],
-      access: "consume",
+      access: OPERATIONS.lease,
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const req = parseLease(await body(ctx));
@@ -167,9 +157,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "ack"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseAck(await body(ctx), limits);
         await jobAccess(ctx, id);
         await broker.ack(id, req.token, req.result);
@@ -179,9 +169,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "nack"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseNack(await body(ctx));
         await jobAccess(ctx, id);
         const out = await broker.nack(id, req.token, req);
@@ -191,9 +181,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "extend"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseExtend(await body(ctx));
         await jobAccess(ctx, id);
         return json(200, await broker.extend(id, req.token, req.lease_ms));
@@ -202,9 +192,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "checkpoint"],
-      access: "consume",
+      access: OPERATIONS.settle,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const req = parseCheckpoint(await body(ctx), limits);
         await jobAccess(ctx, id);
         return json(200, await broker.checkpoint(id, req.token, req.data));
@@ -213,9 +203,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "jobs", ":id"],
-      access: "job",
+      access: OPERATIONS.readJob,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         const job = await broker.get(id);
         if (job === null) throw jobNotFound(id);
         requireQueue(ctx.principal, job.queue);
@@ -225,9 +215,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "DELETE",
       path: ["v1", "jobs", ":id"],
-      access: "admin",
+      access: OPERATIONS.cancelJob,
       handle: async (ctx) => {
-        const id = jobId(ctx.params[0]);
+        const id = pathJobId(ctx.params[0]);
         await jobAccess(ctx, id);
         const out = await broker.cancel(id);
         log.info(out.removed ? "Job removed" : "Job cancelled", {
@@ -242,7 +232,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: async (ctx) => {
         const now = clock.now();
         const all = await broker.stats();
@@ -255,7 +245,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: async (ctx) => {
         const [stats] = await broker.stats(ctx.params[0]);
         return json(200, statsView(stats, clock.now(), broker.consumerCount(stats.name)));
@@ -264,7 +254,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     ...([["pause", true], ["resume", false]] as const).map(([action, paused]): Route => ({
       method: "POST",
       path: ["v1", "queues", ":queue", action],
-      access: "admin",
+      access: OPERATIONS.pauseQueue,
       handle: async (ctx) => {
         parseEmpty(await body(ctx));
         await broker.setPaused(ctx.params[0], paused);
@@ -278,7 +268,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue", "dead"],
-      access: "admin",
+      access: OPERATIONS.deadLetters,
       handle: async (ctx) => {
         const { limit, after } = parseDeadQuery(ctx.url.searchParams);
         const jobs = await broker.listDead(ctx.params[0], limit, after);
@@ -287,9 +277,33 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       },
     },
     {
+      method: "GET",
+      path: ["v1", "queues", ":queue", "jobs"],
+      access: "admin",
+      handle: async (ctx) => {
+        const page = parseJobsQuery(ctx.url.searchParams);
+        const jobs = await broker.listJobs(ctx.params[0], page);
+        const next = jobs.length === page.limit ? jobs[jobs.length - 1].id : null;
+        return jsonText(200, `{"jobs":[${jobs.map(jobJson).join(",")}],"next_after":${next}}`);
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "jobs", ":id", "run"],
+      access: "admin",
+      handle: async (ctx) => {
+        const id = pathJobId(ctx.params[0]);
+        parseEmpty(await body(ctx));
+        await jobAccess(ctx, id);
+        const out = await broker.runNow(id);
+        log.info("Job run now", { id, queue: out.queue, by: ctx.principal.name });
+        return json(200, { id, state: out.state, run_at: out.run_at });
+      },
+    },
+    {
       method: "POST",
       path: ["v1", "queues", ":queue", "dead", "requeue"],
-      access: "admin",
+      access: OPERATIONS.deadLetters,
       handle: async (ctx) => {
         const { ids } = parseRequeue(await body(ctx));
         const requeued = await broker.requeueDead(ctx.params[0], ids);
@@ -305,7 +319,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "events"],
-      access: "read",
+      access: OPERATIONS.readQueues,
       handle: (ctx) => {
         if (options.events === undefined) throw notFound(ctx.request, ctx.url);
         return options.events(ctx.principal);
@@ -314,13 +328,13 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["healthz"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: () => json(200, { status: "ok" }),
     },
     {
       method: "GET",
       path: ["readyz"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: async () => {
         if (!options.accepting()) {
           throw new TegamiError("unavailable", "Not ready: the server is shutting down");
@@ -338,7 +352,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["metrics"],
-      access: "admin",
+      access: OPERATIONS.metrics,
       handle: async (ctx) => {
         // The metrics name and count every queue; GET /v1/queues hides the others from a token
         // limited to some queues, so /metrics must not show them either.
@@ -353,10 +367,22 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         });
       },
     },
+    {
+      method: "GET",
+      path: ["openapi.json"],
+      access: "open",
+      handle: () => jsonText(200, openapiText),
+    },
+    {
+      method: "GET",
+      path: ["asyncapi.json"],
+      access: "open",
+      handle: () => jsonText(200, asyncapiText),
+    },
     ...options.dashboard.map((asset): Route => ({
       method: "GET",
       path: asset.path.split("/").filter((part) => part !== ""),
-      access: "open",
+      access: OPERATIONS.open,
       handle: () =>
         new Response(asset.body, {
           headers: {
@@ -402,8 +428,8 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     }
     let pathMatched = false;
     for (const r of routes) {
-      const params = match(r.path, segments);
-      if (params === null) continue;
+      const matched = match(r.path, segments);
+      if (matched === null) continue;
       pathMatched = true;
       if (r.method !== request.method) continue;
       seen.pattern = r.pattern;
@@ -415,6 +441,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         principal = found;
         requireAccess(principal, r.access);
       }
+      const params = decoded(r.path, matched);
       if (r.namesQueue) {
         const queue = queueName(params[0]);
         requireQueue(principal, queue);
@@ -455,21 +482,34 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
   };
 }
 
-function match(pattern: string[], segments: string[]): string[] | null {
+/**
+ * The parameters of a path that has the pattern's shape, or null. A parameter segment that is
+ * not valid percent-encoding (`%zz`) still matches, as undefined: the route is the right one and
+ * the caller's parameter is malformed (400), which the router reports once the method matches.
+ */
+function match(pattern: string[], segments: string[]): (string | undefined)[] | null {
   if (pattern.length !== segments.length) return null;
-  const params: string[] = [];
+  const params: (string | undefined)[] = [];
   for (let i = 0; i < pattern.length; i++) {
     if (pattern[i].startsWith(":")) {
-      let value: string;
+      let value: string | undefined;
       try {
         value = decodeURIComponent(segments[i]);
       } catch {
-        return null;
+        value = undefined;
       }
       params.push(value);
     } else if (pattern[i] !== segments[i]) return null;
   }
   return params;
+}
+
+/** The decoded parameters, or `validation_failed` naming the first malformed one. */
+function decoded(pattern: string[], params: (string | undefined)[]): string[] {
+  const at = params.indexOf(undefined);
+  if (at < 0) return params as string[];
+  const name = pattern.filter((p) => p.startsWith(":"))[at].slice(1);
+  throw invalid(name, "not valid percent-encoding");
 }
 
 /**
@@ -496,18 +536,4 @@ function unauthorized(): TegamiError {
     "unauthorized",
     "Cannot authenticate: send a valid token as Authorization: Bearer <token>",
   );
-}
-
-function requireAccess(principal: Principal, access: Access): void {
-  if (access === "read" || access === "open") return;
-  requireScope(principal, access === "job" ? "produce or consume" : access);
-}
-
-/** A one-line description of an internal failure's cause, for the log. */
-export function describeCause(cause: unknown): string {
-  if (cause instanceof Error) {
-    const inner = cause.cause instanceof Error ? `: ${cause.cause.message}` : "";
-    return `${cause.name}: ${cause.message}${inner}`.slice(0, 500);
-  }
-  return String(cause).slice(0, 500);
 }

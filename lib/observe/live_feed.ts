@@ -21,7 +21,7 @@
  */
 
 import type { Clock, TimerHandle } from "../core/clock.ts";
-import { statsView } from "../http/api.ts";
+import { statsView } from "../api/views.ts";
 import { busiestQueues, type QueueTotals } from "./server_metrics.ts";
 import type { QueueCounts } from "../store/store.ts";
 

@@ -117,3 +117,12 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 
 /** A logger that writes nothing (tests). */
 export const silentLogger: Logger = createLogger({ write: () => {} });
+
+/** A one-line description of an internal failure's cause, for the log. */
+export function describeCause(cause: unknown): string {
+  if (cause instanceof Error) {
+    const inner = cause.cause instanceof Error ? `: ${cause.cause.message}` : "";
+    return `${cause.name}: ${cause.message}${inner}`.slice(0, 500);
+  }
+  return String(cause).slice(0, 500);
+}

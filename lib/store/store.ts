@@ -141,6 +141,33 @@ export function copyCommitStats(stats: CommitStats): CommitStats {
   return { ...stats, batch_histogram: [...stats.batch_histogram] };
 }
 
+/** Which page of a queue's jobs in one state {@linkcode Store.listJobs} answers. */
+export interface JobPage {
+  /** The state listed. */
+  state: JobState;
+  /** `oldest` first (ascending ids) or `newest` first (descending ids). */
+  order: "oldest" | "newest";
+  /**
+   * The cursor: only jobs past this id in the listing's order (greater ids for `oldest`, smaller
+   * for `newest`); null for the first page.
+   */
+  after: number | null;
+  /** Most jobs in the page. */
+  limit: number;
+}
+
+/** The answer to a {@linkcode Store.runNow}. */
+export interface RunNowResult {
+  /** The job. */
+  id: number;
+  /** Its queue. */
+  queue: string;
+  /** Always `pending`. */
+  state: JobState;
+  /** When it became available: now, or earlier if it was already pending. */
+  run_at: number;
+}
+
 /** A durable home for jobs. */
 export interface Store {
   /** The database engine and version, for the startup log (`SQLite 3.53.2`). */
@@ -188,6 +215,13 @@ export interface Store {
   stats(queue?: string): Promise<QueueCounts[]>;
   /** Dead jobs of a queue with id > `after`, by id. */
   listDead(queue: string, limit: number, after: number): Promise<Job[]>;
+  /** A page of a queue's jobs in one state, ordered by id (the job browser). */
+  listJobs(queue: string, page: JobPage): Promise<Job[]>;
+  /**
+   * Makes a delayed job pending now (`run_at` = now). A job already pending is left as it is and
+   * answered the same; any other state fails with `conflict`, an unknown id with `not_found`.
+   */
+  runNow(id: number, now: number): Promise<RunNowResult>;
   /** Makes dead jobs pending again with attempts reset; all of the queue's when `ids` is null. */
   requeueDead(queue: string, ids: number[] | null, now: number): Promise<number>;
   /**

@@ -16,13 +16,8 @@
  * @module
  */
 
-import {
-  type Principal,
-  requireQueue,
-  requireScope,
-  type Scope,
-  type TokenSet,
-} from "../auth/tokens.ts";
+import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
+import { type Principal, requireQueue, type TokenSet } from "../auth/tokens.ts";
 import type { Broker, LeaseHolder, LeaseNotice, Subscriber } from "../core/broker.ts";
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { invalid, jobNotFound, TegamiError, toTegamiError } from "../core/errors.ts";
@@ -334,7 +329,7 @@ export class Connection implements LeaseHolder {
       case "auth":
         return this.#auth(body);
       case "subscribe": {
-        this.#require("consume", frame.queue);
+        this.#require(OPERATIONS.lease, frame.queue);
         const { prefetch, leaseMs } = parseSubscribe(body);
         let sub = this.#subs.get(frame.queue);
         if (sub === undefined) {
@@ -359,7 +354,7 @@ export class Connection implements LeaseHolder {
         return { queue: frame.queue };
       }
       case "enqueue": {
-        this.#require("produce", frame.queue);
+        this.#require(OPERATIONS.enqueue, frame.queue);
         const { jobs, batch } = parseEnqueue(body, limits, this.#options.clock.now(), frame.text);
         const out = await broker.enqueue(frame.queue, jobs);
         if (!batch) return { id: out[0].id, deduplicated: out[0].deduplicated };
@@ -412,16 +407,16 @@ export class Connection implements LeaseHolder {
     return { name: principal.name };
   }
 
-  #require(scope: Scope, queue: string): void {
-    requireScope(this.#principal!, scope);
+  #require(access: Access, queue: string): void {
+    requireAccess(this.#principal!, access);
     requireQueue(this.#principal!, queue);
   }
 
-  /** With auth on, checks this token may consume from job `id`'s queue. */
+  /** With auth on, checks this token may settle a lease on job `id`'s queue. */
   async #requireJob(id: number): Promise<void> {
     const queue = this.#leases.get(id)?.sub.queue ?? await this.#options.broker.queueOf(id);
     if (queue === null) throw jobNotFound(id);
-    this.#require("consume", queue);
+    this.#require(OPERATIONS.settle, queue);
   }
 
   #refuseUnauthenticated(ref: string | number | undefined): void {

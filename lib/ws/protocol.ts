@@ -57,9 +57,12 @@ export interface ClientFrame {
   text: string;
 }
 
-/** The ref of a frame if it has a usable one, even when the rest is invalid (for the reply). */
+/**
+ * The ref of a frame if it has a readable one (a string of at most 256 characters, or a number),
+ * even when the rest is invalid, so the error reply can echo it. `null` is no ref, like absence.
+ */
 export function refOf(value: unknown): string | number | undefined {
-  if (typeof value !== "object" || value === null) return undefined;
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
   const ref = (value as Record<string, unknown>).ref;
   if (typeof ref === "number" && Number.isFinite(ref)) return ref;
   if (typeof ref === "string" && ref.length <= 256) return ref;
@@ -82,14 +85,15 @@ export function decodeFrame(text: string): ClientFrame {
   if (typeof op !== "string" || !OPS.has(op)) {
     throw invalid("op", `expected one of ${[...OPS].join(", ")}`);
   }
-  if (ref !== undefined && refOf(frame) === undefined) {
+  // An optional field given as null is absent, `ref` included.
+  if (ref !== undefined && ref !== null && refOf(frame) === undefined) {
     throw invalid("ref", "expected a string of at most 256 characters or a number");
   }
   if (!JOB_OPS.has(op) && id !== undefined) throw invalid("id", "unknown field");
   if (!QUEUE_OPS.has(op) && queue !== undefined) throw invalid("queue", "unknown field");
   return {
     op: op as ClientOp,
-    ref: ref as string | number | undefined,
+    ref: refOf(frame),
     id: JOB_OPS.has(op) ? jobId(id) : 0,
     queue: QUEUE_OPS.has(op) ? queueName(queue) : "",
     body,

@@ -12,21 +12,8 @@ import { WsClient, wsUrl } from "../helpers/ws_client.ts";
 
 const ADMIN = "regression-admin-token-0123";
 
-async function startAuthServer(): Promise<TestServer> {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-fuzz-regress-" });
-  const tokensFile = `${dir}/tokens.json`;
-  await Deno.writeTextFile(
-    tokensFile,
-    JSON.stringify([{ name: "ops", token: ADMIN, scopes: ["admin"] }]),
-  );
-  const server = await startTestServer({ dir, config: { tokensFile } });
-  return {
-    ...server,
-    [Symbol.asyncDispose]: async () => {
-      await server.stop();
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
+function startAuthServer(): Promise<TestServer> {
+  return startTestServer({ tokens: [{ name: "ops", token: ADMIN, scopes: ["admin"] }] });
 }
 
 // Found by "valid calls with any payload, key, checkpoint, error and result store them

@@ -66,18 +66,8 @@ function expectedStatus(access: Access, queueBound: boolean, caller: Caller, ok:
   return ok;
 }
 
-async function startMatrixServer(): Promise<TestServer> {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-auth-matrix-" });
-  const tokensFile = `${dir}/tokens.json`;
-  await Deno.writeTextFile(tokensFile, JSON.stringify(ENTRIES));
-  const server = await startTestServer({ dir, config: { tokensFile } });
-  return {
-    ...server,
-    [Symbol.asyncDispose]: async () => {
-      await server.stop();
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
+function startMatrixServer(): Promise<TestServer> {
+  return startTestServer({ tokens: ENTRIES });
 }
 
 /** A job made through the broker (no auth involved), for one cell of the grid. */
@@ -190,6 +180,20 @@ const HTTP_ROWS: HttpRow[] = [
     queueBound: true,
     ok: 200,
     call: (t) => ["DELETE", `/v1/jobs/${t.pending}`],
+  },
+  {
+    route: "GET /v1/queues/{queue}/jobs",
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["GET", `/v1/queues/${t.queue}/jobs?state=pending&order=newest`],
+  },
+  {
+    route: "POST /v1/jobs/{id}/run",
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["POST", `/v1/jobs/${t.pending}/run`],
   },
   {
     route: "DELETE /v1/jobs/{id} (a leased job)",

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { consume, JobFailure, TegamiClient, TegamiError } from "../../lib/client/mod.ts";
 import { startTestServer } from "../helpers/test_server.ts";
 import { eventually } from "../helpers/ws_client.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
 
 Deno.test("TegamiClient covers every producer and admin call", async () => {
   await using server = await startTestServer();
@@ -162,56 +163,53 @@ Deno.test("close() stops taking jobs and waits for running handlers to ack", asy
 });
 
 Deno.test("consume() survives a server restart mid-stream without losing or double-acking", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-client-restart-" });
+  await using tmp = await tempDir("tegami-client-restart-");
+  const dir = tmp.path;
+  let server = await startTestServer({ dir, realTime: true });
+  const url = server.url;
+  const port = Number(new URL(url).port);
+  const client = new TegamiClient({ url });
+  const handled = new Map<number, number>();
+  const worker = consume<number>("r", async (n) => {
+    handled.set(n, (handled.get(n) ?? 0) + 1);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    return n;
+  }, { url, concurrency: 4, reconnectInitialMs: 20, reconnectMaxMs: 200 });
+  await worker.ready();
+  await client.enqueueBatch("r", Array.from({ length: 200 }, (_, n) => ({ payload: n })));
+  await eventually(() => handled.size > 20, "some progress", 5000);
+  await server.stop();
+  server = await startTestServer({ dir, realTime: true, config: { port } });
   try {
-    let server = await startTestServer({ dir, realTime: true });
-    const url = server.url;
-    const port = Number(new URL(url).port);
-    const client = new TegamiClient({ url });
-    const handled = new Map<number, number>();
-    const worker = consume<number>("r", async (n) => {
-      handled.set(n, (handled.get(n) ?? 0) + 1);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      return n;
-    }, { url, concurrency: 4, reconnectInitialMs: 20, reconnectMaxMs: 200 });
-    await worker.ready();
-    await client.enqueueBatch("r", Array.from({ length: 200 }, (_, n) => ({ payload: n })));
-    await eventually(() => handled.size > 20, "some progress", 5000);
-    await server.stop();
-    server = await startTestServer({ dir, realTime: true, config: { port } });
     try {
-      try {
-        await eventually(
-          async () => (await client.stats("r")).counts.done === 200,
-          "all 200 done after the restart",
-          15_000,
-        );
-      } catch (error) {
-        const stuck = [];
-        for (let id = 1; id <= 200; id++) {
-          const job = await client.get(id);
-          if (job.state !== "done") {
-            stuck.push(`${id}:${job.state}:${job.attempts}:${handled.get(job.payload as number)}`);
-          }
+      await eventually(
+        async () => (await client.stats("r")).counts.done === 200,
+        "all 200 done after the restart",
+        15_000,
+      );
+    } catch (error) {
+      const stuck = [];
+      for (let id = 1; id <= 200; id++) {
+        const job = await client.get(id);
+        if (job.state !== "done") {
+          stuck.push(`${id}:${job.state}:${job.attempts}:${handled.get(job.payload as number)}`);
         }
-        console.log(
-          "STUCK",
-          stuck.join(" "),
-          "running",
-          worker.running,
-          "connected",
-          worker.connected,
-        );
-        throw error;
       }
-      assert.equal(handled.size, 200);
-      const stats = await client.stats("r");
-      assert.equal(stats.counts.pending + stats.counts.leased + stats.counts.dead, 0);
-      await worker.close();
-    } finally {
-      await server.stop();
+      console.log(
+        "STUCK",
+        stuck.join(" "),
+        "running",
+        worker.running,
+        "connected",
+        worker.connected,
+      );
+      throw error;
     }
+    assert.equal(handled.size, 200);
+    const stats = await client.stats("r");
+    assert.equal(stats.counts.pending + stats.counts.leased + stats.counts.dead, 0);
+    await worker.close();
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await server.stop();
   }
 });

@@ -1,5 +1,5 @@
 /**
- * Every limit at limit−1, limit and limit+1 (DESIGN §4, §7; issue 6): the request body
+ * Every limit at limit−1, limit and limit+1 (DESIGN §4, §7): the request body
  * (`--max-body`, with and without a Content-Length), the payload (`--max-payload`, also for ack
  * results and checkpoints, over HTTP and WebSocket), the WebSocket frame (limit = `--max-body`,
  * close 1009), the batch (`--max-batch`, HTTP and WebSocket), prefetch (1–1000), connections

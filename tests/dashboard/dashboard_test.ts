@@ -168,13 +168,10 @@ Deno.test({
   name: "dashboard asks for a token when auth is on and keeps it in the tab only",
   ignore: missing !== null,
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "tegami-dashboard-test-" });
-    const tokensFile = `${dir}/tokens.json`;
-    await Deno.writeTextFile(
-      tokensFile,
-      JSON.stringify([{ name: "ops", token: TOKEN, scopes: ["admin"] }]),
-    );
-    await using server = await startTestServer({ dir, realTime: true, config: { tokensFile } });
+    await using server = await startTestServer({
+      realTime: true,
+      tokens: [{ name: "ops", token: TOKEN, scopes: ["admin"] }],
+    });
     await enqueue(server, "billing", { payload: 1 }, { authorization: `Bearer ${TOKEN}` });
     await using dashboard = await openDashboard(server);
     const { browser, page, errors } = dashboard;
@@ -207,6 +204,5 @@ Deno.test({
     await page.waitForSelector("#token-overlay.open");
     assert.equal(await page.evaluate('sessionStorage.getItem("tegami.token")'), null);
     assert.deepEqual(errors, []);
-    await Deno.remove(dir, { recursive: true });
   },
 });

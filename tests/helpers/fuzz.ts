@@ -365,8 +365,10 @@ export async function seedJobs(server: TestServer): Promise<SeedJobs> {
   await broker.checkpoint(leased.id, lease.lease.token, '{"step":"seeded"}');
   const [cancelled] = await broker.enqueue("seed", [job('"to cancel"')]);
   await broker.cancel(cancelled.id);
+  // Valid JSON text only, as the API stores nothing else (a raw NUL inside a string is not JSON;
+  // the escape is): answers must stay valid JSON, and api_schemas.ts parses every one.
   const [pending] = await broker.enqueue("seed", [
-    job('"pending \u0000 job"', { key: "seed-key" }),
+    job('"pending \\u0000 job"', { key: "seed-key" }),
   ]);
   const [delayed] = await broker.enqueue("seed", [
     job('{"later":true}', { run_at: now + 50 * 365 * 86_400_000 }),

@@ -7,8 +7,9 @@
 
 import { ManualClock, systemClock } from "../../lib/core/clock.ts";
 import { resolveServeConfig, type ServeConfig } from "../../lib/config/serve_config.ts";
-import { silentLogger } from "../../lib/observe/log.ts";
+import { type Logger, silentLogger } from "../../lib/observe/log.ts";
 import { type RunningServer, startServer } from "../../lib/server.ts";
+import { checkHttpAnswer } from "./api_schemas.ts";
 
 /** An answer: status, parsed JSON body (or text when not JSON), headers. */
 export interface Answer {
@@ -30,6 +31,15 @@ export interface TestServerOptions {
   realTime?: boolean;
   /** A directory to use (kept on close); a new temp dir otherwise (removed on close). */
   dir?: string;
+  /**
+   * Entries of a tokens file (or its text), written to `tokens.json` in the server's directory
+   * and served with; without them auth is off.
+   */
+  tokens?: readonly Record<string, unknown>[] | string;
+  /** The log. @default silent */
+  log?: Logger;
+  /** The version for the startup line. @default "dev" */
+  version?: string;
 }
 
 /** A running test server. */
@@ -57,7 +67,10 @@ export async function settle(rounds = 5): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 0));
 }
 
-/** Sends a request to a server and reads the answer. */
+/**
+ * Sends a request to a server and reads the answer, which must agree with the OpenAPI document
+ * (see `api_schemas.ts`): an undocumented status or a body that breaks its schema throws.
+ */
 export async function send(
   url: string,
   method: string,
@@ -70,8 +83,20 @@ export async function send(
     (init.headers as Headers).set("content-type", "application/json");
     init.body = typeof body === "string" ? body : JSON.stringify(body);
   }
-  const response = await fetch(url + path, init);
+  return readAnswer(method, path, await fetch(url + path, init));
+}
+
+/**
+ * Reads the response to `method path` into an {@linkcode Answer} (the body parsed as JSON, else
+ * kept as text), checking it against the OpenAPI document as {@linkcode send} does.
+ */
+export async function readAnswer(
+  method: string,
+  path: string,
+  response: Response,
+): Promise<Answer> {
   const text = await response.text();
+  checkHttpAnswer(method, path, response.status, response.headers.get("content-type"), text);
   let parsed: unknown = text;
   try {
     parsed = JSON.parse(text);
@@ -87,16 +112,26 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const dir = options.dir ?? await Deno.makeTempDir({ prefix: "tegami-test-" });
   const dbPath = `${dir}/tegami.db`;
   const clock = options.clock ?? new ManualClock();
+  let tokensFile: string | null = null;
+  if (options.tokens !== undefined) {
+    tokensFile = `${dir}/tokens.json`;
+    const text = typeof options.tokens === "string"
+      ? options.tokens
+      : JSON.stringify(options.tokens);
+    await Deno.writeTextFile(tokensFile, text);
+  }
   const config: ServeConfig = {
     ...resolveServeConfig([], {}),
     db: dbPath,
     port: 0,
+    tokensFile,
     ...options.config,
   };
   const server = await startServer({
     config,
     clock: options.realTime === true ? systemClock : clock,
-    log: silentLogger,
+    log: options.log ?? silentLogger,
+    version: options.version,
   });
   let stopped = false;
   const stop = async () => {

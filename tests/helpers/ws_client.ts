@@ -7,6 +7,8 @@
  * @module
  */
 
+import { checkServerFrame } from "./api_schemas.ts";
+
 /** A frame from the server: a parsed JSON object with an `op`. */
 // deno-lint-ignore no-explicit-any
 export type Frame = { op: string; [field: string]: any };
@@ -71,6 +73,8 @@ export class WsClient implements AsyncDisposable {
       const text = typeof event.data === "string"
         ? event.data
         : new TextDecoder().decode(event.data as ArrayBuffer);
+      // Every frame must agree with the AsyncAPI document; a mismatch fails the test.
+      checkServerFrame(text);
       this.#frames.push(JSON.parse(text));
       this.#match();
     });

@@ -122,16 +122,12 @@ Deno.test("GET /v1/events hello carries the throughput of the last minutes to a 
 });
 
 Deno.test("GET /v1/events needs a valid token and shows only the queues the token may use", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-events-test-" });
-  const tokensFile = `${dir}/tokens.json`;
-  await Deno.writeTextFile(
-    tokensFile,
-    JSON.stringify([
+  await using server = await startTestServer({
+    tokens: [
       { name: "ops", token: ADMIN, scopes: ["admin"] },
       { name: "billing", token: BILLING, scopes: ["consume"], queues: ["billing.*"] },
-    ]),
-  );
-  await using server = await startTestServer({ dir, config: { tokensFile } });
+    ],
+  });
   const admin = { authorization: `Bearer ${ADMIN}` };
   await enqueue(server, "billing.eu", { payload: 1 }, admin);
   await enqueue(server, "email", { payload: 2 }, admin);
@@ -155,7 +151,6 @@ Deno.test("GET /v1/events needs a valid token and shows only the queues the toke
   const snapshot = await events.next();
   assert.deepEqual(snapshot?.data.queues.map((q: { name: string }) => q.name), ["billing.eu"]);
   await events.cancel();
-  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("closing the server ends open event streams instead of waiting for them", async () => {

@@ -1,5 +1,5 @@
 /**
- * Fuzzing the HTTP API with fast-check against a real server (issue 6; DESIGN §8 "0 crashes and
+ * Fuzzing the HTTP API with fast-check against a real server (DESIGN §8 "0 crashes and
  * 0 5xx on malformed input"). Generated requests cover every route with odd paths, methods,
  * headers and bodies: JSON text with repeated or `__proto__` keys, edge numbers, wrong types,
  * deep nesting, sizes around the limits, cut or spliced valid bodies, raw bytes, and requests

@@ -17,20 +17,15 @@ import { silentLogger } from "../../lib/observe/log.ts";
 import { startTestServer } from "../helpers/test_server.ts";
 
 Deno.test("/healthz answers 200 without a token, even with auth on", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-health-test-" });
-  const tokensFile = `${dir}/tokens.json`;
-  await Deno.writeTextFile(
-    tokensFile,
-    JSON.stringify([{ name: "ops", token: "health-admin-token-0123456789", scopes: ["admin"] }]),
-  );
-  await using server = await startTestServer({ dir, config: { tokensFile } });
+  await using server = await startTestServer({
+    tokens: [{ name: "ops", token: "health-admin-token-0123456789", scopes: ["admin"] }],
+  });
   const health = await server.request("GET", "/healthz");
   assert.equal(health.status, 200);
   assert.deepEqual(health.body, { status: "ok" });
   const ready = await server.request("GET", "/readyz");
   assert.equal(ready.status, 200);
   assert.deepEqual(ready.body, { status: "ready" });
-  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("/readyz answers 503 while the database refuses writes, and 200 once it takes them again", async () => {

@@ -26,18 +26,8 @@ const ENTRIES = [
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /** A test server with the tokens file above, written into its own temp dir. */
-async function startAuthServer(): Promise<TestServer> {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-auth-test-" });
-  const tokensFile = `${dir}/tokens.json`;
-  await Deno.writeTextFile(tokensFile, JSON.stringify(ENTRIES));
-  const server = await startTestServer({ dir, config: { tokensFile } });
-  return {
-    ...server,
-    [Symbol.asyncDispose]: async () => {
-      await server[Symbol.asyncDispose]();
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
+function startAuthServer(): Promise<TestServer> {
+  return startTestServer({ tokens: ENTRIES });
 }
 
 function assertError(answer: Answer, status: number, code: string): void {

@@ -13,7 +13,12 @@ import {
   RawHttp,
   untilConsumers,
 } from "../helpers/http_calls.ts";
-import { type Answer, startTestServer, type TestServer } from "../helpers/test_server.ts";
+import {
+  type Answer,
+  readAnswer,
+  startTestServer,
+  type TestServer,
+} from "../helpers/test_server.ts";
 import { STATUS_OF } from "../../lib/core/errors.ts";
 
 /** Asserts an answer is the error `code` with its status and the documented body shape. */
@@ -41,15 +46,11 @@ async function sendRaw(
   if (contentType !== null) headers.set("content-type", contentType);
   // A Uint8Array or a stream gets no Content-Type from fetch; a string would get text/plain.
   const payload = typeof body === "string" ? new TextEncoder().encode(body) : body;
-  const response = await fetch(server.url + path, { method, headers, body: payload });
-  const text = await response.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON
-  }
-  return { status: response.status, body: parsed, headers: response.headers };
+  return readAnswer(
+    method,
+    path,
+    await fetch(server.url + path, { method, headers, body: payload }),
+  );
 }
 
 async function pendingCount(server: TestServer, queue: string): Promise<number> {
@@ -234,8 +235,13 @@ const INVALID: [string, string, string, unknown, string][] = [
     payload: 1,
   }, "queue"],
   ["a bad queue name for stats", "GET", "/v1/queues/%C3%A9t%C3%A9", undefined, "queue"],
+  ["a queue name that is not percent-encoding", "GET", "/v1/queues/%zz", undefined, "queue"],
+  ["a job id that is not percent-encoding", "DELETE", "/v1/jobs/%E0%A4", undefined, "id"],
   ["a bad queue name for pause", "POST", "/v1/queues/-/pause", undefined, "queue"],
   ["a bad queue name for dead", "GET", "/v1/queues/_x/dead", undefined, "queue"],
+  ["pause with a field", "POST", "/v1/queues/q/pause", { whatever: 1 }, "whatever"],
+  ["resume with a field", "POST", "/v1/queues/q/resume", { whatever: 1 }, "whatever"],
+  ["requeue ids as strings", "POST", "/v1/queues/q/dead/requeue", { ids: ["1"] }, "ids[0]"],
   ["lease max 0", "POST", "/v1/queues/q/leases", { max: 0 }, "max"],
   ["lease max 101", "POST", "/v1/queues/q/leases", { max: 101 }, "max"],
   ["lease max as text", "POST", "/v1/queues/q/leases", { max: "1" }, "max"],
@@ -342,7 +348,6 @@ Deno.test("an unknown route answers 404 not_found", async (t) => {
     ["POST", "/v1/jobs/1/retry"],
     ["GET", "/v1/jobs/1/ack/more"],
     ["GET", "/v1/queues/q/jobs/1"],
-    ["GET", "/v1/queues/%zz"],
     ["GET", "/index.html"],
     ["GET", "/v1/../../etc/passwd"],
   ];
@@ -357,7 +362,8 @@ Deno.test("a known path with the wrong method answers 404 not_found", async (t) 
   await using server = await startTestServer();
   const cases: [string, string][] = [
     ["PUT", "/v1/queues/q/jobs"],
-    ["GET", "/v1/queues/q/jobs"],
+    ["DELETE", "/v1/queues/q/jobs"],
+    ["GET", "/v1/jobs/1/run"],
     ["GET", "/v1/queues/q/leases"],
     ["PATCH", "/v1/jobs/1"],
     ["POST", "/v1/jobs/1"],

@@ -15,6 +15,7 @@ import { createLogger, type LogFormat } from "../../lib/observe/log.ts";
 import { type RunningServer, startServer } from "../../lib/server.ts";
 import { RawWs, upgradeStatus } from "../helpers/raw_ws.ts";
 import { WsClient, wsUrl } from "../helpers/ws_client.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
 
 const TOKENS = {
   producer: "log-producer-token-0123456789",
@@ -374,33 +375,30 @@ for (const format of ["json", "pretty"] as const) {
 }
 
 Deno.test("a tokens file that fails to load names no token in its error", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-log-secrets-" });
-  try {
-    const files = [
-      `[{"name":"a","token":"${TOKENS.admin}","scopes":["admin"],"tokn":"${TOKENS.consumer}"}]`,
-      `[{"name":"a","token":"${TOKENS.admin}","scopes":["admin"]},{"name":"b","token":"${TOKENS.admin}","scopes":["admin"]}]`,
-      `[{"name":"a","token":"${TOKENS.admin}","scopes":["admin"]}`,
-      `[{"name":"a","token":"${TOKENS.admin}","sha256":"${
-        sha256(TOKENS.admin)
-      }","scopes":["admin"]}]`,
-      `[{"name":"a","token":"${TOKENS.admin}","scopes":["${TOKENS.consumer}"]}]`,
-      `[{"name":"a","token":" ${TOKENS.admin}","scopes":["admin"]}]`,
-    ];
-    for (const [i, text] of files.entries()) {
-      const tokensFile = `${dir}/tokens${i}.json`;
-      await Deno.writeTextFile(tokensFile, text);
-      const lines: string[] = [];
-      const error = await startServer({
-        config: { ...resolveServeConfig([], {}), db: `${dir}/t${i}.db`, port: 0, tokensFile },
-        log: createLogger({ level: "debug", format: "json", write: (line) => lines.push(line) }),
-      }).then(async (server) => {
-        await server.close();
-        return null;
-      }, (e: Error) => e);
-      assert.ok(error !== null, `file ${i} was accepted`);
-      assert.deepEqual(leaks([error.message, ...lines], secretsOf([])), [], `file ${i}`);
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
+  await using tmp = await tempDir("tegami-log-secrets-");
+  const dir = tmp.path;
+  const files = [
+    `[{"name":"a","token":"${TOKENS.admin}","scopes":["admin"],"tokn":"${TOKENS.consumer}"}]`,
+    `[{"name":"a","token":"${TOKENS.admin}","scopes":["admin"]},{"name":"b","token":"${TOKENS.admin}","scopes":["admin"]}]`,
+    `[{"name":"a","token":"${TOKENS.admin}","scopes":["admin"]}`,
+    `[{"name":"a","token":"${TOKENS.admin}","sha256":"${
+      sha256(TOKENS.admin)
+    }","scopes":["admin"]}]`,
+    `[{"name":"a","token":"${TOKENS.admin}","scopes":["${TOKENS.consumer}"]}]`,
+    `[{"name":"a","token":" ${TOKENS.admin}","scopes":["admin"]}]`,
+  ];
+  for (const [i, text] of files.entries()) {
+    const tokensFile = `${dir}/tokens${i}.json`;
+    await Deno.writeTextFile(tokensFile, text);
+    const lines: string[] = [];
+    const error = await startServer({
+      config: { ...resolveServeConfig([], {}), db: `${dir}/t${i}.db`, port: 0, tokensFile },
+      log: createLogger({ level: "debug", format: "json", write: (line) => lines.push(line) }),
+    }).then(async (server) => {
+      await server.close();
+      return null;
+    }, (e: Error) => e);
+    assert.ok(error !== null, `file ${i} was accepted`);
+    assert.deepEqual(leaks([error.message, ...lines], secretsOf([])), [], `file ${i}`);
   }
 });

@@ -8,14 +8,12 @@
 
 import assert from "node:assert/strict";
 import { runProgram, spawnServer } from "../helpers/process_server.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
 
 async function withTempDir<T>(run: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-bind-" });
-  try {
-    return await run(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("tegami-bind-");
+  const dir = tmp.path;
+  return await run(dir);
 }
 
 /** The bound port of a server listening on 0.0.0.0, reached over 127.0.0.1. */

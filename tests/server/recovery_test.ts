@@ -3,61 +3,56 @@ import { DatabaseSync } from "node:sqlite";
 import { ManualClock } from "../../lib/core/clock.ts";
 import { runProgram, spawnServer } from "../helpers/process_server.ts";
 import { send, startTestServer } from "../helpers/test_server.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
 
 Deno.test("a restarted server keeps every job, and a lease taken before the stop still acks", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-restart-" });
-  try {
-    const clock = new ManualClock();
-    let token: string;
-    let id: number;
-    {
-      await using first = await startTestServer({ dir, clock });
-      for (let i = 0; i < 5; i++) {
-        await first.request("POST", "/v1/queues/q/jobs", { payload: i, key: `k${i}` });
-      }
-      const leased = await first.request("POST", "/v1/queues/q/leases", { lease_ms: 60_000 });
-      [{ id, lease: { token } }] = leased.body.jobs;
+  await using tmp = await tempDir("tegami-restart-");
+  const dir = tmp.path;
+  const clock = new ManualClock();
+  let token: string;
+  let id: number;
+  {
+    await using first = await startTestServer({ dir, clock });
+    for (let i = 0; i < 5; i++) {
+      await first.request("POST", "/v1/queues/q/jobs", { payload: i, key: `k${i}` });
     }
-    await using second = await startTestServer({ dir, clock });
-    await second.advance(10_000); // still inside the lease
-    const ack = await second.request("POST", `/v1/jobs/${id}/ack`, { token });
-    assert.equal(ack.status, 200);
-    const stats = await second.request("GET", "/v1/queues/q");
-    assert.deepEqual(stats.body.counts, {
-      pending: 4,
-      delayed: 0,
-      leased: 0,
-      done: 1,
-      dead: 0,
-      cancelled: 0,
-    });
-    const dup = await second.request("POST", "/v1/queues/q/jobs", { payload: 9, key: "k3" });
-    assert.equal(dup.body.deduplicated, true);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
+    const leased = await first.request("POST", "/v1/queues/q/leases", { lease_ms: 60_000 });
+    [{ id, lease: { token } }] = leased.body.jobs;
   }
+  await using second = await startTestServer({ dir, clock });
+  await second.advance(10_000); // still inside the lease
+  const ack = await second.request("POST", `/v1/jobs/${id}/ack`, { token });
+  assert.equal(ack.status, 200);
+  const stats = await second.request("GET", "/v1/queues/q");
+  assert.deepEqual(stats.body.counts, {
+    pending: 4,
+    delayed: 0,
+    leased: 0,
+    done: 1,
+    dead: 0,
+    cancelled: 0,
+  });
+  const dup = await second.request("POST", "/v1/queues/q/jobs", { payload: 9, key: "k3" });
+  assert.equal(dup.body.deduplicated, true);
 });
 
 Deno.test("a lease that expired while the server was down returns to pending at startup", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-restart-" });
-  try {
-    const clock = new ManualClock();
-    let id: number;
-    {
-      await using first = await startTestServer({ dir, clock });
-      await first.request("POST", "/v1/queues/q/jobs", { payload: 1 });
-      const leased = await first.request("POST", "/v1/queues/q/leases", { lease_ms: 1000 });
-      id = leased.body.jobs[0].id;
-    }
-    clock.advance(5000);
-    await using second = await startTestServer({ dir, clock });
-    const job = await second.request("GET", `/v1/jobs/${id}`);
-    assert.equal(job.body.state, "pending");
-    const again = await second.request("POST", "/v1/queues/q/leases", {});
-    assert.equal(again.body.jobs[0].attempt, 2);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
+  await using tmp = await tempDir("tegami-restart-");
+  const dir = tmp.path;
+  const clock = new ManualClock();
+  let id: number;
+  {
+    await using first = await startTestServer({ dir, clock });
+    await first.request("POST", "/v1/queues/q/jobs", { payload: 1 });
+    const leased = await first.request("POST", "/v1/queues/q/leases", { lease_ms: 1000 });
+    id = leased.body.jobs[0].id;
   }
+  clock.advance(5000);
+  await using second = await startTestServer({ dir, clock });
+  const job = await second.request("GET", `/v1/jobs/${id}`);
+  assert.equal(job.body.state, "pending");
+  const again = await second.request("POST", "/v1/queues/q/leases", {});
+  assert.equal(again.body.jobs[0].attempt, 2);
 });
 
 Deno.test("a long-poll cut short by shutdown answers 200 with no jobs", async () => {
@@ -134,34 +129,28 @@ Deno.test("a SIGKILLed server loses no acknowledged enqueue or ack", async () =>
 });
 
 Deno.test("SIGTERM shuts down cleanly: exit 0 and the WAL checkpointed", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-term-" });
-  try {
-    const server = await spawnServer(["--db", `${dir}/tegami.db`]);
-    const answer = await send(server.url, "POST", "/v1/queues/t/jobs", { payload: 1 });
-    assert.equal(answer.status, 201);
-    server.kill("SIGTERM");
-    const { code, stderr } = await server.exited();
-    assert.equal(code, 0, stderr);
-    assert.match(stderr, /stopped: database closed cleanly/);
-    const wal = await Deno.stat(`${dir}/tegami.db-wal`).catch(() => null);
-    assert.ok(wal === null || wal.size === 0, "the WAL is empty after a clean stop");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("tegami-term-");
+  const dir = tmp.path;
+  const server = await spawnServer(["--db", `${dir}/tegami.db`]);
+  const answer = await send(server.url, "POST", "/v1/queues/t/jobs", { payload: 1 });
+  assert.equal(answer.status, 201);
+  server.kill("SIGTERM");
+  const { code, stderr } = await server.exited();
+  assert.equal(code, 0, stderr);
+  assert.match(stderr, /stopped: database closed cleanly/);
+  const wal = await Deno.stat(`${dir}/tegami.db-wal`).catch(() => null);
+  assert.ok(wal === null || wal.size === 0, "the WAL is empty after a clean stop");
 });
 
 Deno.test("a second server on the same database exits 1 with a clear message", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-lock-" });
-  try {
-    await using first = await spawnServer(["--db", `${dir}/tegami.db`]);
-    const second = await runProgram(["serve", "--port", "0", "--db", `${dir}/tegami.db`]);
-    assert.equal(second.code, 1);
-    assert.match(second.stderr, /another tegami server is using it/);
-    assert.equal(second.stderr.trim().split("\n").length, 1, "one line");
-    assert.ok(first.url.startsWith("http://"));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("tegami-lock-");
+  const dir = tmp.path;
+  await using first = await spawnServer(["--db", `${dir}/tegami.db`]);
+  const second = await runProgram(["serve", "--port", "0", "--db", `${dir}/tegami.db`]);
+  assert.equal(second.code, 1);
+  assert.match(second.stderr, /another tegami server is using it/);
+  assert.equal(second.stderr.trim().split("\n").length, 1, "one line");
+  assert.ok(first.url.startsWith("http://"));
 });
 
 Deno.test("a non-loopback bind without tokens exits 1 unless --insecure", async () => {
@@ -187,15 +176,12 @@ Deno.test("a bad flag exits 1 with a one-line reason naming it", async () => {
 });
 
 Deno.test("SIGTERM the instant the server has started still stops it cleanly", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-term-early-" });
-  try {
-    for (let i = 0; i < 3; i++) {
-      const server = await spawnServer(["--db", `${dir}/tegami.db`]);
-      server.kill("SIGTERM");
-      const { code, stderr } = await server.exited();
-      assert.equal(code, 0, stderr);
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
+  await using tmp = await tempDir("tegami-term-early-");
+  const dir = tmp.path;
+  for (let i = 0; i < 3; i++) {
+    const server = await spawnServer(["--db", `${dir}/tegami.db`]);
+    server.kill("SIGTERM");
+    const { code, stderr } = await server.exited();
+    assert.equal(code, 0, stderr);
   }
 });

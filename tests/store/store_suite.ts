@@ -36,7 +36,7 @@ export const SUITE_POLICY: LifecyclePolicy = {
 const T0 = 1_700_000_000_000;
 
 /** A job due at T0 with the usual defaults, overridden by `fields`. */
-function newJob(fields: Partial<NewJob> = {}): NewJob {
+export function newJob(fields: Partial<NewJob> = {}): NewJob {
   return {
     payload: '{"n":0}',
     priority: 0,
@@ -919,6 +919,112 @@ export function exerciseStore(name: string, open: OpenStore): void {
     assert.deepEqual((await store.listDead("q", 2, dead[1])).map((j) => j.id), dead.slice(2));
     assert.deepEqual(await store.listDead("q", 10, dead[3]), []);
     assert.deepEqual(await store.listDead("nobody", 10, 0), []);
+  });
+
+  // ---- the job browser ----
+
+  test("listJobs() answers one queue's jobs of one state, oldest or newest first", async (store) => {
+    const dead = await makeDead(store, "q", 2);
+    const pending = [await enqueueOne(store, "q"), await enqueueOne(store, "q")];
+    const delayed = await enqueueOne(store, "q", { run_at: T0 + 60_000 });
+    pending.push(await enqueueOne(store, "q", { priority: 9 }));
+    await enqueueOne(store, "other");
+    const page = (state: JobState, order: "oldest" | "newest" = "oldest") =>
+      store.listJobs("q", { state, order, after: null, limit: 10 });
+    const ids = async (state: JobState, order?: "oldest" | "newest") =>
+      (await page(state, order)).map((j) => j.id);
+    // Ordered by id, whatever the priority: a browser shows when jobs came, not who goes next.
+    assert.deepEqual(await ids("pending"), pending);
+    assert.deepEqual(await ids("pending", "newest"), [...pending].reverse());
+    assert.deepEqual(await ids("delayed"), [delayed]);
+    assert.deepEqual(await ids("dead", "newest"), [...dead].reverse());
+    assert.deepEqual(await ids("leased"), []);
+    for (const job of await page("pending")) {
+      assert.equal(job.queue, "q");
+      assert.equal(job.state, "pending");
+    }
+    assert.deepEqual(
+      await store.listJobs("nobody", {
+        state: "pending",
+        order: "oldest",
+        after: null,
+        limit: 10,
+      }),
+      [],
+    );
+  });
+
+  test("listJobs() pages with the cursor in either order", async (store) => {
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await enqueueOne(store, "q"));
+    const list = async (order: "oldest" | "newest", after: number | null) =>
+      (await store.listJobs("q", { state: "pending", order, after, limit: 2 })).map((j) => j.id);
+    assert.deepEqual(await list("oldest", null), ids.slice(0, 2));
+    assert.deepEqual(await list("oldest", ids[1]), ids.slice(2, 4));
+    assert.deepEqual(await list("oldest", ids[3]), ids.slice(4));
+    assert.deepEqual(await list("oldest", ids[4]), []);
+    assert.deepEqual(await list("newest", null), [ids[4], ids[3]]);
+    assert.deepEqual(await list("newest", ids[3]), [ids[2], ids[1]]);
+    assert.deepEqual(await list("newest", ids[1]), [ids[0]]);
+    assert.deepEqual(await list("newest", ids[0]), []);
+  });
+
+  test("listJobs() shows leased, done and cancelled jobs with their fields", async (store) => {
+    const a = await enqueueOne(store, "q");
+    const b = await enqueueOne(store, "q");
+    const c = await enqueueOne(store, "q");
+    const first = await claimOne(store, "q", T0 + 1);
+    assert.equal(first.job.id, a);
+    await store.ack(a, first.lease.token, '{"ok":true}', T0 + 2);
+    const second = await claimOne(store, "q", T0 + 3);
+    await store.checkpoint(b, second.lease.token, '"half"', T0 + 4);
+    await store.cancel(c, T0 + 5);
+    const one = async (state: JobState) => {
+      const jobs = await store.listJobs("q", { state, order: "oldest", after: null, limit: 10 });
+      assert.equal(jobs.length, 1, state);
+      return jobs[0];
+    };
+    const done = await one("done");
+    assert.equal(done.id, a);
+    assert.equal(done.result, '{"ok":true}');
+    assert.equal(done.finished_at, T0 + 2);
+    const leased = await one("leased");
+    assert.equal(leased.id, b);
+    assert.equal(leased.checkpoint, '"half"');
+    assert.equal(leased.lease_expires_at, second.lease.expires_at);
+    assert.equal((await one("cancelled")).id, c);
+  });
+
+  test("runNow() makes a delayed job pending now, ready to claim", async (store) => {
+    const id = await enqueueOne(store, "q", { run_at: T0 + 3_600_000 });
+    assert.equal(await stateOf(store, id), "delayed");
+    assert.deepEqual(await store.runNow(id, T0 + 10), {
+      id,
+      queue: "q",
+      state: "pending",
+      run_at: T0 + 10,
+    });
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1 }));
+    assert.equal((await claimOne(store, "q", T0 + 11)).job.id, id);
+    assert.equal(await store.nextDeadline(), T0 + 11 + SUITE_POLICY.defaultLeaseMs);
+  });
+
+  test("runNow() leaves a pending job as it is and refuses other states", async (store) => {
+    const pending = await enqueueOne(store, "q");
+    assert.deepEqual(await store.runNow(pending, T0 + 5), {
+      id: pending,
+      queue: "q",
+      state: "pending",
+      run_at: T0,
+    });
+    const leased = await enqueueOne(store, "l");
+    await claimOne(store, "l");
+    await rejectsWith(store.runNow(leased, T0), "conflict");
+    const [dead] = await makeDead(store, "d", 1);
+    await rejectsWith(store.runNow(dead, T0), "conflict");
+    await rejectsWith(store.runNow(424242, T0), "not_found");
+    assert.equal(await stateOf(store, leased), "leased");
+    assert.equal(await stateOf(store, dead), "dead");
   });
 
   test("requeueDead() without ids makes every dead job of the queue pending", async (store) => {

@@ -11,6 +11,7 @@ import { startServer } from "../../lib/server.ts";
 import { runProgram, spawnServer } from "../helpers/process_server.ts";
 import { send } from "../helpers/test_server.ts";
 import { AnswerBeforeCommit, faultyStoreFactory } from "./faulty_store.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
 
 const FAULTY_SERVER = new URL("./faulty_server.ts", import.meta.url).pathname;
 
@@ -46,41 +47,35 @@ Deno.test("AnswerBeforeCommit answers callers before COMMIT", async () => {
 });
 
 Deno.test("a server over the any-token store acks a leased job with a forged token", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-fault-" });
-  try {
-    const config = { ...resolveServeConfig([], {}), db: `${dir}/tegami.db`, port: 0 };
-    const log = createLogger({ level: "error", write: () => {} });
-    await using server = await startServer({
-      config,
-      log,
-      openStore: faultyStoreFactory("any-token"),
-    });
-    await send(server.url, "POST", "/v1/queues/q/jobs", { payload: 1 });
-    const [job] = (await send(server.url, "POST", "/v1/queues/q/leases", {})).body.jobs;
-    const ack = await send(server.url, "POST", `/v1/jobs/${job.id}/ack`, { token: "forged" });
-    assert.equal(ack.status, 200, "the fault accepts a forged token");
-    assert.equal((await send(server.url, "GET", `/v1/jobs/${job.id}`)).body.state, "done");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("tegami-fault-");
+  const dir = tmp.path;
+  const config = { ...resolveServeConfig([], {}), db: `${dir}/tegami.db`, port: 0 };
+  const log = createLogger({ level: "error", write: () => {} });
+  await using server = await startServer({
+    config,
+    log,
+    openStore: faultyStoreFactory("any-token"),
+  });
+  await send(server.url, "POST", "/v1/queues/q/jobs", { payload: 1 });
+  const [job] = (await send(server.url, "POST", "/v1/queues/q/leases", {})).body.jobs;
+  const ack = await send(server.url, "POST", `/v1/jobs/${job.id}/ack`, { token: "forged" });
+  assert.equal(ack.status, 200, "the fault accepts a forged token");
+  assert.equal((await send(server.url, "GET", `/v1/jobs/${job.id}`)).body.state, "done");
 });
 
 Deno.test("the faulty server says so on stderr before it starts", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-fault-" });
-  try {
-    await using server = await spawnServer(
-      ["--fault", "ack-before-commit", "--db", `${dir}/t.db`],
-      {
-        script: FAULTY_SERVER,
-      },
-    );
-    server.kill("SIGTERM");
-    const { code, stderr } = await server.exited();
-    assert.equal(code, 0, stderr);
-    assert.match(stderr.split("\n")[0], /^UNSAFE FAULT "ack-before-commit" IS ON/);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("tegami-fault-");
+  const dir = tmp.path;
+  await using server = await spawnServer(
+    ["--fault", "ack-before-commit", "--db", `${dir}/t.db`],
+    {
+      script: FAULTY_SERVER,
+    },
+  );
+  server.kill("SIGTERM");
+  const { code, stderr } = await server.exited();
+  assert.equal(code, 0, stderr);
+  assert.match(stderr.split("\n")[0], /^UNSAFE FAULT "ack-before-commit" IS ON/);
 });
 
 Deno.test("tegami serve knows no fault flag and its help speaks of none", async () => {

@@ -1,5 +1,5 @@
 /**
- * Fuzzing the WebSocket protocol with fast-check against a real server (issue 6; DESIGN §3 "a
+ * Fuzzing the WebSocket protocol with fast-check against a real server (DESIGN §3 "a
  * malformed frame gets an error reply, never a dropped connection or a crash"). Generated frames
  * cover every op with random, missing and extra fields (`__proto__`, `constructor`…), wrong
  * types, edge numbers, unusable refs, deep nesting, binary and fragmented frames, sizes around

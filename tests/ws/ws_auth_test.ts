@@ -15,25 +15,14 @@ const PRODUCER = "producer-token-0123456789abcdef";
 const NOBODY = "not-a-known-token-0123456789";
 
 /** A server with a tokens file: an admin, a consumer limited to `billing.*`, a producer. */
-async function startAuthServer(): Promise<TestServer> {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-ws-auth-" });
-  const tokensFile = `${dir}/tokens.json`;
-  await Deno.writeTextFile(
-    tokensFile,
-    JSON.stringify([
+function startAuthServer(): Promise<TestServer> {
+  return startTestServer({
+    tokens: [
       { name: "ops", token: ADMIN, scopes: ["admin"] },
       { name: "billing-workers", token: BILLING, scopes: ["consume"], queues: ["billing.*"] },
       { name: "shop", token: PRODUCER, scopes: ["produce"] },
-    ]),
-  );
-  const server = await startTestServer({ dir, config: { tokensFile } });
-  return {
-    ...server,
-    [Symbol.asyncDispose]: async () => {
-      await server.stop();
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
+    ],
+  });
 }
 
 function bearer(token: string): Record<string, string> {

@@ -53,6 +53,9 @@ Deno.test("frames of the wrong shape get validation_failed with the ref echoed",
     ["an unknown unsubscribe field", { op: "unsubscribe", ref: 11, queue: "w", prefetch: 1 }],
     ["a non-numeric id", { op: "ack", ref: 12, id: "abc", token: "t" }],
     ["a huge id", { op: "ack", ref: 13, id: 1e300, token: "t" }],
+    ["an id given as a string", { op: "ack", ref: 131, id: "2003", token: "t" }],
+    ["an id in a string on nack", { op: "nack", ref: 132, id: "1", token: "t" }],
+    ["a fractional id", { op: "extend", ref: 133, id: 1.5, token: "t" }],
     ["a missing token", { op: "ack", ref: 14, id: 1 }],
     ["a non-string token", { op: "ack", ref: 15, id: 1, token: 42 }],
     ["a queue on a job op", { op: "ack", ref: 16, id: 1, token: "t", queue: "w" }],
@@ -95,6 +98,29 @@ Deno.test("frames that are JSON but not objects, or carry an unusable ref, get n
   const long = await errorFor(ws, JSON.stringify({ op: "fly", ref: "x".repeat(300) }));
   assert.equal(long.code, "validation_failed");
   assert.equal(long.ref, undefined);
+});
+
+Deno.test("a ref given as null is no ref, and optional fields given as null are absent", async () => {
+  await using server = await startTestServer();
+  await using ws = await WsClient.connect(wsUrl(server.url));
+  ws.send({ op: "subscribe", ref: null, queue: "w", prefetch: 1, lease_ms: null });
+  const ok = await ws.next((f) => f.op === "ok");
+  assert.deepEqual(ok, { op: "ok", queue: "w", prefetch: 1 });
+  const error = await errorFor(ws, JSON.stringify({ op: "fly", ref: null }));
+  assert.equal(error.code, "validation_failed");
+  assert.equal("ref" in error, false);
+  const id = (await ws.ok({ op: "enqueue", queue: "w", payload: 1, key: null, backoff: null })).id;
+  const job = await ws.nextJob("w");
+  assert.equal(job.id, id);
+  const nack = await ws.ok({
+    op: "nack",
+    id,
+    token: job.lease.token,
+    error: null,
+    delay_ms: null,
+    dead: null,
+  });
+  assert.equal(nack.state, "delayed");
 });
 
 Deno.test("a payload over the limit gets payload_too_large over the socket", async () => {

@@ -48,10 +48,12 @@ import {
   countCommit,
   emptyCommitStats,
   type EndedLease,
+  type JobPage,
   type KnownQueues,
   type LeaseRef,
   type NackResult,
   type QueueCounts,
+  type RunNowResult,
   type StateCounts,
   type Store,
   type TickResult,
@@ -521,6 +523,39 @@ export class SqliteStore implements Store {
     );
   }
 
+  listJobs(queue: string, page: JobPage): Promise<Job[]> {
+    return this.#read(() => {
+      const rows = page.order === "oldest"
+        ? this.#statements.listOldest.all(queue, page.state, page.after ?? 0, page.limit)
+        : this.#statements.listNewest.all(
+          queue,
+          page.state,
+          page.after ?? Number.MAX_SAFE_INTEGER,
+          page.limit,
+        );
+      return (rows as unknown as JobRow[]).map(rowToJob);
+    });
+  }
+
+  runNow(id: number, now: number): Promise<RunNowResult> {
+    return this.#write(() => {
+      const row = this.#row(id);
+      if (row.state === "pending") {
+        return { id, queue: row.queue, state: row.state, run_at: row.run_at };
+      }
+      if (row.state !== "delayed") {
+        throw new TegamiError(
+          "conflict",
+          `Cannot run job ${id} now: it is ${row.state}, not delayed`,
+          { id },
+        );
+      }
+      this.#statements.runNow.run(now, id);
+      this.#moves.push([row.queue, "delayed", "pending"]);
+      return { id, queue: row.queue, state: "pending", run_at: now };
+    });
+  }
+
   requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
     return this.#write(() => {
       let n = 0;
@@ -841,6 +876,13 @@ function prepare(db: DatabaseSync) {
     listDead: p(
       `SELECT * FROM jobs WHERE queue = ? AND state = 'dead' AND id > ? ORDER BY id LIMIT ?`,
     ),
+    listOldest: p(
+      `SELECT * FROM jobs WHERE queue = ? AND state = ? AND id > ? ORDER BY id LIMIT ?`,
+    ),
+    listNewest: p(
+      `SELECT * FROM jobs WHERE queue = ? AND state = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+    ),
+    runNow: p("UPDATE jobs SET state = 'pending', run_at = ? WHERE id = ? AND state = 'delayed'"),
     requeueAllDead: p(
       `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
        WHERE queue = ? AND state = 'dead'`,

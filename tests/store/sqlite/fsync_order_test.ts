@@ -1,6 +1,6 @@
 /**
  * fsync ordering, seen from the kernel's side (DESIGN §1 "any 2xx or ok means the change is
- * committed"; issue 6): the server runs under `strace -f`, mutating calls are made one at a time
+ * committed"): the server runs under `strace -f`, mutating calls are made one at a time
  * (HTTP on a fresh connection each, WebSocket frames on one socket), and the trace must show,
  * for every mutating 2xx answer and every `ok` reply, this order:
  *
@@ -24,6 +24,7 @@
 import assert from "node:assert/strict";
 import { programCommand } from "../../helpers/process_server.ts";
 import { RawWs } from "../../helpers/raw_ws.ts";
+import { tempDir } from "../../helpers/temp_dir.ts";
 
 /** Why the test cannot run here, or null. */
 async function straceUnavailable(): Promise<string | null> {
@@ -338,19 +339,16 @@ Deno.test({
   name: "with the default --sync full, every mutating 2xx and ok is written after a WAL fsync",
   ignore: SKIP !== null,
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "tegami-fsync-order-" });
-    try {
-      await using server = await startTraced(dir, []);
-      const mutating = await workload(server);
-      const verdict = judge(await server.stop(), server.port);
-      if (Deno.env.has("FSYNC_VERDICT")) console.log(JSON.stringify(verdict, null, 1));
-      assert.equal(verdict.answers, mutating, "every mutating answer was found in the trace");
-      assert.deepEqual(verdict.early, [], "answers written before their WAL fsync");
-      assert.equal(verdict.durable, mutating);
-      assert.ok(verdict.walSyncs >= mutating / 2, `only ${verdict.walSyncs} WAL fsyncs`);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await using tmp = await tempDir("tegami-fsync-order-");
+    const dir = tmp.path;
+    await using server = await startTraced(dir, []);
+    const mutating = await workload(server);
+    const verdict = judge(await server.stop(), server.port);
+    if (Deno.env.has("FSYNC_VERDICT")) console.log(JSON.stringify(verdict, null, 1));
+    assert.equal(verdict.answers, mutating, "every mutating answer was found in the trace");
+    assert.deepEqual(verdict.early, [], "answers written before their WAL fsync");
+    assert.equal(verdict.durable, mutating);
+    assert.ok(verdict.walSyncs >= mutating / 2, `only ${verdict.walSyncs} WAL fsyncs`);
   },
 });
 
@@ -358,19 +356,16 @@ Deno.test({
   name: "with --sync normal (the control), mutating answers are written with no WAL fsync before",
   ignore: SKIP !== null,
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "tegami-fsync-order-" });
-    try {
-      await using server = await startTraced(dir, ["--sync", "normal"]);
-      const mutating = await workload(server);
-      const verdict = judge(await server.stop(), server.port);
-      if (Deno.env.has("FSYNC_VERDICT")) console.log(JSON.stringify(verdict, null, 1));
-      assert.equal(verdict.answers, mutating, "every mutating answer was found in the trace");
-      // The WAL was written all along, but the same checker fails every answer: it can tell.
-      assert.ok(verdict.walWrites >= mutating, `only ${verdict.walWrites} WAL writes`);
-      assert.equal(verdict.durable, 0, "an answer followed a WAL fsync under --sync normal");
-      assert.equal(verdict.early.length, mutating);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await using tmp = await tempDir("tegami-fsync-order-");
+    const dir = tmp.path;
+    await using server = await startTraced(dir, ["--sync", "normal"]);
+    const mutating = await workload(server);
+    const verdict = judge(await server.stop(), server.port);
+    if (Deno.env.has("FSYNC_VERDICT")) console.log(JSON.stringify(verdict, null, 1));
+    assert.equal(verdict.answers, mutating, "every mutating answer was found in the trace");
+    // The WAL was written all along, but the same checker fails every answer: it can tell.
+    assert.ok(verdict.walWrites >= mutating, `only ${verdict.walWrites} WAL writes`);
+    assert.equal(verdict.durable, 0, "an answer followed a WAL fsync under --sync normal");
+    assert.equal(verdict.early.length, mutating);
   },
 });

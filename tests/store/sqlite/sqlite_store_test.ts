@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
-import { exerciseStore, SUITE_POLICY } from "../store_suite.ts";
+import { exerciseStore, newJob, SUITE_POLICY } from "../store_suite.ts";
 
 const T0 = 1_700_000_000_000;
 
@@ -32,15 +32,7 @@ exerciseStore("sqlite", async () => {
   };
 });
 
-const job = {
-  payload: '{"n":1}',
-  priority: 0,
-  key: null,
-  run_at: T0,
-  max_attempts: 5,
-  lease_ms: null,
-  backoff: null,
-};
+const job = newJob({ payload: '{"n":1}' });
 
 Deno.test("SqliteStore.open() refuses a file another server is using", async () => {
   await using db = await tempDb();

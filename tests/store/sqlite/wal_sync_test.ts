@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { TegamiError } from "../../../lib/core/errors.ts";
 import { WalSync } from "../../../lib/store/sqlite/wal_sync.ts";
+import { tempDir } from "../../helpers/temp_dir.ts";
 
 Deno.test("WalSync.durable() resolves at once when nothing was committed", async () => {
   const sync = new WalSync("/nonexistent/never-opened");
@@ -9,23 +10,20 @@ Deno.test("WalSync.durable() resolves at once when nothing was committed", async
 });
 
 Deno.test("WalSync shares one fsync among commits made before it started", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = `${dir}/x-wal`;
-    await Deno.writeTextFile(path, "frames");
-    const sync = new WalSync(path);
-    for (let i = 0; i < 10; i++) sync.committed();
-    await Promise.all(Array.from({ length: 10 }, () => sync.durable()));
-    assert.equal(sync.syncs, 1);
-    sync.committed();
-    const later = sync.durable();
-    assert.ok(sync.busy);
-    await later;
-    assert.equal(sync.syncs, 2);
-    await sync.close();
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir();
+  const dir = tmp.path;
+  const path = `${dir}/x-wal`;
+  await Deno.writeTextFile(path, "frames");
+  const sync = new WalSync(path);
+  for (let i = 0; i < 10; i++) sync.committed();
+  await Promise.all(Array.from({ length: 10 }, () => sync.durable()));
+  assert.equal(sync.syncs, 1);
+  sync.committed();
+  const later = sync.durable();
+  assert.ok(sync.busy);
+  await later;
+  assert.equal(sync.syncs, 2);
+  await sync.close();
 });
 
 Deno.test("WalSync rejects waiters with unavailable when the fsync fails, and every write after", async () => {
@@ -42,27 +40,24 @@ Deno.test("WalSync rejects waiters with unavailable when the fsync fails, and ev
 });
 
 Deno.test("WalSync.whenIdle() runs at once without a sync, else when the running sync ends, before its waiters hear", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = `${dir}/x-wal`;
-    await Deno.writeTextFile(path, "frames");
-    const sync = new WalSync(path);
-    const events: string[] = [];
-    await new Promise<void>((resolve) => sync.whenIdle(resolve));
+  await using tmp = await tempDir();
+  const dir = tmp.path;
+  const path = `${dir}/x-wal`;
+  await Deno.writeTextFile(path, "frames");
+  const sync = new WalSync(path);
+  const events: string[] = [];
+  await new Promise<void>((resolve) => sync.whenIdle(resolve));
 
-    sync.committed();
-    const durable = sync.durable().then(() => events.push("durable"));
-    sync.whenIdle(() => {
-      events.push(`idle after ${sync.syncs} sync`);
-      sync.committed(); // a commit made now needs the next fsync
-    });
-    assert.deepEqual(events, [], "nothing runs while the fsync is in flight");
-    await durable;
-    assert.deepEqual(events, ["idle after 1 sync", "durable"]);
-    await sync.durable();
-    assert.equal(sync.syncs, 2, "the commit made when idle got an fsync of its own");
-    await sync.close();
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  sync.committed();
+  const durable = sync.durable().then(() => events.push("durable"));
+  sync.whenIdle(() => {
+    events.push(`idle after ${sync.syncs} sync`);
+    sync.committed(); // a commit made now needs the next fsync
+  });
+  assert.deepEqual(events, [], "nothing runs while the fsync is in flight");
+  await durable;
+  assert.deepEqual(events, ["idle after 1 sync", "durable"]);
+  await sync.durable();
+  assert.equal(sync.syncs, 2, "the commit made when idle got an fsync of its own");
+  await sync.close();
 });

@@ -1,0 +1,46 @@
+/**
+ * Which operation needs which access: one table for HTTP and WebSocket alike, so a route and the
+ * frame that does the same thing cannot drift apart. The HTTP route table and the WebSocket
+ * connection both look their operation up here; `tests/auth/auth_matrix_test.ts` calls every one
+ * with every kind of caller.
+ *
+ * @module
+ */
+
+import { type Principal, requireScope, type Scope } from "./tokens.ts";
+
+/** Who may call an operation: a scope, `read` (any valid token), `job` (produce or consume), `open`. */
+export type Access = Scope | "read" | "job" | "open";
+
+/** Every operation of the API and the access it needs (queue restrictions apply on top). */
+export const OPERATIONS = {
+  /** Add jobs to a queue (`POST /v1/queues/:queue/jobs`, the `enqueue` frame). */
+  enqueue: "produce",
+  /** Take jobs from a queue (`POST /v1/queues/:queue/leases`, the `subscribe` frame). */
+  lease: "consume",
+  /** Settle or touch a held lease (ack, nack, extend, checkpoint; HTTP and frames). */
+  settle: "consume",
+  /** Read one job (`GET /v1/jobs/:id`). */
+  readJob: "job",
+  /** Cancel or remove one job (`DELETE /v1/jobs/:id`). */
+  cancelJob: "admin",
+  /** Read queue counts and the live feed (`GET /v1/queues…`, `GET /v1/events`). */
+  readQueues: "read",
+  /** Pause or resume a queue. */
+  pauseQueue: "admin",
+  /** List and requeue dead jobs. */
+  deadLetters: "admin",
+  /** Prometheus metrics (`GET /metrics`). */
+  metrics: "admin",
+  /** Liveness, readiness and the dashboard's files. */
+  open: "open",
+} as const satisfies Record<string, Access>;
+
+/** The name of an operation in {@linkcode OPERATIONS}. */
+export type Operation = keyof typeof OPERATIONS;
+
+/** Throws `forbidden` unless `principal` has the access `access` needs (queues apart). */
+export function requireAccess(principal: Principal, access: Access): void {
+  if (access === "read" || access === "open") return;
+  requireScope(principal, access === "job" ? "produce or consume" : access);
+}
