@@ -130,6 +130,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         maxFrame: config.maxBody,
         pauseBuffered: 1 << 20,
         maxBuffered: 32 << 20,
+        authTimeoutMs: config.authTimeoutMs,
         log,
         onFinished: () => connections.delete(connection),
       });

@@ -140,6 +140,13 @@ export const SERVE_FLAGS = {
     "time a request body has to arrive in full (past it, 408)",
     { min: 100, max: HOUR },
   ),
+  /** Time a WebSocket has, with auth on, to send its `auth` frame when the upgrade had no token. */
+  authTimeoutMs: flag.duration(
+    "auth-timeout",
+    10 * SECOND,
+    "time a WebSocket without a token has to send its auth frame (then close 1008)",
+    { min: 100, max: HOUR },
+  ),
   /** Request body bytes held at once across all requests. */
   bodyBudget: flag.size(
     "body-budget",

@@ -546,8 +546,9 @@ export class Broker {
    * enqueues to new queues may pass the limit by as many as are in flight together.
    */
   #refuseNewQueuePastLimit(queue: string): void {
-    const known = this.#store.queues;
-    if (known === undefined || this.#maxQueues === Infinity || known.has(queue)) return;
+    if (this.#maxQueues === Infinity || this.#store.knownQueues === undefined) return;
+    const known = this.#store.knownQueues();
+    if (known.has(queue)) return;
     if (known.size < this.#maxQueues) return;
     throw new TegamiError(
       "conflict",

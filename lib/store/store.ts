@@ -243,7 +243,7 @@ export interface Store {
    * The queues known as of the last commit (holding jobs, or settings such as a pause), if the
    * store knows them cheaply; absent otherwise. A queue whose last job is gone is forgotten.
    */
-  readonly queues?: KnownQueues;
+  knownQueues?(): KnownQueues;
   /** Deletes done and cancelled jobs finished before `before`; answers how many. */
   sweepFinished(before: number): Promise<number>;
   /** Proves the database takes a write. */

@@ -155,10 +155,10 @@ const SWEEP_CHUNK = 5000;
 
 /**
  * How many delayed jobs one tick transaction promotes, and how many expired leases it ends, at
- * most: a million jobs coming due at once become two thousand short commits with the event loop
+ * most: a million jobs coming due at once become four thousand short commits with the event loop
  * free between them, not one transaction that stalls every request for seconds.
  */
-const TICK_CHUNK = 500;
+const TICK_CHUNK = 250;
 
 /** The SQLite implementation of {@linkcode Store}. */
 export class SqliteStore implements Store {
@@ -607,7 +607,7 @@ export class SqliteStore implements Store {
   }
 
   /** @inheritdoc */
-  get queues(): KnownQueues {
+  knownQueues(): KnownQueues {
     const counts = this.#counts, paused = this.#paused;
     return {
       has: (queue) => counts.has(queue) || paused.has(queue),
