@@ -91,6 +91,8 @@ interface Client {
   /** Requests in flight on this connection. */
   busy: number;
   upgraded: boolean;
+  /** Bytes of a request arrived that the private server has not turned into a request yet. */
+  partial: boolean;
   /** When the connection last became idle (accepted, or its last response completed). */
   idleSince: number;
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -128,6 +130,20 @@ function busyAnswer(): Uint8Array {
   return new TextEncoder().encode(
     "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n" +
       `connection: close\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+  );
+}
+
+/** The raw answer to a request whose head did not arrive within `ms`. */
+function headTimeoutAnswer(ms: number): Uint8Array {
+  const body = JSON.stringify({
+    error: {
+      code: "request_timeout",
+      message: `Cannot read the request: its head did not arrive within ${ms} ms`,
+    },
+  });
+  return new TextEncoder().encode(
+    "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n" +
+      `content-length: ${body.length}\r\n\r\n${body}`,
   );
 }
 
@@ -188,7 +204,13 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       client.timer = undefined;
       if (client.busy > 0 || client.upgraded || client.closed) return;
       event(why);
-      closeClient(client);
+      // A request begun but not finished in time can still be told why (as Node does): 408.
+      // A connection that sent nothing has nobody waiting for an answer.
+      if (!client.partial) {
+        closeClient(client);
+        return;
+      }
+      client.conn.write(headTimeoutAnswer(ms)).catch(() => {}).finally(() => closeClient(client));
     }, ms);
   };
 
@@ -320,12 +342,13 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     } catch { /* already closed */ }
   };
 
-  const pump = async (from: Deno.Conn, to: Deno.Conn) => {
+  const pump = async (from: Deno.Conn, to: Deno.Conn, onData?: () => void) => {
     const buffer = new Uint8Array(RELAY_BUFFER);
     try {
       for (;;) {
         const n = await from.read(buffer);
         if (n === null) break;
+        onData?.();
         let at = 0;
         while (at < n) at += await to.write(buffer.subarray(at, n));
       }
@@ -371,7 +394,9 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     // The connection lasts as long as the private server's side: a client that half-closes
     // after its request still gets the answer (its end of file is passed on, and the private
     // server closes once it has answered), and closing the client ends the upstream pump.
-    void pump(client.conn, relay);
+    void pump(client.conn, relay, () => {
+      if (client.busy === 0) client.partial = true;
+    });
     await pump(relay, client.conn);
     byRelayPort.delete(port);
     closeClient(client);
@@ -389,6 +414,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       relay: null,
       busy: 0,
       upgraded: false,
+      partial: false,
       idleSince: performance.now(),
       timer: undefined,
       closed: false,

@@ -49,20 +49,22 @@ async function server(config: Record<string, unknown>): Promise<TestServer> {
   return await startTestServer({ realTime: true, config });
 }
 
-Deno.test("a connection that sends no complete request head is closed at --header-timeout", async () => {
+Deno.test("a request head not complete at --header-timeout is answered 408 and closed", async () => {
   await using s = await server({ headerTimeoutMs: 400 });
   const conn = await connect(s.url);
   await conn.write(encoder.encode("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
   const { text, ms } = await readToClose(conn);
-  assert.equal(text, "", "nothing to answer: no request arrived");
+  assert.match(text, /^HTTP\/1\.1 408 /, "the half-sent request is answered 408");
+  assert.match(text, /"code":"request_timeout"/);
   assert.ok(ms >= 350 && ms < 2000, `closed after ${ms.toFixed(0)} ms`);
   assert.equal((await healthy(s.url)).status, 200);
 });
 
-Deno.test("a connection that sends nothing at all is closed at --header-timeout", async () => {
+Deno.test("a connection that sends nothing at all is closed at --header-timeout, unanswered", async () => {
   await using s = await server({ headerTimeoutMs: 400 });
   const conn = await connect(s.url);
-  const { ms } = await readToClose(conn);
+  const { text, ms } = await readToClose(conn);
+  assert.equal(text, "", "nobody is waiting for an answer");
   assert.ok(ms >= 350 && ms < 2000, `closed after ${ms.toFixed(0)} ms`);
 });
 
