@@ -1027,6 +1027,12 @@ export function exerciseStore(name: string, open: OpenStore): void {
     assert.equal(await stateOf(store, dead), "dead");
   });
 
+  test("requeueDead() without ids requeues more dead jobs than one chunk holds", async (store) => {
+    await makeDead(store, "q", 260);
+    assert.equal(await store.requeueDead("q", null, T0 + 50), 260);
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 260 }));
+  });
+
   test("requeueDead() without ids makes every dead job of the queue pending", async (store) => {
     const dead = await makeDead(store, "q", 3);
     const [other] = await makeDead(store, "other", 1);

@@ -556,19 +556,29 @@ export class SqliteStore implements Store {
     });
   }
 
-  requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
-    return this.#write(() => {
-      let n = 0;
-      if (ids === null) {
-        n = Number(this.#statements.requeueAllDead.run(now, queue).changes);
-      } else {
+  async requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
+    if (ids !== null) {
+      return await this.#write(() => {
+        let n = 0;
         for (const id of ids) {
           n += Number(this.#statements.requeueOneDead.run(now, id, queue).changes);
         }
-      }
-      for (let i = 0; i < n; i++) this.#moves.push([queue, "dead", "pending"]);
-      return n;
-    });
+        for (let i = 0; i < n; i++) this.#moves.push([queue, "dead", "pending"]);
+        return n;
+      });
+    }
+    // All of a queue's dead jobs: in chunks, each its own short commit, like the sweep, so a
+    // million dead letters never stall other requests. A crash midway leaves a prefix requeued.
+    let total = 0;
+    for (;;) {
+      const n = await this.#write(() => {
+        const n = Number(this.#statements.requeueAllDead.run(now, queue, TICK_CHUNK).changes);
+        for (let i = 0; i < n; i++) this.#moves.push([queue, "dead", "pending"]);
+        return n;
+      });
+      total += n;
+      if (n < TICK_CHUNK) return total;
+    }
   }
 
   tick(now: number, limit = TICK_CHUNK): Promise<TickResult> {
@@ -885,7 +895,7 @@ function prepare(db: DatabaseSync) {
     runNow: p("UPDATE jobs SET state = 'pending', run_at = ? WHERE id = ? AND state = 'delayed'"),
     requeueAllDead: p(
       `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
-       WHERE queue = ? AND state = 'dead'`,
+       WHERE id IN (SELECT id FROM jobs WHERE queue = ? AND state = 'dead' ORDER BY id LIMIT ?)`,
     ),
     requeueOneDead: p(
       `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
