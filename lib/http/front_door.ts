@@ -80,7 +80,8 @@ export const RESERVED_DESCRIPTORS = 192;
 const ACCEPT_BACKOFF_MIN_MS = 5;
 const ACCEPT_BACKOFF_MAX_MS = 1000;
 const WARN_EVERY_MS = 10_000;
-const RELAY_BUFFER = 64 * 1024;
+const RELAY_BUFFER_MIN = 2 * 1024;
+const RELAY_BUFFER_MAX = 64 * 1024;
 const MAX_REFUSING = 64;
 const REFUSE_WAIT_MS = 1000;
 
@@ -343,7 +344,9 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
   };
 
   const pump = async (from: Deno.Conn, to: Deno.Conn, onData?: () => void) => {
-    const buffer = new Uint8Array(RELAY_BUFFER);
+    // A small buffer while the traffic is small (an idle connection, a WebSocket, holds only it:
+    // ten thousand of them cost 40 MiB, not 1.3 GiB), a large one while reads fill it.
+    let buffer = new Uint8Array(RELAY_BUFFER_MIN);
     try {
       for (;;) {
         const n = await from.read(buffer);
@@ -351,6 +354,11 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         onData?.();
         let at = 0;
         while (at < n) at += await to.write(buffer.subarray(at, n));
+        if (n === buffer.length && buffer.length < RELAY_BUFFER_MAX) {
+          buffer = new Uint8Array(RELAY_BUFFER_MAX);
+        } else if (n < RELAY_BUFFER_MIN && buffer.length > RELAY_BUFFER_MIN) {
+          buffer = new Uint8Array(RELAY_BUFFER_MIN);
+        }
       }
       await to.closeWrite().catch(() => {});
     } catch {
