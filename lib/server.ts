@@ -29,6 +29,7 @@ import {
   RESERVED_DESCRIPTORS,
 } from "./http/front_door.ts";
 import { descriptorLimit } from "./observe/descriptor_limit.ts";
+import { openDirectServe } from "./http/direct_serve.ts";
 import { ClockJumpWatch } from "./observe/clock_jump.ts";
 import { tokensFileWarning } from "./auth/tokens_file.ts";
 import { TegamiError } from "./core/errors.ts";
@@ -214,17 +215,26 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         key: await Deno.readTextFile(config.tlsKey),
       }
       : undefined;
-    door = await openFrontDoor({
-      hostname: config.host,
-      port: config.port,
-      tls,
-      handler: api,
-      maxConnections,
-      headerTimeoutMs: config.headerTimeoutMs,
-      idleTimeoutMs: config.idleTimeoutMs,
-      log,
-      onEvent: (event) => metrics.connectionEvent(event),
-    });
+    door = config.frontDoor === "off"
+      ? openDirectServe({
+        hostname: config.host,
+        port: config.port,
+        tls,
+        handler: api,
+        log,
+        onEvent: (event) => metrics.connectionEvent(event),
+      })
+      : await openFrontDoor({
+        hostname: config.host,
+        port: config.port,
+        tls,
+        handler: api,
+        maxConnections,
+        headerTimeoutMs: config.headerTimeoutMs,
+        idleTimeoutMs: config.idleTimeoutMs,
+        log,
+        onEvent: (event) => metrics.connectionEvent(event),
+      });
   } catch (error) {
     feed.close();
     lag.stop();
@@ -248,8 +258,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     auth: tokens === null ? "off" : `${tokens.size} tokens`,
     engine: store.engine,
     // The limit in force: --max-connections, lowered to what the descriptor limit allows.
+    front_door: config.frontDoor,
     descriptor_limit: fdLimit,
-    max_connections: maxConnections,
+    max_connections: config.frontDoor === "on" ? maxConnections : null,
   });
 
   let closing: Promise<void> | null = null;

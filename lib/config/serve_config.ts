@@ -119,6 +119,16 @@ export const SERVE_FLAGS = {
     "most open connections, HTTP and WebSocket (capped by the descriptor limit; past it, 503)",
     { min: 1, max: 1_000_000 },
   ),
+  /**
+   * `on`: tegami's own accept loop (connection limit, timeouts, relay to a private server);
+   * `off`: `Deno.serve` directly, for a reverse proxy that enforces limits and timeouts itself.
+   */
+  frontDoor: flag.choice(
+    "front-door",
+    ["on", "off"],
+    "on",
+    "on counts and times every connection; off serves directly (behind a proxy that does)",
+  ),
   /** Time a new connection has to send its first complete request head, in ms. */
   headerTimeoutMs: flag.duration(
     "header-timeout",
