@@ -89,6 +89,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const store = await (options.openStore ?? openStore)(config, {
     policy: policyOf(config),
     onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
+    onBackgroundError: (what, error) =>
+      log.error(`Background ${what} failed`, { cause: describeCause(error) }),
   });
   const broker = new Broker({
     store,
@@ -121,7 +123,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (!accepting) {
       throw new TegamiError("unavailable", "Cannot upgrade: the server is shutting down");
     }
-    return upgradeToWebSocket(request, config.pingIntervalMs, (socket) => {
+    return upgradeToWebSocket(request, config.pingIntervalMs, (socket, version) => {
       const connection: Connection = new Connection(socket, {
         broker,
         clock,
@@ -133,6 +135,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         maxBuffered: 32 << 20,
         authTimeoutMs: config.authTimeoutMs,
         log,
+        version,
         onFinished: () => connections.delete(connection),
       });
       connections.add(connection);
@@ -198,6 +201,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         topQueues: config.metricsQueues,
         now: clock.now(),
         files: store.fileSizes(),
+        statements: store.commitStats().statements,
       }),
     onRequest: (route, status, ms) => metrics.request(route, status, ms),
     crossSite: {

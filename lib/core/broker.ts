@@ -12,6 +12,7 @@
  */
 
 import type { Clock, TimerHandle } from "./clock.ts";
+import { IntakeGate } from "./intake_gate.ts";
 import { shuttingDown, TegamiError } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
 import type { NackRequest } from "./lifecycle.ts";
@@ -25,6 +26,7 @@ import type {
   QueueCounts,
   RunNowResult,
   Store,
+  StoreEvent,
 } from "../store/store.ts";
 
 /** Why a lease ended, as told to its holder. */
@@ -53,6 +55,10 @@ export interface Subscriber {
   deliver(deliveries: Delivery[], reserved: number): boolean;
   /** Who holds the leases it is given (null: nobody to tell). */
   readonly holder: LeaseHolder | null;
+  /** Most jobs it holds at once, for a standing subscription (absent for a one-off long-poll). */
+  readonly prefetch?: number;
+  /** How many more jobs it could hold now, those being claimed for it included. */
+  room?(): number;
 }
 
 /** How a lease ended, for metrics. */
@@ -100,6 +106,8 @@ export class Broker {
   readonly #longPolls = new Set<() => void>();
   readonly #observer: BrokerObserver | null;
   readonly #maxQueues: number;
+  /** Holds enqueues while delivery lags behind intake. */
+  readonly #gate: IntakeGate;
   /**
    * Every live lease handed out, by token: its job and queue, when it began (processing-time
    * metrics) and who holds it (told when it ends without their own settle).
@@ -112,6 +120,7 @@ export class Broker {
   #timerAt = Infinity;
   #sweepTimer: TimerHandle | null = null;
   #closed = false;
+  #unlisten: (() => void) | null = null;
 
   /** Makes a broker over a store; call {@linkcode Broker.start} to arm its timers. */
   constructor(options: BrokerOptions) {
@@ -121,10 +130,23 @@ export class Broker {
     this.#onError = options.onBackgroundError ?? (() => {});
     this.#observer = options.observer ?? null;
     this.#maxQueues = options.maxQueues ?? Infinity;
+    this.#gate = new IntakeGate({
+      ready: (queue) => this.#store.readyHint?.(queue),
+      credit: (queue) => {
+        let prefetch = 0;
+        let room = 0;
+        for (const subscriber of this.#subscribers.get(queue) ?? []) {
+          prefetch += subscriber.prefetch ?? 0;
+          room += subscriber.room?.() ?? 0;
+        }
+        return { prefetch, room };
+      },
+    });
   }
 
   /** Recovers whatever the last stop left (due jobs, expired leases) and arms the timers. */
   async start(): Promise<void> {
+    this.#unlisten = this.#store.listen((event) => this.#heard(event));
     await this.#tick();
     this.#armSweep(0);
   }
@@ -132,10 +154,13 @@ export class Broker {
   /** Stops timers, answers long-polls with nothing, and refuses further work. */
   close(): void {
     this.#closed = true;
+    this.#unlisten?.();
+    this.#unlisten = null;
     if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
     if (this.#sweepTimer !== null) this.#clock.clearTimer(this.#sweepTimer);
     this.#timer = null;
     for (const stop of [...this.#longPolls]) stop();
+    this.#gate.openAll();
   }
 
   /** True once {@linkcode Broker.close} was called. */
@@ -149,6 +174,13 @@ export class Broker {
   async enqueue(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
     this.#refuseIfClosed();
     this.#refuseNewQueuePastLimit(queue);
+    // Delivery before intake: while the server cannot deliver as fast as it is fed, the
+    // enqueue waits a moment (see intake_gate.ts).
+    const held = this.#gate.admit(queue, jobs.length);
+    if (held !== null) {
+      await held;
+      this.#refuseIfClosed();
+    }
     const now = this.#clock.now();
     const stored = this.#store.enqueue(queue, jobs, now);
     // Offer the queue at once: the claim joins the same group commit right after the insert,
@@ -252,6 +284,7 @@ export class Broker {
     const list = this.#subscribers.get(subscriber.queue);
     if (list === undefined) this.#subscribers.set(subscriber.queue, [subscriber]);
     else list.push(subscriber);
+    this.#store.setConsumers(subscriber.queue, list?.length ?? 1);
     this.wake(subscriber.queue);
   }
 
@@ -261,20 +294,27 @@ export class Broker {
     if (list === undefined) return;
     const at = list.indexOf(subscriber);
     if (at >= 0) list.splice(at, 1);
+    this.#store.setConsumers(subscriber.queue, list.length);
     if (list.length === 0) {
       this.#subscribers.delete(subscriber.queue);
       this.#rotation.delete(subscriber.queue);
     }
+    this.#gate.recheck(subscriber.queue);
   }
 
-  /** How many consumers (subscriptions and waiting long-polls) a queue has. */
+  /**
+   * How many consumers (subscriptions and waiting long-polls) a queue has, on every server
+   * sharing the store.
+   */
   consumerCount(queue: string): number {
-    return this.#subscribers.get(queue)?.length ?? 0;
+    return this.#store.consumers(queue);
   }
 
   /** Completes a leased job. */
   async ack(id: number, token: string, result: string | null): Promise<{ id: number }> {
     const out = await this.#store.ack(id, token, result, this.#clock.now());
+    // A lease this server did not hand out is held, if at all, through another one.
+    if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
     this.#over(token, out.queue, "acked", "settled");
     return out;
   }
@@ -282,6 +322,7 @@ export class Broker {
   /** Fails a leased job: retry later (backoff or `delay_ms`) or dead. */
   async nack(id: number, token: string, request: NackRequest): Promise<NackResult> {
     const out = await this.#store.nack(id, token, request, this.#clock.now());
+    if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
     this.#over(token, out.queue, out.state === "dead" ? "dead" : "nacked", "settled");
     if (out.state === "pending") this.wake(out.queue);
     else if (out.state === "delayed") this.#armAt(out.run_at);
@@ -421,6 +462,9 @@ export class Broker {
       }
       // A consumer that got all it asked for may have left jobs behind: go round again.
       if (full) this.#again.add(queue);
+      let delivered = 0;
+      for (const dealt of lists) delivered += dealt.length;
+      this.#gate.recheck(queue, delivered);
     } while (this.#again.has(queue));
   }
 
@@ -469,6 +513,29 @@ export class Broker {
       );
     }
     if (tell !== null && live?.holder) live.holder.leaseEnded(live.id, token, tell);
+  }
+
+  /** News from other servers sharing the store. */
+  #heard(event: StoreEvent): void {
+    if (this.#closed) return;
+    switch (event.kind) {
+      case "ready":
+        this.wake(event.queue);
+        return;
+      case "lease_ended": {
+        // Counted by the server that ended it; here only its holder, if this server has it,
+        // is told.
+        const live = this.#live.get(event.token);
+        if (live === undefined) return;
+        this.#live.delete(event.token);
+        live.holder?.leaseEnded(live.id, event.token, event.why);
+        return;
+      }
+      case "resync":
+        this.#tick().catch((error) => this.#onError("tick", error));
+        for (const queue of this.#subscribers.keys()) this.wake(queue);
+        return;
+    }
   }
 
   /** Forgets holders' leases without telling them (the holder is gone). */
