@@ -21,8 +21,18 @@ import { openStore, policyOf, redactUrl, type StoreFactory } from "./store/open_
 import { Connection } from "./ws/connection.ts";
 import { upgradeToWebSocket } from "./ws/deno_socket.ts";
 import { originAllowed } from "./http/origin.ts";
+import { BodyBudget } from "./http/body_budget.ts";
+import {
+  DESCRIPTORS_PER_CONNECTION,
+  type FrontDoor,
+  openFrontDoor,
+  RESERVED_DESCRIPTORS,
+} from "./http/front_door.ts";
+import { descriptorLimit } from "./observe/descriptor_limit.ts";
+import { openDirectServe } from "./http/direct_serve.ts";
+import { ClockJumpWatch } from "./observe/clock_jump.ts";
+import { tokensFileWarning } from "./auth/tokens_file.ts";
 import { TegamiError } from "./core/errors.ts";
-import { errorResponse } from "./http/respond.ts";
 import type { Store } from "./store/store.ts";
 
 /** Options of {@linkcode startServer}. */
@@ -72,6 +82,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       );
     }
     tokens = TokenSet.parse(text);
+    const warning = tokensFileWarning(config.tokensFile, text);
+    if (warning !== null) log.warn(warning, { file: config.tokensFile });
   }
   const metrics = new ServerMetrics();
   const store = await (options.openStore ?? openStore)(config, {
@@ -87,6 +99,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     onBackgroundError: (what, error) =>
       log.error(`Background ${what} failed`, { cause: describeCause(error) }),
     observer: metrics,
+    maxQueues: config.maxQueues,
   });
   let accepting = true;
   const connections = new Set<Connection>();
@@ -110,14 +123,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (!accepting) {
       throw new TegamiError("unavailable", "Cannot upgrade: the server is shutting down");
     }
-    if (connections.size >= config.maxConnections) {
-      return errorResponse(
-        new TegamiError(
-          "unavailable",
-          `Cannot upgrade: ${config.maxConnections} connections is the limit`,
-        ),
-      );
-    }
     return upgradeToWebSocket(request, config.pingIntervalMs, (socket, version) => {
       const connection: Connection = new Connection(socket, {
         broker,
@@ -128,6 +133,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         maxFrame: config.maxBody,
         pauseBuffered: 1 << 20,
         maxBuffered: 32 << 20,
+        authTimeoutMs: config.authTimeoutMs,
         log,
         version,
         onFinished: () => connections.delete(connection),
@@ -152,10 +158,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       connections: () => connections.size,
     },
     onError: (error) => log.error("Background live feed failed", { cause: describeCause(error) }),
+    topQueues: config.metricsQueues,
   });
   feed.start();
   const lag = new EventLoopLag((ms) => metrics.eventLoopLag(ms));
   lag.start();
+  const jumps = new ClockJumpWatch({
+    wall: () => clock.now(),
+    onJump: (deltaMs) => {
+      metrics.clockJump();
+      log.warn(
+        "Wall clock jumped: lease and delay deadlines moved with it (see docs/reliability.md)",
+        { jump_ms: deltaMs },
+      );
+    },
+  });
+  if (clock === systemClock) jumps.start();
+  // Every client connection holds three descriptors (see front_door.ts): the limit is sized so
+  // the accept path never runs out, whatever --max-connections says.
+  const fdLimit = descriptorLimit();
+  const fdRoom = fdLimit === null
+    ? Infinity
+    : Math.max(1, Math.floor((fdLimit - RESERVED_DESCRIPTORS) / DESCRIPTORS_PER_CONNECTION));
+  const maxConnections = Math.min(config.maxConnections, fdRoom);
+  let door: FrontDoor | null = null;
   const api = createApi({
     broker,
     clock,
@@ -171,36 +197,59 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         queues: await broker.stats(),
         consumers: (q) => broker.consumerCount(q),
         connections: connections.size,
+        clientConnections: door?.connections ?? 0,
+        topQueues: config.metricsQueues,
         now: clock.now(),
         files: store.fileSizes(),
         statements: store.commitStats().statements,
       }),
     onRequest: (route, status, ms) => metrics.request(route, status, ms),
+    crossSite: {
+      listenHost: config.host,
+      allowedHosts: config.allowedHosts,
+      allowedOrigins: config.allowedOrigins,
+    },
+    body: { timeoutMs: config.bodyTimeoutMs, budget: new BodyBudget(config.bodyBudget) },
   });
 
-  let listening: Deno.HttpServer<Deno.NetAddr>;
   try {
     const tls = config.tlsCert !== null && config.tlsKey !== null
       ? {
         cert: await Deno.readTextFile(config.tlsCert),
         key: await Deno.readTextFile(config.tlsKey),
       }
-      : {};
-    listening = Deno.serve({
-      hostname: config.host,
-      port: config.port,
-      onListen: () => {},
-      ...tls,
-    }, api);
+      : undefined;
+    door = config.frontDoor === "off"
+      ? openDirectServe({
+        hostname: config.host,
+        port: config.port,
+        tls,
+        handler: api,
+        log,
+        onEvent: (event) => metrics.connectionEvent(event),
+      })
+      : await openFrontDoor({
+        hostname: config.host,
+        port: config.port,
+        tls,
+        handler: api,
+        maxConnections,
+        headerTimeoutMs: config.headerTimeoutMs,
+        idleTimeoutMs: config.idleTimeoutMs,
+        log,
+        onEvent: (event) => metrics.connectionEvent(event),
+      });
   } catch (error) {
     feed.close();
     lag.stop();
+    jumps.stop();
     broker.close();
     await store.close();
     throw new Error(
       `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
     );
   }
+  const listening = door;
   const address = listening.addr;
   const scheme = config.tlsCert !== null ? "https" : "http";
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname;
@@ -212,6 +261,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     sync: config.sync,
     auth: tokens === null ? "off" : `${tokens.size} tokens`,
     engine: store.engine,
+    // The limit in force: --max-connections, lowered to what the descriptor limit allows.
+    front_door: config.frontDoor,
+    descriptor_limit: fdLimit,
+    max_connections: config.frontDoor === "on" ? maxConnections : null,
   });
 
   let closing: Promise<void> | null = null;
@@ -224,7 +277,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Event streams never end by themselves: end them, or shutdown() would wait for ever.
       feed.close();
       lag.stop();
-      await listening.shutdown();
+      jumps.stop();
+      // Requests in flight get the grace period; then their connections are cut. Every write
+      // already acknowledged is committed, and the store finishes the commits in flight.
+      await listening.shutdown(config.shutdownGraceMs);
       await store.close();
       log.info("tegami stopped: database closed cleanly");
     })();

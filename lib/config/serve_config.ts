@@ -133,12 +133,85 @@ export const SERVE_FLAGS = {
     min: 1,
     max: 30 * DAY,
   }),
-  /** Most open WebSocket connections. */
+  /** Most open connections, HTTP and WebSocket (lowered to fit the descriptor limit). */
   maxConnections: flag.int(
     "max-connections",
     10_000,
-    "most open WebSocket connections (the upgrade past it answers 503)",
+    "most open connections, HTTP and WebSocket (capped by the descriptor limit; past it, 503)",
     { min: 1, max: 1_000_000 },
+  ),
+  /**
+   * `on`: tegami's own accept loop (connection limit, timeouts, relay to a private server);
+   * `off`: `Deno.serve` directly, for a reverse proxy that enforces limits and timeouts itself.
+   */
+  frontDoor: flag.choice(
+    "front-door",
+    ["on", "off"],
+    "on",
+    "on counts and times every connection; off serves directly (behind a proxy that does)",
+  ),
+  /** Time a new connection has to send its first complete request head, in ms. */
+  headerTimeoutMs: flag.duration(
+    "header-timeout",
+    10 * SECOND,
+    "time a new connection has to send its first complete request head",
+    { min: 100, max: HOUR },
+  ),
+  /** Time a kept-alive HTTP connection may wait for its next request head, in ms. */
+  idleTimeoutMs: flag.duration(
+    "idle-timeout",
+    30 * SECOND,
+    "time a kept-alive HTTP connection may wait for its next request head",
+    { min: 100, max: HOUR },
+  ),
+  /** Time a request body has to arrive in full, in ms. */
+  bodyTimeoutMs: flag.duration(
+    "body-timeout",
+    30 * SECOND,
+    "time a request body has to arrive in full (past it, 408)",
+    { min: 100, max: HOUR },
+  ),
+  /** Time a WebSocket has, with auth on, to send its `auth` frame when the upgrade had no token. */
+  authTimeoutMs: flag.duration(
+    "auth-timeout",
+    10 * SECOND,
+    "time a WebSocket without a token has to send its auth frame (then close 1008)",
+    { min: 100, max: HOUR },
+  ),
+  /** Request body bytes held at once across all requests. */
+  bodyBudget: flag.size(
+    "body-budget",
+    64 * MiB,
+    "request body bytes held at once across all requests (past it, 503)",
+    { min: KiB, max: 64 * GiB },
+  ),
+  /** Time requests in flight get at shutdown before their connections are cut, in ms. */
+  shutdownGraceMs: flag.duration(
+    "shutdown-grace",
+    10 * SECOND,
+    "time requests in flight get to finish at shutdown before their connections are cut",
+    { min: 0, max: 10 * MINUTE },
+  ),
+  /** Most distinct queues. */
+  maxQueues: flag.int(
+    "max-queues",
+    10_000,
+    "most distinct queues; enqueueing to a new queue past it answers 409",
+    { min: 1, max: 10_000_000 },
+  ),
+  /** Queues given their own series in `/metrics`: the busiest; all are in the totals. */
+  metricsQueues: flag.int(
+    "metrics-queues",
+    100,
+    "queues shown one by one in /metrics and the dashboard (the busiest; all in the totals)",
+    { min: 0, max: 100_000 },
+  ),
+  /** Lower-case host names accepted in `Host` when auth is off, besides localhost and IPs. */
+  allowedHosts: flag.list(
+    "allowed-hosts",
+    "host names accepted in the Host header when auth is off, besides localhost and IP addresses",
+    (items) => items.map((h) => h.toLowerCase()),
+    { placeholder: "HOSTS" },
   ),
   /** Normalized origins (`scheme://host[:port]`) allowed besides the same origin, or `"*"`. */
   allowedOrigins: flag.list(

@@ -13,7 +13,7 @@
 
 import type { Clock, TimerHandle } from "./clock.ts";
 import { IntakeGate } from "./intake_gate.ts";
-import { shuttingDown } from "./errors.ts";
+import { shuttingDown, TegamiError } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
 import type { NackRequest } from "./lifecycle.ts";
 import type {
@@ -86,6 +86,8 @@ export interface BrokerOptions {
   onBackgroundError?: (what: string, error: unknown) => void;
   /** Sees deliveries and settlements, for metrics. */
   observer?: BrokerObserver;
+  /** Most distinct queues: an enqueue that would add one more answers `conflict`. @default none */
+  maxQueues?: number;
 }
 
 /** The longest single timer wait; longer deadlines re-arm (keeps setTimeout in range). */
@@ -103,6 +105,7 @@ export class Broker {
   readonly #again = new Set<string>();
   readonly #longPolls = new Set<() => void>();
   readonly #observer: BrokerObserver | null;
+  readonly #maxQueues: number;
   /** Holds enqueues while delivery lags behind intake. */
   readonly #gate: IntakeGate;
   /**
@@ -126,6 +129,7 @@ export class Broker {
     this.#retainDoneMs = options.retainDoneMs;
     this.#onError = options.onBackgroundError ?? (() => {});
     this.#observer = options.observer ?? null;
+    this.#maxQueues = options.maxQueues ?? Infinity;
     this.#gate = new IntakeGate({
       ready: (queue) => this.#store.readyHint?.(queue),
       credit: (queue) => {
@@ -169,6 +173,7 @@ export class Broker {
   /** Stores jobs (all-or-nothing) and wakes consumers of the queue. */
   async enqueue(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
     this.#refuseIfClosed();
+    this.#refuseNewQueuePastLimit(queue);
     // Delivery before intake: while the server cannot deliver as fast as it is fed, the
     // enqueue waits a moment (see intake_gate.ts).
     const held = this.#gate.admit(queue, jobs.length);
@@ -567,12 +572,26 @@ export class Broker {
   }
 
   async #tick(): Promise<void> {
-    if (this.#closed) return;
-    const result = await this.#store.tick(this.#clock.now());
-    for (const lease of result.expired) {
-      this.#over(lease.token, lease.queue, lease.state === "dead" ? "dead" : "expired", "expired");
+    // Chunk by chunk: each is one short transaction; between them the woken queues deliver and
+    // the event loop answers others, so a million jobs coming due never stall the server.
+    for (;;) {
+      if (this.#closed) return;
+      const began = performance.now();
+      const result = await this.#store.tick(this.#clock.now());
+      for (const lease of result.expired) {
+        this.#over(
+          lease.token,
+          lease.queue,
+          lease.state === "dead" ? "dead" : "expired",
+          "expired",
+        );
+      }
+      for (const queue of result.woken) this.wake(queue);
+      if (!result.more) break;
+      // Rest as long as the chunk took: the rest of the server gets at least half the time,
+      // however many turns of the event loop its requests need.
+      await restAfter(performance.now() - began);
     }
-    for (const queue of result.woken) this.wake(queue);
     const next = await this.#store.nextDeadline();
     if (next !== null) this.#armAt(next);
   }
@@ -589,7 +608,31 @@ export class Broker {
     }, wait);
   }
 
+  /**
+   * Every queue costs memory and scrape time, so their number is bounded. Concurrent first
+   * enqueues to new queues may pass the limit by as many as are in flight together.
+   */
+  #refuseNewQueuePastLimit(queue: string): void {
+    if (this.#maxQueues === Infinity || this.#store.knownQueues === undefined) return;
+    const known = this.#store.knownQueues();
+    if (known.has(queue)) return;
+    if (known.size < this.#maxQueues) return;
+    throw new TegamiError(
+      "conflict",
+      `Cannot create queue "${queue}": ${this.#maxQueues} queues is the limit (--max-queues); ` +
+        "queues are forgotten once empty",
+    );
+  }
+
   #refuseIfClosed(): void {
     if (this.#closed) throw shuttingDown();
   }
+}
+
+/**
+ * Lets timers, I/O and other requests run before the next chunk of maintenance. A real timer,
+ * not the injected clock: this shares the CPU, it is not a deadline.
+ */
+function restAfter(busyMs: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(50, Math.max(1, busyMs))));
 }

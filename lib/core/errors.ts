@@ -16,6 +16,7 @@ export type ErrorCode =
   | "unauthorized"
   | "forbidden"
   | "not_found"
+  | "request_timeout"
   | "lease_lost"
   | "conflict"
   | "payload_too_large"
@@ -31,6 +32,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  request_timeout: 408,
   lease_lost: 409,
   conflict: 409,
   payload_too_large: 413,
@@ -49,13 +51,20 @@ export class TegamiError extends Error {
   readonly code: ErrorCode;
   /** The job the error is about, when there is one. */
   readonly id?: number;
+  /** Seconds after which a retry may succeed (HTTP `Retry-After`), when the server knows. */
+  readonly retryAfter?: number;
 
   /** Makes an error with a code and a sentence-case message. */
-  constructor(code: ErrorCode, message: string, options?: { id?: number; cause?: unknown }) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options?: { id?: number; cause?: unknown; retryAfter?: number },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "TegamiError";
     this.code = code;
     if (options?.id !== undefined) this.id = options.id;
+    if (options?.retryAfter !== undefined) this.retryAfter = options.retryAfter;
   }
 
   /** The HTTP status for this error's code. */

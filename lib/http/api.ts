@@ -36,7 +36,8 @@ import {
 } from "../api/requests.ts";
 import type { Asset } from "../dashboard/assets.ts";
 import { statsView } from "../api/views.ts";
-import { type JsonBody, readJsonBody } from "./body.ts";
+import { type BodyOptions, type JsonBody, readJsonBody } from "./body.ts";
+import { checkCrossSite, type CrossSiteRules } from "./cross_site.ts";
 import openapi from "./openapi.json" with { type: "json" };
 import asyncapi from "../ws/asyncapi.json" with { type: "json" };
 import { errorResponse, json, jsonText } from "./respond.ts";
@@ -65,6 +66,10 @@ export interface ApiOptions {
   upgrade?: (request: Request, principal: Principal | null) => Response;
   /** Sees every answered request (route pattern, status, duration). */
   onRequest?: (route: string, status: number, ms: number) => void;
+  /** The Host and Origin rules applied when auth is off. @default none */
+  crossSite?: CrossSiteRules;
+  /** Time limit and memory budget for request bodies. @default none */
+  body?: Pick<BodyOptions, "timeoutMs" | "budget">;
 }
 
 interface Context {
@@ -89,7 +94,11 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
 
   const bodyText = async (ctx: Context): Promise<JsonBody> => {
     try {
-      return await readJsonBody(ctx.request, limits.maxBody);
+      return await readJsonBody(ctx.request, limits.maxBody, {
+        ...options.body,
+        // Without tokens, a body-less form POST must not pass the Content-Type rule either.
+        strictType: tokens === null,
+      });
     } catch (error) {
       // Shutdown stops the reading of bodies still arriving: that caller should retry, not fix
       // its request.
@@ -449,6 +458,9 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     let response: Response;
     try {
       url = requestUrl(request);
+      if (tokens === null && options.crossSite !== undefined) {
+        checkCrossSite(request, options.crossSite);
+      }
       response = await route(request, url, seen);
     } catch (thrown) {
       const error = toTegamiError(thrown);

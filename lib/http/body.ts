@@ -7,6 +7,7 @@
  */
 
 import { TegamiError } from "../core/errors.ts";
+import type { BodyBudget } from "./body_budget.ts";
 
 function tooLarge(limit: number): TegamiError {
   return new TegamiError(
@@ -29,14 +30,40 @@ export interface JsonBody {
   text: string;
 }
 
+/** How a body is read, beyond its size limit. */
+export interface BodyOptions {
+  /**
+   * Refuse a non-JSON `Content-Type` even on an empty or absent body, so a body-less form POST
+   * cannot pass (cross-site protection without tokens). @default false
+   */
+  strictType?: boolean;
+  /** Time the whole body has to arrive, in ms; past it, `request_timeout`. @default none */
+  timeoutMs?: number;
+  /** The budget the bytes being read are held against. @default none */
+  budget?: BodyBudget;
+}
+
+/** Bodies up to this declared size are read in one piece: cheaper than a stream for small jobs. */
+const WHOLE_BODY_MAX = 64 * 1024;
+
 /**
  * Reads and parses the body as JSON, answering the value and the text it was parsed from. An
  * empty body is `undefined`. A `Content-Type` other than JSON is `unsupported_media_type`; a
- * missing one is read as JSON.
+ * missing one is read as JSON. The bytes are counted against the limit (and the budget) as they
+ * arrive, never buffered beyond them.
  */
-export async function readJsonBody(request: Request, limit: number): Promise<JsonBody> {
+export async function readJsonBody(
+  request: Request,
+  limit: number,
+  options: BodyOptions = {},
+): Promise<JsonBody> {
   const contentType = request.headers.get("content-type");
   const length = request.headers.get("content-length");
+  const typeOk = contentType === null || isJsonType(contentType);
+  if (!typeOk && options.strictType === true) {
+    await request.body?.cancel().catch(() => {});
+    throw unsupported(contentType!);
+  }
   // One plain length is trusted (the HTTP layer never delivers more); anything else — a header
   // sent twice arrives as "2000, 2000" — is read counting bytes against the limit.
   const declared = length !== null && /^[0-9]{1,16}$/.test(length) ? Number(length) : null;
@@ -44,19 +71,39 @@ export async function readJsonBody(request: Request, limit: number): Promise<Jso
     await request.body?.cancel().catch(() => {});
     throw tooLarge(limit);
   }
-  // With a declared length, `request.body` is never touched: making the stream costs more than
-  // parsing a small job.
+  if (declared === 0 || (declared === null && request.body === null)) return EMPTY;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = options.timeoutMs === undefined ? null : new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      request.body?.cancel().catch(() => {});
+      reject(
+        new TegamiError(
+          "request_timeout",
+          `Cannot read the request body: it did not arrive within ${options.timeoutMs} ms`,
+        ),
+      );
+    }, options.timeoutMs);
+  });
+  deadline?.catch(() => {});
   let bytes: Uint8Array;
-  if (declared !== null) bytes = await readDeclared(request, limit);
-  else if (request.body === null) return EMPTY;
-  else bytes = await readChunked(request, limit);
-  if (bytes.byteLength === 0) return EMPTY;
-  if (contentType !== null && !isJsonType(contentType)) {
-    throw new TegamiError(
-      "unsupported_media_type",
-      `Cannot read the request body: Content-Type "${contentType.slice(0, 100)}" is not JSON`,
-    );
+  try {
+    // With a small declared length, `request.body` is never touched: making the stream costs
+    // more than parsing a small job. Its bytes are held against the budget up front.
+    if (declared !== null && declared <= WHOLE_BODY_MAX) {
+      options.budget?.take(declared);
+      try {
+        bytes = await raced(readDeclared(request, limit), deadline);
+      } finally {
+        options.budget?.give(declared);
+      }
+    } else {
+      bytes = await raced(readChunked(request, limit, options.budget), deadline);
+    }
+  } finally {
+    clearTimeout(timer);
   }
+  if (bytes.byteLength === 0) return EMPTY;
+  if (!typeOk) throw unsupported(contentType!);
   let text: string;
   try {
     text = strictUtf8.decode(bytes);
@@ -71,6 +118,20 @@ export async function readJsonBody(request: Request, limit: number): Promise<Jso
       `Cannot parse the request body: ${(error as Error).message.slice(0, 200)}`,
     );
   }
+}
+
+/** `read`, unless `deadline` comes first; a read that loses the race is left to fail quietly. */
+function raced<T>(read: Promise<T>, deadline: Promise<never> | null): Promise<T> {
+  if (deadline === null) return read;
+  read.catch(() => {});
+  return Promise.race([read, deadline]);
+}
+
+function unsupported(contentType: string): TegamiError {
+  return new TegamiError(
+    "unsupported_media_type",
+    `Cannot read the request body: Content-Type "${contentType.slice(0, 100)}" is not JSON`,
+  );
 }
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
@@ -101,26 +162,45 @@ async function readDeclared(request: Request, limit: number): Promise<Uint8Array
   return bytes;
 }
 
-/** A chunked body of unknown length: read piece by piece, refused once it passes `limit`. */
-async function readChunked(request: Request, limit: number): Promise<Uint8Array> {
+/**
+ * A large or chunked body: read piece by piece, refused once it passes `limit` or the budget,
+ * its bytes held against the budget until it is assembled.
+ */
+async function readChunked(
+  request: Request,
+  limit: number,
+  budget: BodyBudget | undefined,
+): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = request.body!.getReader();
-  for (;;) {
-    let chunk: ReadableStreamReadResult<Uint8Array>;
-    try {
-      chunk = await reader.read();
-    } catch (error) {
-      throw truncated(error);
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        throw truncated(error);
+      }
+      const { done, value } = chunk;
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge(limit);
+      }
+      try {
+        budget?.take(value.byteLength);
+      } catch (error) {
+        size -= value.byteLength;
+        await reader.cancel().catch(() => {});
+        throw error;
+      }
+      chunks.push(value);
     }
-    const { done, value } = chunk;
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge(limit);
-    }
-    chunks.push(value);
+  } finally {
+    budget?.give(size);
   }
   if (chunks.length === 1) return chunks[0];
   const bytes = new Uint8Array(size);

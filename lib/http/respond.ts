@@ -20,5 +20,11 @@ export function jsonText(status: number, text: string): Response {
 
 /** The error answer `{"error": {"code", "message"}}` with the code's status. */
 export function errorResponse(error: TegamiError): Response {
-  return json(error.status, { error: { code: error.code, message: error.message } });
+  const response = json(error.status, { error: { code: error.code, message: error.message } });
+  if (error.retryAfter !== undefined) {
+    response.headers.set("retry-after", String(error.retryAfter));
+  }
+  // A body that timed out is still arriving: the connection cannot be reused.
+  if (error.code === "request_timeout") response.headers.set("connection", "close");
+  return response;
 }

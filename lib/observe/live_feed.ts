@@ -11,7 +11,8 @@
  * Events, each one JSON object:
  *
  * - `hello` (first, once): `{version, started_at, interval_ms, history: [sample…]}`
- * - `snapshot` (then once a second): `{at, connections, queues: [stats + totals + rates]}`
+ * - `snapshot` (then once a second): `{at, connections, queue_count, queues: [stats + totals +
+ *   rates]}`, the queues being the busiest `topQueues` (all of them by default)
  *
  * A sample is `{at, queues: {name: {enqueued, acked, failed}}}` holding only the queues that
  * moved in that second.
@@ -21,7 +22,7 @@
 
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { statsView } from "../api/views.ts";
-import type { QueueTotals } from "./server_metrics.ts";
+import { busiestQueues, type QueueTotals } from "./server_metrics.ts";
 import type { QueueCounts } from "../store/store.ts";
 
 /** Jobs per interval (one second) of one queue. */
@@ -78,6 +79,8 @@ export interface LiveFeedOptions {
   historySize?: number;
   /** Reports a failure to read stats. @default ignore */
   onError?: (error: unknown) => void;
+  /** Queues in a snapshot: the busiest this many (the count of all is sent too). @default all */
+  topQueues?: number;
 }
 
 const NO_RATES: Rates = { enqueued: 0, acked: 0, failed: 0 };
@@ -90,6 +93,7 @@ export class LiveFeed {
   readonly #intervalMs: number;
   readonly #historySize: number;
   readonly #onError: (error: unknown) => void;
+  readonly #topQueues: number;
   readonly #history: Sample[] = [];
   readonly #last = new Map<string, QueueTotals>();
   readonly #sinks = new Set<FeedSink>();
@@ -108,6 +112,7 @@ export class LiveFeed {
     this.#intervalMs = options.intervalMs ?? 1000;
     this.#historySize = options.historySize ?? 300;
     this.#onError = options.onError ?? (() => {});
+    this.#topQueues = options.topQueues ?? Infinity;
   }
 
   /** Starts sampling. */
@@ -206,6 +211,9 @@ export class LiveFeed {
     if (this.#closed) return;
     const now = this.#clock.now();
     const latest = this.#history.at(-1);
+    const all = stats.length;
+    // Snapshots are built each second for every reader: with many queues, only the busiest.
+    stats = busiestQueues(stats, this.#topQueues);
     const entries = stats.map((s) => {
       const totals = this.#last.get(s.name);
       return {
@@ -222,7 +230,8 @@ export class LiveFeed {
         }),
       };
     });
-    const head = `{"at":${latest?.at ?? now},"connections":${this.#sources.connections()}`;
+    const head = `{"at":${latest?.at ?? now},"connections":${this.#sources.connections()}` +
+      `,"queue_count":${all}`;
     for (const sink of sinks) {
       if (!this.#sinks.has(sink)) continue;
       const queues = entries.filter((e) => sink.allows(e.name)).map((e) => e.json);

@@ -24,8 +24,11 @@ function numberText(n: number): string {
   return String(n);
 }
 
+/** Which series to write: given a family's label names and one series' values. */
+export type SeriesFilter = (names: readonly string[], values: readonly string[]) => boolean;
+
 interface Family {
-  render(out: string[]): void;
+  render(out: string[], keep?: SeriesFilter): void;
 }
 
 /** A monotonically increasing count, by label values. */
@@ -52,10 +55,11 @@ export class Counter implements Family {
     return this.#values.get(labels.join("\u0000"))?.value ?? 0;
   }
 
-  /** Writes the family. */
-  render(out: string[]): void {
+  /** Writes the family (the series `keep` accepts, when given). */
+  render(out: string[], keep?: SeriesFilter): void {
     out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`);
     for (const { labels, value } of this.#values.values()) {
+      if (keep !== undefined && !keep(this.labelNames, labels)) continue;
       out.push(`${this.name}${labelText(this.labelNames, labels)} ${numberText(value)}`);
     }
   }
@@ -97,10 +101,11 @@ export class Histogram implements Family {
     series.n++;
   }
 
-  /** Writes the family. */
-  render(out: string[]): void {
+  /** Writes the family (the series `keep` accepts, when given). */
+  render(out: string[], keep?: SeriesFilter): void {
     out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`);
     for (const s of this.#series.values()) {
+      if (keep !== undefined && !keep(this.labelNames, s.labels)) continue;
       let cumulative = 0;
       for (let i = 0; i < this.buckets.length; i++) {
         cumulative += s.counts[i];
@@ -188,10 +193,10 @@ export class Registry {
     this.#add(new CallbackGauge(name, help, read));
   }
 
-  /** The Prometheus text exposition of every family. */
-  render(): string {
+  /** The Prometheus text exposition of every family (of the series `keep` accepts). */
+  render(keep?: SeriesFilter): string {
     const out: string[] = [];
-    for (const family of this.#families) family.render(out);
+    for (const family of this.#families) family.render(out, keep);
     return out.join("\n") + "\n";
   }
 }

@@ -18,12 +18,29 @@ export interface ScrapeInput {
   consumers: (queue: string) => number;
   /** Open WebSocket connections. */
   connections: number;
+  /** Open client connections of every kind (HTTP and WebSocket). */
+  clientConnections?: number;
   /** Now, ms. */
   now: number;
   /** Bytes of the database file and its WAL, when the store has files. */
   files: { database: number; wal: number } | null;
   /** SQL statements the store has run since start, when it counts them. */
   statements?: number;
+  /**
+   * Queues given their own series: the busiest this many (most jobs not yet finished); every
+   * queue still counts in the all-queue totals. @default all
+   */
+  topQueues?: number;
+}
+
+/** The `n` busiest queues: most pending, delayed, leased and dead jobs, then by name. */
+export function busiestQueues(queues: QueueCounts[], n: number): QueueCounts[] {
+  if (queues.length <= n) return queues;
+  const load = (s: QueueCounts) =>
+    s.counts.pending + s.counts.delayed + s.counts.leased + s.counts.dead;
+  return [...queues]
+    .sort((a, b) => load(b) - load(a) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .slice(0, n);
 }
 
 /** One queue's job counters since the server started (the dashboard's throughput). */
@@ -44,6 +61,7 @@ export interface QueueTotals {
 export class ServerMetrics implements BrokerObserver {
   readonly #registry = new Registry();
   #scrape: ScrapeInput | null = null;
+  #allQueues: QueueCounts[] = [];
   /** Queues with any counter moved since start, for {@linkcode ServerMetrics.queueTotals}. */
   readonly #seen = new Set<string>();
   readonly #enqueued: Counter;
@@ -58,6 +76,8 @@ export class ServerMetrics implements BrokerObserver {
   readonly #commit: Histogram;
   readonly #commitFailures: Counter;
   readonly #lag: Histogram;
+  readonly #clockJumps: Counter;
+  readonly #connectionEvents: Counter;
 
   /** Registers every family. */
   constructor() {
@@ -75,6 +95,24 @@ export class ServerMetrics implements BrokerObserver {
             [state, n],
           ): [Record<string, string>, number] => [{ queue: s.name, state }, n])
         ),
+    );
+    r.gauge("tegami_queues", "Queues known (with jobs, settings or consumers).", () => [[
+      {},
+      this.#allQueues.length,
+    ]]);
+    r.gauge(
+      "tegami_all_queues_jobs",
+      "Jobs stored in all queues together, by state (per-queue series cover the busiest only).",
+      () => {
+        const sums: Record<string, number> = {};
+        for (const s of this.#allQueues) {
+          for (const [state, n] of Object.entries(s.counts)) sums[state] = (sums[state] ?? 0) + n;
+        }
+        return Object.entries(sums).map(([state, n]): [Record<string, string>, number] => [
+          { state },
+          n,
+        ]);
+      },
     );
     r.gauge(
       "tegami_oldest_pending_age_seconds",
@@ -175,6 +213,24 @@ export class ServerMetrics implements BrokerObserver {
       "How late a 25 ms timer fires: stalls of the server's single JavaScript thread.",
       LATENCY_BUCKETS,
     );
+    r.gauge(
+      "tegami_connections",
+      "Open client connections, HTTP and WebSocket.",
+      () => {
+        const n = snapshot().clientConnections;
+        return n === undefined ? [] : [[{}, n]];
+      },
+    );
+    this.#connectionEvents = r.counter(
+      "tegami_connection_events_total",
+      "Connection events: accepted, refused_limit, evicted_idle, timed_out_header, " +
+        "timed_out_idle, accept_error, cut_at_shutdown.",
+      ["event"],
+    );
+    this.#clockJumps = r.counter(
+      "tegami_clock_jumps_total",
+      "Wall-clock jumps noticed (wall and monotonic clocks disagreeing by 2 s or more).",
+    );
     this.#commitFailures = r.counter(
       "tegami_commit_failures_total",
       "Transactions that could not be committed (every caller got 503 unavailable).",
@@ -213,6 +269,16 @@ export class ServerMetrics implements BrokerObserver {
     this.#lag.observe([], ms / 1000);
   }
 
+  /** Records a wall-clock jump. */
+  clockJump(): void {
+    this.#clockJumps.inc();
+  }
+
+  /** Records a connection event of the front door. */
+  connectionEvent(event: string): void {
+    this.#connectionEvents.inc([event]);
+  }
+
   /** Records a group commit. */
   commit(size: number, ms: number, failed: boolean): void {
     if (failed) {
@@ -240,11 +306,24 @@ export class ServerMetrics implements BrokerObserver {
 
   /** The Prometheus text for a scrape. */
   render(input: ScrapeInput): string {
-    this.#scrape = input;
+    const shown = busiestQueues(input.queues, input.topQueues ?? Infinity);
+    this.#allQueues = input.queues;
+    this.#scrape = { ...input, queues: shown };
+    // Counters and histograms by queue are written for the shown queues only, so the scrape
+    // stays small and fast however many queues exist.
+    const names = new Set(shown.map((s) => s.name));
+    const keep = shown.length === input.queues.length ? undefined : (
+      labelNames: readonly string[],
+      values: readonly string[],
+    ) => {
+      const at = labelNames.indexOf("queue");
+      return at === -1 || names.has(values[at]);
+    };
     try {
-      return this.#registry.render();
+      return this.#registry.render(keep);
     } finally {
       this.#scrape = null;
+      this.#allQueues = [];
     }
   }
 }

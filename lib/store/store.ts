@@ -81,12 +81,22 @@ export interface EndedLease {
   state: JobState;
 }
 
+/** The names of the queues a store knows, and how many. */
+export interface KnownQueues {
+  /** Whether the queue is known. */
+  has(queue: string): boolean;
+  /** How many queues are known. */
+  readonly size: number;
+}
+
 /** The outcome of advancing time: due delayed jobs made pending, expired leases ended. */
 export interface TickResult {
   /** Queues that gained pending jobs. */
   woken: string[];
   /** Leases that expired. */
   expired: EndedLease[];
+  /** True when the chunk was full: more may be due, and the caller should tick again. */
+  more: boolean;
 }
 
 /** A lease to give back, identified by job and token. */
@@ -264,8 +274,11 @@ export interface Store {
   runNow(id: number, now: number): Promise<RunNowResult>;
   /** Makes dead jobs pending again with attempts reset; all of the queue's when `ids` is null. */
   requeueDead(queue: string, ids: number[] | null, now: number): Promise<number>;
-  /** Promotes due delayed jobs and ends expired leases. */
-  tick(now: number): Promise<TickResult>;
+  /**
+   * Promotes due delayed jobs and ends expired leases, at most `limit` of each in one
+   * transaction (a store default when absent); `more` says whether to call again.
+   */
+  tick(now: number, limit?: number): Promise<TickResult>;
   /** Ends leases whose holder is gone: back to pending at once, or dead if attempts are used. */
   release(leases: LeaseRef[], now: number): Promise<EndedLease[]>;
   /**
@@ -276,6 +289,11 @@ export interface Store {
   readyHint?(queue: string): number;
   /** The earliest lease expiry or delayed `run_at`, or null. */
   nextDeadline(): Promise<number | null>;
+  /**
+   * The queues known as of the last commit (holding jobs, or settings such as a pause), if the
+   * store knows them cheaply; absent otherwise. A queue whose last job is gone is forgotten.
+   */
+  knownQueues?(): KnownQueues;
   /** Deletes done and cancelled jobs finished before `before`; answers how many. */
   sweepFinished(before: number): Promise<number>;
   /** Proves the database takes a write. */

@@ -129,7 +129,7 @@ Deno.test("a ref of -0 comes back as 0", async () => {
 
 // Found by "fuzzed raw HTTP/1.1 bytes get an answer or a close, never a 5xx" once it was given
 // handshakes with headers missing: counter-example
-// "GET /v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n" answered 500. The runtime's
+// "GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n\r\n" answered 500. The runtime's
 // upgrade throws without `Connection: Upgrade` or `Sec-WebSocket-Key`, and that became internal.
 Deno.test("a WebSocket handshake missing Connection: Upgrade or its key answers 400, not 500", async () => {
   await using server = await startTestServer();
@@ -141,7 +141,7 @@ Deno.test("a WebSocket handshake missing Connection: Upgrade or its key answers 
   for (const head of heads) {
     const { statuses, text } = await rawExchange(
       server.server.port,
-      new TextEncoder().encode(`GET /v1/ws HTTP/1.1\r\nHost: x\r\n${head}\r\n\r\n`),
+      new TextEncoder().encode(`GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\n${head}\r\n\r\n`),
     );
     assert.deepEqual(statuses, [400], text);
     assert.match(

@@ -582,12 +582,13 @@ Deno.test("a listed origin must match in scheme, host and port; the Host match i
 });
 
 // A page whose name an attacker rebinds to 127.0.0.1 is "same origin" by §7's rule (its Origin
-// host equals the Host it sends). Only tokens stop it: docs/security.md says so.
-Deno.test("a DNS-rebound page passes the Origin check; with tokens on, it still cannot act", async () => {
+// host equals the Host it sends). Without tokens the Host allow-list refuses it; with tokens
+// the Host is not checked (token holders keep their names) and every frame needs a token.
+Deno.test("a DNS-rebound page is refused by the Host check; with tokens on, it still cannot act", async () => {
   await using open = await startTestServer();
   const port = new URL(open.url).port;
   const rebound = { Origin: `http://evil.example:${port}`, Host: `evil.example:${port}` };
-  assert.equal((await upgradeStatus(wsUrl(open.url), { headers: rebound })).status, 101);
+  assert.equal((await upgradeStatus(wsUrl(open.url), { headers: rebound })).status, 403);
   await using guarded = await startMatrixServer();
   const gport = new URL(guarded.url).port;
   // The rebound page's socket (WebSocket cannot spoof Host, so this one stands in for it).

@@ -350,7 +350,7 @@ Deno.test("every limit answers as documented at limit−1, limit and limit+1", a
   assert.deepEqual((await server.request("GET", "/healthz")).body, { status: "ok" });
 });
 
-Deno.test("--max-connections: the upgrade at the limit is taken, the one past it gets 503", async () => {
+Deno.test("--max-connections counts every connection: past it, upgrades and HTTP get 503", async () => {
   await using server = await startTestServer({ config: { maxConnections: MAX_CONNECTIONS } });
   const url = wsUrl(server.url);
   const open: WsClient[] = [];
@@ -369,10 +369,14 @@ Deno.test("--max-connections: the upgrade at the limit is taken, the one past it
     const expected = Array.from({ length: MAX_CONNECTIONS }, (_, i) => `connection ${i + 1}→101`);
     expected.push(`connection ${MAX_CONNECTIONS + 1}→503 unavailable`);
     assert.deepEqual(got, expected);
-    // The sockets at the limit all work, and HTTP is unaffected.
+    // The sockets at the limit all work; a plain HTTP call past the limit is refused alike.
     for (const ws of open) await ws.subscribe("q", 1);
-    assert.equal((await server.request("GET", "/healthz")).status, 200);
+    const http = await fetch(`${server.url}/healthz`);
+    assert.equal(http.status, 503);
+    assert.equal(http.headers.get("retry-after"), "1");
+    assert.equal((await http.json()).error.code, "unavailable");
   } finally {
     for (const ws of open) await ws.close();
   }
+  assert.equal((await server.request("GET", "/healthz")).status, 200, "served once sockets left");
 });

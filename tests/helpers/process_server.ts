@@ -25,11 +25,12 @@ export function programCommand(
   binary?: string,
   runtimeFlags: readonly string[] = [],
   script: string = MAIN,
+  permissions: readonly string[] = ["-A"],
 ): { command: string; prefix: string[] } {
   if (binary !== undefined) return { command: binary, prefix: [] };
   return {
     command: Deno.execPath(),
-    prefix: ["run", "--config", CONFIG, "-A", ...runtimeFlags, script],
+    prefix: ["run", "--config", CONFIG, ...permissions, ...runtimeFlags, script],
   };
 }
 
@@ -69,11 +70,24 @@ export async function spawnServer(
     env?: Record<string, string>;
     runtimeFlags?: string[];
     script?: string;
+    /** Lowers the open-file limit (soft and hard) of the server process only. */
+    nofile?: number;
+    /** Permission flags for `deno run`. @default ["-A"] */
+    permissions?: string[];
   } = {},
 ): Promise<ServerProcess> {
-  const { command, prefix } = programCommand(options.binary, options.runtimeFlags, options.script);
-  const child = new Deno.Command(command, {
-    args: [...prefix, "serve", "--port", "0", ...args],
+  const { command, prefix } = programCommand(
+    options.binary,
+    options.runtimeFlags,
+    options.script,
+    options.permissions,
+  );
+  const serveArgs = [...prefix, "serve", "--port", "0", ...args];
+  const limited = options.nofile !== undefined;
+  const child = new Deno.Command(limited ? "bash" : command, {
+    args: limited
+      ? ["-c", `ulimit -n ${options.nofile} && exec "$0" "$@"`, command, ...serveArgs]
+      : serveArgs,
     env: options.env,
     stdin: "null",
     stdout: "null",

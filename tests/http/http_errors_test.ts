@@ -101,7 +101,7 @@ Deno.test("a body cut short of its Content-Length answers 400, not 500", async (
   await using server = await startTestServer();
   using raw = await RawHttp.connect(server);
   await raw.write(
-    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
       'Content-Length: 100\r\n\r\n{"payload":1}',
   );
   await raw.endWrite();
@@ -117,7 +117,7 @@ Deno.test("a Content-Length sent twice cannot carry a body past --max-body", asy
   const body = JSON.stringify({ jobs });
   using raw = await RawHttp.connect(server);
   await raw.write(
-    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
       "Connection: close\r\n" +
       `Content-Length: ${body.length}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
   );
@@ -497,10 +497,15 @@ Deno.test("JSON content types with parameters or a +json suffix are accepted", a
   }
 });
 
-Deno.test("a call without a body ignores a non-JSON Content-Type", async () => {
+Deno.test("a call without a body answers 415 to a non-JSON Content-Type when auth is off", async () => {
   await using server = await startTestServer();
-  const answer = await sendRaw(server, "POST", "/v1/queues/q/pause", null, "text/plain");
-  assert.equal(answer.status, 200);
+  for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]) {
+    const answer = await sendRaw(server, "POST", "/v1/queues/q/pause", null, type);
+    assert.equal(answer.status, 415, type);
+    assert.equal((answer.body as { error: { code: string } }).error.code, "unsupported_media_type");
+  }
+  const stats = await server.request("GET", "/v1/queues/q");
+  assert.equal((stats.body as { paused: boolean }).paused, false);
 });
 
 // ---- unavailable ----
@@ -510,7 +515,7 @@ Deno.test("a request still sending its body when shutdown begins answers 503 una
   using raw = await RawHttp.connect(server);
   const body = '{"payload":1}';
   await raw.write(
-    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
       `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
   );
   // The 100 Continue proves the handler is running and waiting for the body.
@@ -532,6 +537,7 @@ Deno.test("error codes map to the statuses of the documented table", () => {
     unauthorized: 401,
     forbidden: 403,
     not_found: 404,
+    request_timeout: 408,
     lease_lost: 409,
     conflict: 409,
     payload_too_large: 413,
@@ -706,18 +712,18 @@ Deno.test("a barrage of malformed requests leaves every job unchanged and gets n
 
   const raws = [
     "GARBAGE\r\n\r\n",
-    "GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n",
+    "GET /healthz HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n",
     "GET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n",
     "GET /healthz HTTP/1.1\r\nHost: [::1\r\n\r\n",
     "GET /v1/queues HTTP/1.1\r\nHost: x:99999\r\n\r\n",
-    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",
-    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n{}",
-    'POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 13\r\nContent-Length: 14\r\n\r\n{"payload":1}',
-    'POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 13\r\nTransfer-Encoding: chunked\r\n\r\n{"payload":1}',
-    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
-    'POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"pay\r\n',
-    'POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\n\r\n{"payload":1}',
-    `POST /v1/jobs/${leasedId}/nack HTTP/1.1\r\nHost: x\r\nContent-Length: 300\r\n\r\n{"token":"${delivery.lease.token}","dead":true}`,
+    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n{}",
+    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n{}",
+    'POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 13\r\nContent-Length: 14\r\n\r\n{"payload":1}',
+    'POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 13\r\nTransfer-Encoding: chunked\r\n\r\n{"payload":1}',
+    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+    'POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"pay\r\n',
+    'POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200\r\n\r\n{"payload":1}',
+    `POST /v1/jobs/${leasedId}/nack HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 300\r\n\r\n{"token":"${delivery.lease.token}","dead":true}`,
   ];
   for (const text of raws) {
     using raw = await RawHttp.connect(server);

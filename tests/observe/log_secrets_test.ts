@@ -323,7 +323,7 @@ async function runScenario(
       const body = `{"payload":"${TOKENS.producer}"}`;
       const encoder = new TextEncoder();
       await conn.write(encoder.encode(
-        `POST /v1/queues/q/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKENS.producer}\r\n` +
+        `POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKENS.producer}\r\n` +
           `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n` +
           "Expect: 100-continue\r\n\r\n",
       ));

@@ -190,7 +190,7 @@ Deno.test({
     // Plain HTTP: no HTTP answer comes back.
     await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`));
     const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(port) });
-    await conn.write(new TextEncoder().encode("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+    await conn.write(new TextEncoder().encode("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
     const buffer = new Uint8Array(1024);
     const n = await conn.read(buffer).catch(() => null);
     conn.close();

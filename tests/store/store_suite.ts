@@ -598,10 +598,20 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const id = await enqueueOne(store, "q", { run_at: T0 + 1_000 });
     assert.deepEqual(await store.claim("q", 1, null, T0), []);
     assert.deepEqual(await store.claim("q", 1, null, T0 + 5_000), [], "not before a tick");
-    assert.deepEqual(await store.tick(T0 + 999), { woken: [], expired: [] });
+    assert.deepEqual(await store.tick(T0 + 999), { woken: [], expired: [], more: false });
     assert.deepEqual(await store.claim("q", 1, null, T0 + 999), []);
-    assert.deepEqual(await store.tick(T0 + 1_000), { woken: ["q"], expired: [] });
+    assert.deepEqual(await store.tick(T0 + 1_000), { woken: ["q"], expired: [], more: false });
     assert.equal((await claimOne(store, "q", T0 + 1_000)).job.id, id);
+  });
+
+  test("tick() promotes at most `limit` due jobs per call and says when more are due", async (store) => {
+    await store.enqueue("q", [1, 2, 3, 4, 5].map(() => newJob({ run_at: T0 + 1_000 })), T0);
+    const first = await store.tick(T0 + 1_000, 2);
+    assert.deepEqual(first, { woken: ["q"], expired: [], more: true });
+    assert.equal((await store.stats("q"))[0].counts.pending, 2);
+    assert.equal((await store.tick(T0 + 1_000, 2)).more, true);
+    assert.deepEqual(await store.tick(T0 + 1_000, 2), { woken: ["q"], expired: [], more: false });
+    assert.equal((await store.stats("q"))[0].counts.pending, 5);
   });
 
   // ---- ack ----
@@ -810,7 +820,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       expires_at: T0 + 5_500,
     });
     assert.equal((await store.get(id))?.lease_expires_at, T0 + 5_500);
-    assert.deepEqual(await store.tick(T0 + 1_000), { woken: [], expired: [] });
+    assert.deepEqual(await store.tick(T0 + 1_000), { woken: [], expired: [], more: false });
     assert.equal(await stateOf(store, id), "leased");
     await store.ack(id, lease.token, null, T0 + 5_499);
     assert.equal(await stateOf(store, id), "done");
@@ -923,7 +933,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const job = await store.get(pending);
     assert.equal(job?.state, "cancelled");
     assert.equal(job?.finished_at, T0 + 5);
-    assert.deepEqual(await store.tick(T0 + 2_000), { woken: [], expired: [] });
+    assert.deepEqual(await store.tick(T0 + 2_000), { woken: [], expired: [], more: false });
     assert.equal(await stateOf(store, delayed), "cancelled");
     assert.deepEqual(await store.claim("q", 10, null, T0 + 2_000), []);
     assert.deepEqual(await countsOf(store, "q"), counts({ cancelled: 2 }));
@@ -946,7 +956,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await rejectsWith(store.extend(id, lease.token, null, T0 + 11), "lease_lost");
     await rejectsWith(store.checkpoint(id, lease.token, "1", T0 + 11), "lease_lost");
     assert.deepEqual(await store.release([{ id, token: lease.token }], T0 + 12), []);
-    assert.deepEqual(await store.tick(T0 + 1_000), { woken: [], expired: [] });
+    assert.deepEqual(await store.tick(T0 + 1_000), { woken: [], expired: [], more: false });
     assert.deepEqual(await countsOf(store, "q"), counts({ cancelled: 1 }));
   });
 
@@ -1216,6 +1226,12 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.equal(await stateOf(store, dead), "dead");
   });
 
+  test("requeueDead() without ids requeues more dead jobs than one chunk holds", async (store) => {
+    await makeDead(store, "q", 260);
+    assert.equal(await store.requeueDead("q", null, T0 + 50), 260);
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 260 }));
+  });
+
   test("requeueDead() without ids makes every dead job of the queue pending", async (store) => {
     const dead = await makeDead(store, "q", 3);
     const [other] = await makeDead(store, "other", 1);
@@ -1253,8 +1269,8 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const a = await enqueueOne(store, "q1", { run_at: T0 + 100 });
     const b = await enqueueOne(store, "q1", { run_at: T0 + 200 });
     const c = await enqueueOne(store, "q2", { run_at: T0 + 100 });
-    assert.deepEqual(await store.tick(T0), { woken: [], expired: [] });
-    assert.deepEqual(await store.tick(T0 + 99), { woken: [], expired: [] });
+    assert.deepEqual(await store.tick(T0), { woken: [], expired: [], more: false });
+    assert.deepEqual(await store.tick(T0 + 99), { woken: [], expired: [], more: false });
     const result = await store.tick(T0 + 100);
     assert.deepEqual(result.woken.toSorted(), ["q1", "q2"]);
     assert.deepEqual(result.expired, []);
@@ -1263,7 +1279,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.equal(await stateOf(store, c), "pending");
     assert.equal((await store.get(a))?.run_at, T0 + 100);
     assert.deepEqual(await countsOf(store, "q1"), counts({ pending: 1, delayed: 1 }));
-    assert.deepEqual(await store.tick(T0 + 150), { woken: [], expired: [] });
+    assert.deepEqual(await store.tick(T0 + 150), { woken: [], expired: [], more: false });
   });
 
   test("tick() returns expired leases to pending at once", async (store) => {
@@ -1273,7 +1289,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const got = await store.claim("q", 2, 1_000, T0);
     const dc = await claimOne(store, "q", T0);
     assert.equal(dc.job.id, c);
-    assert.deepEqual(await store.tick(T0 + 999), { woken: [], expired: [] });
+    assert.deepEqual(await store.tick(T0 + 999), { woken: [], expired: [], more: false });
     const result = await store.tick(T0 + 1_000);
     assert.deepEqual(result.woken, ["q"]);
     assert.deepEqual(result.expired.toSorted((x, y) => x.id - y.id), [
@@ -1284,7 +1300,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2, leased: 1 }));
     const again = await store.claim("q", 2, null, T0 + 1_000);
     assert.deepEqual(again.map((d) => [d.job.id, d.job.attempts]), [[a, 2], [b, 2]]);
-    assert.deepEqual(await store.tick(T0 + 1_500), { woken: [], expired: [] });
+    assert.deepEqual(await store.tick(T0 + 1_500), { woken: [], expired: [], more: false });
   });
 
   test("tick() sends an expired lease to dead when its attempts are used up", async (store) => {
@@ -1293,6 +1309,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.deepEqual(await store.tick(T0 + 1_000), {
       woken: [],
       expired: [{ id, queue: "q", token: lease.token, state: "dead" }],
+      more: false,
     });
     const job = await store.get(id);
     assert.equal(job?.state, "dead");

@@ -585,26 +585,30 @@ export class PgStore implements Store {
     });
   }
 
-  tick(now: number): Promise<TickResult> {
+  tick(now: number, limit = CHUNK): Promise<TickResult> {
     return this.#write(async (tx, news) => {
       const woken = new Set<string>();
       const promoted = await tx<{ queue: string }[]>`
         WITH d AS (
           SELECT id FROM jobs WHERE state = 'delayed' AND run_at <= ${now}
-          ORDER BY run_at LIMIT ${CHUNK} FOR UPDATE SKIP LOCKED
+          ORDER BY run_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
         )
         UPDATE jobs j SET state = 'pending' FROM d WHERE j.id = d.id RETURNING j.queue`;
       for (const row of promoted) woken.add(row.queue);
       const due = await tx<JobRow[]>`
         SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ${now}
-        ORDER BY lease_expires_at LIMIT ${CHUNK} FOR UPDATE SKIP LOCKED`;
+        ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       const ended = await endLeases(tx, due.map((row) => ({ row, cause: "expired" })), now);
       for (const lease of ended) {
         if (lease.state === "pending") woken.add(lease.queue);
         news.ended.push([lease.id, lease.token, "expired"]);
       }
       for (const queue of woken) news.ready.add(queue);
-      return { woken: [...woken], expired: ended };
+      return {
+        woken: [...woken],
+        expired: ended,
+        more: promoted.length === limit || due.length === limit,
+      };
     });
   }
 

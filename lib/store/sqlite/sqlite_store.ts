@@ -50,6 +50,7 @@ import {
   emptyCommitStats,
   type EndedLease,
   type JobPage,
+  type KnownQueues,
   type LeaseRef,
   type NackResult,
   type QueueCounts,
@@ -156,6 +157,13 @@ const CHECKPOINT_BYTES = 15_000 * 1024;
 
 /** How many finished jobs one sweep transaction deletes at most (keeps each commit short). */
 const SWEEP_CHUNK = 5000;
+
+/**
+ * How many delayed jobs one tick transaction promotes, and how many expired leases it ends, at
+ * most: a million jobs coming due at once become four thousand short commits with the event loop
+ * free between them, not one transaction that stalls every request for seconds.
+ */
+const TICK_CHUNK = 250;
 
 /** The SQLite implementation of {@linkcode Store}. */
 export class SqliteStore implements Store {
@@ -298,6 +306,13 @@ export class SqliteStore implements Store {
           const counts = this.#countsOf(queue);
           if (from !== null) counts[from]--;
           if (to !== null) counts[to]++;
+        }
+        // A queue whose last job is gone is forgotten (its settings live in #paused).
+        for (const [queue] of this.#moves) {
+          const counts = this.#counts.get(queue);
+          if (counts !== undefined && Object.values(counts).every((n) => n === 0)) {
+            this.#counts.delete(queue);
+          }
         }
         this.#moves = [];
       },
@@ -535,11 +550,19 @@ export class SqliteStore implements Store {
     const names = queue === undefined
       ? [...new Set([...this.#counts.keys(), ...this.#paused])].sort()
       : [queue];
-    return this.#read(() =>
-      names.map((name) => {
+    return this.#read(() => {
+      // With many queues, one grouped scan of the pending index beats a query per queue.
+      let oldestOf: Map<string, number> | null = null;
+      if (names.length > 64) {
+        const rows = this.#statements.oldestPendingAll.all() as { queue: string; at: number }[];
+        oldestOf = new Map(rows.map((row) => [row.queue, row.at]));
+      }
+      return names.map((name) => {
         const counts = this.#counts.get(name);
         const oldest = counts === undefined || counts.pending === 0
           ? null
+          : oldestOf !== null
+          ? oldestOf.get(name) ?? null
           : (this.#statements.oldestPending.get(name) as { at: number | null }).at;
         return {
           name,
@@ -547,8 +570,8 @@ export class SqliteStore implements Store {
           counts: { ...(counts ?? zeroCounts()) },
           oldest_pending_at: oldest,
         };
-      })
-    );
+      });
+    });
   }
 
   listDead(queue: string, limit: number, after: number): Promise<Job[]> {
@@ -590,35 +613,51 @@ export class SqliteStore implements Store {
     });
   }
 
-  requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
-    return this.#write(() => {
-      let n = 0;
-      if (ids === null) {
-        n = Number(this.#statements.requeueAllDead.run(now, queue).changes);
-      } else {
+  async requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
+    if (ids !== null) {
+      return await this.#write(() => {
+        let n = 0;
         for (const id of ids) {
           n += Number(this.#statements.requeueOneDead.run(now, id, queue).changes);
         }
-      }
-      for (let i = 0; i < n; i++) this.#moves.push([queue, "dead", "pending"]);
-      return n;
-    });
+        for (let i = 0; i < n; i++) this.#moves.push([queue, "dead", "pending"]);
+        return n;
+      });
+    }
+    // All of a queue's dead jobs: in chunks, each its own short commit, like the sweep, so a
+    // million dead letters never stall other requests. A crash midway leaves a prefix requeued.
+    let total = 0;
+    for (;;) {
+      const n = await this.#write(() => {
+        const n = Number(this.#statements.requeueAllDead.run(now, queue, TICK_CHUNK).changes);
+        for (let i = 0; i < n; i++) this.#moves.push([queue, "dead", "pending"]);
+        return n;
+      });
+      total += n;
+      if (n < TICK_CHUNK) return total;
+    }
   }
 
-  tick(now: number): Promise<TickResult> {
+  tick(now: number, limit = TICK_CHUNK): Promise<TickResult> {
     return this.#write(() => {
       const woken = new Set<string>();
-      for (const row of this.#statements.promote.all(now) as { queue: string }[]) {
+      const promoted = this.#statements.promote.all(now, limit) as { queue: string }[];
+      for (const row of promoted) {
         this.#moves.push([row.queue, "delayed", "pending"]);
         woken.add(row.queue);
       }
       const expired: EndedLease[] = [];
-      for (const row of this.#statements.dueLeases.all(now) as unknown as JobRow[]) {
+      const due = this.#statements.dueLeases.all(now, limit) as unknown as JobRow[];
+      for (const row of due) {
         const ended = this.#endLease(row, now, "expired");
         if (ended.state === "pending") woken.add(row.queue);
         expired.push(ended);
       }
-      return { woken: [...woken], expired };
+      return {
+        woken: [...woken],
+        expired,
+        more: promoted.length === limit || due.length === limit,
+      };
     });
   }
 
@@ -632,6 +671,19 @@ export class SqliteStore implements Store {
       }
       return out;
     });
+  }
+
+  /** @inheritdoc */
+  knownQueues(): KnownQueues {
+    const counts = this.#counts, paused = this.#paused;
+    return {
+      has: (queue) => counts.has(queue) || paused.has(queue),
+      get size() {
+        let n = counts.size;
+        for (const queue of paused) if (!counts.has(queue)) n++;
+        return n;
+      },
+    };
   }
 
   readyHint(queue: string): number {
@@ -896,6 +948,9 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     oldestPending: p(
       "SELECT min(run_at) AS at FROM jobs WHERE queue = ? AND state = 'pending'",
     ),
+    oldestPendingAll: p(
+      "SELECT queue, min(run_at) AS at FROM jobs WHERE state = 'pending' GROUP BY queue",
+    ),
     listDead: p(
       `SELECT * FROM jobs WHERE queue = ? AND state = 'dead' AND id > ? ORDER BY id LIMIT ?`,
     ),
@@ -908,16 +963,21 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     runNow: p("UPDATE jobs SET state = 'pending', run_at = ? WHERE id = ? AND state = 'delayed'"),
     requeueAllDead: p(
       `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
-       WHERE queue = ? AND state = 'dead'`,
+       WHERE id IN (SELECT id FROM jobs WHERE queue = ? AND state = 'dead' ORDER BY id LIMIT ?)`,
     ),
     requeueOneDead: p(
       `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
        WHERE id = ? AND queue = ? AND state = 'dead'`,
     ),
     promote: p(
-      "UPDATE jobs SET state = 'pending' WHERE state = 'delayed' AND run_at <= ? RETURNING queue",
+      `UPDATE jobs SET state = 'pending' WHERE id IN (
+         SELECT id FROM jobs WHERE state = 'delayed' AND run_at <= ? ORDER BY run_at LIMIT ?)
+       RETURNING queue`,
     ),
-    dueLeases: p("SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ?"),
+    dueLeases: p(
+      `SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ?
+       ORDER BY lease_expires_at LIMIT ?`,
+    ),
     nextDelayed: p("SELECT min(run_at) AS at FROM jobs WHERE state = 'delayed'"),
     nextExpiry: p("SELECT min(lease_expires_at) AS at FROM jobs WHERE state = 'leased'"),
     sweep: p(

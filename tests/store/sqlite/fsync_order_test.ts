@@ -10,8 +10,10 @@
  * Under the default settings every answer passes. With `--sync normal` (the control) none does:
  * the checker is able to fail, and does when the server answers before the WAL is durable.
  *
- * strace's `-y` prints each descriptor's path (`7</tmp/x/t.db-wal>`, `12<socket:[4711]>`), so no
- * descriptor bookkeeping is needed; a syscall split across threads (`<unfinished …>` …
+ * strace's `-yy` prints each descriptor's path (`7</tmp/x/t.db-wal>`,
+ * `12<TCP:[127.0.0.1:7700->127.0.0.1:50312]>`), so no descriptor bookkeeping is needed. Only
+ * sockets whose local end is the public port count: the front door relays each connection to a
+ * private loopback server, whose socket pair carries the same bytes once more; a syscall split across threads (`<unfinished …>` …
  * `<… resumed>`) starts at its first line and ends at its second. Lines are in the order strace
  * saw the events, and a thread stopped at a syscall cannot run on until strace has printed it,
  * so an answer caused by a finished fsync always comes after the fsync's line.
@@ -73,7 +75,7 @@ async function startTraced(dir: string, extra: string[]): Promise<TracedServer> 
     args: [
       "-f",
       "--seccomp-bpf",
-      "-y",
+      "-yy",
       "-s",
       "200",
       "-o",
@@ -158,7 +160,7 @@ async function call(
   const conn = await Deno.connect({ hostname: "127.0.0.1", port });
   try {
     const text = body === undefined ? "" : JSON.stringify(body);
-    const head = `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n` +
+    const head = `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n` +
       (body === undefined ? "" : "Content-Type: application/json\r\n") +
       `Content-Length: ${new TextEncoder().encode(text).length}\r\n\r\n`;
     await conn.write(new TextEncoder().encode(head + text));
@@ -257,7 +259,10 @@ interface Verdict {
 }
 
 /** Reads the trace and judges every mutating answer. */
-function judge(trace: string): Verdict {
+function judge(trace: string, publicPort: number): Verdict {
+  // A client's socket on the server side: its local end is the public port.
+  const clientSocket = (path: string) =>
+    Number(/^TCPv?6?:\[.*?:(\d+)->/.exec(path)?.[1] ?? -1) === publicPort;
   type Sync = { start: number; end: number };
   const syncs: Sync[] = [];
   const walWrites: number[] = [];
@@ -266,7 +271,7 @@ function judge(trace: string): Verdict {
   const open = new Map<string, { name: string; fd: string; start: number; text: string }>();
   const lines = trace.split("\n");
   const call =
-    /^(\d+)\s+(?:(\w+)\((\d+)<([^>]*)>(.*?)(?:<unfinished \.\.\.>)?$|<\.\.\. (\w+) resumed>(.*)$)/;
+    /^(\d+)\s+(?:(\w+)\((\d+)<((?:->|[^>])*)>(.*?)(?:<unfinished \.\.\.>)?$|<\.\.\. (\w+) resumed>(.*)$)/;
   for (let i = 0; i < lines.length; i++) {
     const m = call.exec(lines[i]);
     if (m === null) continue;
@@ -280,7 +285,7 @@ function judge(trace: string): Verdict {
       if (lines[i].endsWith("<unfinished ...>")) {
         open.set(pid, { name, fd: path, start: i, text: rest });
         // A write's direction is known at its start; record answers there.
-        if (/^(write|writev|sendto|sendmsg)$/.test(name) && path.startsWith("socket:")) {
+        if (/^(write|writev|sendto|sendmsg)$/.test(name) && clientSocket(path)) {
           answers.push({ line: i, socket: path, text: rest });
         }
         continue;
@@ -302,13 +307,13 @@ function judge(trace: string): Verdict {
     } else if (/^pwrite/.test(name) && path.endsWith("-wal") && ok) {
       walWrites.push(i);
     } else if (
-      /^(read|recvfrom|recvmsg)$/.test(name) && path.startsWith("socket:") && ok &&
+      /^(read|recvfrom|recvmsg)$/.test(name) && clientSocket(path) && ok &&
       Number(result) > 0
     ) {
       const list = reads.get(path) ?? [];
       list.push({ line: start, text: rest });
       reads.set(path, list);
-    } else if (/^(write|writev|sendto|sendmsg)$/.test(name) && path.startsWith("socket:")) {
+    } else if (/^(write|writev|sendto|sendmsg)$/.test(name) && clientSocket(path)) {
       answers.push({ line: start, socket: path, text: rest });
     }
   }
@@ -353,7 +358,7 @@ Deno.test({
     const dir = tmp.path;
     await using server = await startTraced(dir, []);
     const mutating = await workload(server);
-    const verdict = judge(await server.stop());
+    const verdict = judge(await server.stop(), server.port);
     if (Deno.env.has("FSYNC_VERDICT")) console.log(JSON.stringify(verdict, null, 1));
     assert.equal(verdict.answers, mutating, "every mutating answer was found in the trace");
     assert.deepEqual(verdict.early, [], "answers written before their WAL fsync");
@@ -370,7 +375,7 @@ Deno.test({
     const dir = tmp.path;
     await using server = await startTraced(dir, ["--sync", "normal"]);
     const mutating = await workload(server);
-    const verdict = judge(await server.stop());
+    const verdict = judge(await server.stop(), server.port);
     if (Deno.env.has("FSYNC_VERDICT")) console.log(JSON.stringify(verdict, null, 1));
     assert.equal(verdict.answers, mutating, "every mutating answer was found in the trace");
     // The WAL was written all along, but the same checker fails every answer: it can tell.

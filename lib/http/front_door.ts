@@ -1,0 +1,496 @@
+/**
+ * The front door: tegami's own accept loop, so that no client can crash or stall the server by
+ * holding connections.
+ *
+ * Why it exists. `Deno.serve` in Deno 2.9.6 runs its accept loop in Rust and turns an accept
+ * error into a rejection of `server.finished` ("Uncaught (in promise) Http: Error: Too many open
+ * files"), which ends the process; it also gives no hook per connection, so idle, half-sent and
+ * slow connections can neither be counted nor timed out. `node:http` and `node:net` survive
+ * EMFILE but silently stop accepting for good (measured), and Deno's HTTP server cannot be
+ * handed a connection from JavaScript without losing its WebSocket upgrade. So the front door
+ * owns the public socket: it accepts with back-off on EMFILE/ENFILE, counts every connection
+ * (HTTP and WebSocket alike), answers `503` past the limit, and times out connections that send
+ * no request. Each accepted connection is relayed byte for byte to a private `Deno.serve` on
+ * loopback, which parses HTTP and upgrades WebSockets as before; the private server refuses any
+ * peer that is not one of the front door's own relays.
+ *
+ * The price, measured and documented in docs/operations.md: three descriptors per client
+ * connection (the client's, both ends of the relay) and a copy of every byte through one more
+ * socket pair.
+ *
+ * @module
+ */
+
+import type { Logger } from "../observe/log.ts";
+
+/** Options of {@linkcode openFrontDoor}. */
+export interface FrontDoorOptions {
+  /** Interface to listen on. */
+  hostname: string;
+  /** Port; 0 picks a free one. */
+  port: number;
+  /** TLS certificate and key (PEM), to terminate TLS at the front door. */
+  tls?: { cert: string; key: string };
+  /** Answers a request. A `101` answer marks its connection as a WebSocket, never timed out. */
+  handler: (request: Request) => Promise<Response>;
+  /** Most client connections open at once; past it (and nothing idle to close) → 503. */
+  maxConnections: number;
+  /** Time a new connection has to deliver its first complete request head, in ms. */
+  headerTimeoutMs: number;
+  /** Time a kept-alive connection may wait for its next request head, in ms. */
+  idleTimeoutMs: number;
+  /** The log. */
+  log: Logger;
+  /** Counts events for the metrics. */
+  onEvent?: (event: FrontDoorEvent) => void;
+}
+
+/** What the front door reports to the metrics. */
+export type FrontDoorEvent =
+  | "accepted"
+  | "refused_limit"
+  | "evicted_idle"
+  | "timed_out_header"
+  | "timed_out_idle"
+  | "accept_error"
+  | "cut_at_shutdown";
+
+/** A listening front door. */
+export interface FrontDoor {
+  /** The public address. */
+  readonly addr: Deno.NetAddr;
+  /** Client connections open now. */
+  readonly connections: number;
+  /**
+   * Stops accepting, lets requests in flight finish for up to `graceMs`, then cuts every
+   * connection still open; resolves when all are closed.
+   */
+  shutdown(graceMs: number): Promise<void>;
+}
+
+/** Descriptors each client connection holds: its own and both ends of the relay. */
+export const DESCRIPTORS_PER_CONNECTION = 3;
+
+/**
+ * Descriptors kept free: the process's own (about 30: database, WAL, runtime threads), and room
+ * for closed connections whose descriptors the runtime has not let go of yet.
+ */
+export const RESERVED_DESCRIPTORS = 192;
+
+const ACCEPT_BACKOFF_MIN_MS = 5;
+const ACCEPT_BACKOFF_MAX_MS = 1000;
+const WARN_EVERY_MS = 10_000;
+const RELAY_BUFFER_MIN = 2 * 1024;
+const RELAY_BUFFER_MAX = 64 * 1024;
+const MAX_REFUSING = 64;
+const REFUSE_WAIT_MS = 1000;
+
+interface Client {
+  readonly id: number;
+  readonly conn: Deno.Conn;
+  relay: Deno.Conn | null;
+  /** Requests in flight on this connection. */
+  busy: number;
+  upgraded: boolean;
+  /** Bytes of a request arrived that the private server has not turned into a request yet. */
+  partial: boolean;
+  /** When the connection last became idle (accepted, or its last response completed). */
+  idleSince: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  closed: boolean;
+  done: Promise<void>;
+}
+
+/**
+ * A warning that says itself at most once per interval, with the count of those it held back,
+ * so a flood of accept errors cannot flood the log.
+ */
+function rateLimitedWarn(log: Logger, message: string): (fields: Record<string, string>) => void {
+  let last = -Infinity;
+  let held = 0;
+  return (fields) => {
+    const now = performance.now();
+    if (now - last < WARN_EVERY_MS) {
+      held++;
+      return;
+    }
+    last = now;
+    log.warn(message, { ...fields, suppressed: held });
+    held = 0;
+  };
+}
+
+/** The raw answer to a connection past the limit: written before any request is read. */
+function busyAnswer(): Uint8Array {
+  const body = JSON.stringify({
+    error: {
+      code: "unavailable",
+      message: "Cannot take the connection: the server is at its connection limit; retry later",
+    },
+  });
+  return new TextEncoder().encode(
+    "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n" +
+      `connection: close\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+  );
+}
+
+/** The raw answer to a request whose head did not arrive within `ms`. */
+function headTimeoutAnswer(ms: number): Uint8Array {
+  const body = JSON.stringify({
+    error: {
+      code: "request_timeout",
+      message: `Cannot read the request: its head did not arrive within ${ms} ms`,
+    },
+  });
+  return new TextEncoder().encode(
+    "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n" +
+      `content-length: ${body.length}\r\n\r\n${body}`,
+  );
+}
+
+/** True for the errors that mean "out of descriptors" (EMFILE, ENFILE). */
+export function isDescriptorExhaustion(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : String(error);
+  return /os error (23|24)\b|Too many open files/i.test(message);
+}
+
+/** Opens the front door and its private HTTP server. */
+export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoor> {
+  const { log } = options;
+  const event = options.onEvent ?? (() => {});
+  const clients = new Map<number, Client>();
+  // The private server finds a request's client by the relay's local port.
+  const byRelayPort = new Map<number, Client>();
+  let nextId = 1;
+  let accepting = true;
+  // The limit in force: lowered for good when descriptors run out below it, so the next
+  // connections make room or get 503 instead of meeting EMFILE (the descriptor limit cannot
+  // always be read: Deno asks for --allow-all to read /proc/self/limits).
+  let limit = options.maxConnections;
+  const learnLimit = () => {
+    const lowered = Math.max(1, clients.size - 8);
+    if (lowered >= limit) return;
+    limit = lowered;
+    log.warn("Connection limit lowered: the process ran out of file descriptors", {
+      max_connections: limit,
+    });
+  };
+  const refusal = busyAnswer();
+  const warnAccept = rateLimitedWarn(
+    log,
+    "Cannot accept connections: out of file descriptors; backing off",
+  );
+  const warnLimit = rateLimitedWarn(
+    log,
+    "Connection limit reached: new connections answered 503",
+  );
+
+  const closeClient = (client: Client) => {
+    if (client.closed) return;
+    client.closed = true;
+    if (client.timer !== undefined) clearTimeout(client.timer);
+    try {
+      client.conn.close();
+    } catch { /* already closed */ }
+    if (client.relay !== null) {
+      try {
+        client.relay.close();
+      } catch { /* already closed */ }
+    }
+  };
+
+  const arm = (client: Client, ms: number, why: FrontDoorEvent) => {
+    if (client.timer !== undefined) clearTimeout(client.timer);
+    client.timer = setTimeout(() => {
+      client.timer = undefined;
+      if (client.busy > 0 || client.upgraded || client.closed) return;
+      event(why);
+      // A request begun but not finished in time can still be told why (as Node does): 408.
+      // A connection that sent nothing has nobody waiting for an answer.
+      if (!client.partial) {
+        closeClient(client);
+        return;
+      }
+      client.conn.write(headTimeoutAnswer(ms)).catch(() => {}).finally(() => closeClient(client));
+    }, ms);
+  };
+
+  // The private server: it listens on loopback, port 0, and serves only the relays.
+  const serveRelayed = async (
+    request: Request,
+    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+  ): Promise<Response> => {
+    const client = byRelayPort.get(info.remoteAddr.port);
+    if (client === undefined) {
+      return new Response(
+        JSON.stringify({
+          error: { code: "forbidden", message: "Cannot serve: connect to the public address" },
+        }),
+        { status: 403, headers: { "content-type": "application/json", connection: "close" } },
+      );
+    }
+    client.busy++;
+    if (client.timer !== undefined) clearTimeout(client.timer);
+    client.timer = undefined;
+    let response: Response;
+    try {
+      response = await options.handler(request);
+    } catch (error) {
+      client.busy--;
+      throw error;
+    }
+    if (response.status === 101) client.upgraded = true;
+    // An answer that ends the connection (a body that timed out) may leave the body unread:
+    // the private server would wait for it, so the relay tells it the client is done.
+    const ends = response.headers.get("connection")?.toLowerCase() === "close";
+    info.completed.catch(() => {}).finally(() => {
+      if (ends) client.relay?.closeWrite().catch(() => {});
+      client.busy--;
+      if (client.busy === 0 && !client.upgraded && !client.closed) {
+        client.idleSince = performance.now();
+        arm(client, options.idleTimeoutMs, "timed_out_idle");
+      }
+    });
+    return response;
+  };
+  // Every private server started; the last one takes new relays. Its accept loop dies on
+  // EMFILE like any Deno.serve (the connections it holds keep being served): the rejection is
+  // caught, and a new one is started on a new port, with back-off while descriptors are short.
+  const inners: Deno.HttpServer<Deno.NetAddr>[] = [];
+  let innerPort = 0;
+  let restarting = false;
+  const startInner = () => {
+    const inner = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      serveRelayed,
+    );
+    inners.push(inner);
+    innerPort = inner.addr.port;
+    inner.finished.catch((error) => {
+      if (!accepting) return;
+      learnLimit();
+      warnAccept({ error: String(error).slice(0, 200) });
+      void restartInner();
+    });
+  };
+  const restartInner = async () => {
+    if (restarting) return;
+    restarting = true;
+    innerPort = 0; // relays wait for the new one
+    let backoff = ACCEPT_BACKOFF_MIN_MS;
+    while (accepting) {
+      try {
+        startInner();
+        break;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        backoff = Math.min(ACCEPT_BACKOFF_MAX_MS, backoff * 2);
+      }
+    }
+    restarting = false;
+  };
+  startInner();
+
+  let listener: Deno.Listener;
+  try {
+    listener = options.tls !== undefined
+      ? Deno.listenTls({ hostname: options.hostname, port: options.port, ...options.tls })
+      : Deno.listen({ hostname: options.hostname, port: options.port });
+  } catch (error) {
+    await Promise.all(inners.map((inner) => inner.shutdown().catch(() => {})));
+    throw error;
+  }
+
+  /** Closes the longest-idle connection with no request in flight (not `spare`); false if none. */
+  const evictIdle = (spare?: Client): boolean => {
+    let oldest: Client | null = null;
+    for (const client of clients.values()) {
+      if (client.busy > 0 || client.upgraded || client.closed || client === spare) continue;
+      if (oldest === null || client.idleSince < oldest.idleSince) oldest = client;
+    }
+    if (oldest === null) return false;
+    event("evicted_idle");
+    closeClient(oldest);
+    return true;
+  };
+
+  // Refused connections still being answered: each holds a descriptor for up to a second.
+  let refusing = 0;
+  const refuse = async (conn: Deno.Conn) => {
+    event("refused_limit");
+    warnLimit({ limit: String(limit) });
+    if (refusing < MAX_REFUSING) {
+      refusing++;
+      try {
+        // Wait for the request's first bytes: an HTTP client that gets an answer before it has
+        // sent its request takes it for a broken connection, not for a 503.
+        const buffer = new Uint8Array(4096);
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          conn.read(buffer).catch(() => null),
+          new Promise((resolve) => timer = setTimeout(resolve, REFUSE_WAIT_MS)),
+        ]);
+        clearTimeout(timer);
+        await conn.write(refusal);
+      } catch {
+        /* the client left */
+      } finally {
+        refusing--;
+      }
+    }
+    try {
+      conn.close();
+    } catch { /* already closed */ }
+  };
+
+  const pump = async (from: Deno.Conn, to: Deno.Conn, onData?: () => void) => {
+    // A small buffer while the traffic is small (an idle connection, a WebSocket, holds only it:
+    // ten thousand of them cost 40 MiB, not 1.3 GiB), a large one while reads fill it.
+    let buffer = new Uint8Array(RELAY_BUFFER_MIN);
+    try {
+      for (;;) {
+        const n = await from.read(buffer);
+        if (n === null) break;
+        onData?.();
+        let at = 0;
+        while (at < n) at += await to.write(buffer.subarray(at, n));
+        if (n === buffer.length && buffer.length < RELAY_BUFFER_MAX) {
+          buffer = new Uint8Array(RELAY_BUFFER_MAX);
+        } else if (n < RELAY_BUFFER_MIN && buffer.length > RELAY_BUFFER_MIN) {
+          buffer = new Uint8Array(RELAY_BUFFER_MIN);
+        }
+      }
+      await to.closeWrite().catch(() => {});
+    } catch {
+      // Either side broke off: the other is closed below.
+    }
+  };
+
+  const serveClient = async (client: Client) => {
+    let relay: Deno.TcpConn | null = null;
+    for (let attempt = 0; relay === null; attempt++) {
+      try {
+        if (innerPort === 0) throw new Deno.errors.ConnectionRefused("restarting");
+        relay = await Deno.connect({ hostname: "127.0.0.1", port: innerPort });
+      } catch (error) {
+        // Out of descriptors for the relay: make room by closing an idle connection and try
+        // again shortly; only when nothing can be freed is the client refused.
+        // Out of descriptors (or the private server restarting after it ran out): make room by
+        // closing an idle connection and try again shortly; refuse only when nothing helps.
+        const short = isDescriptorExhaustion(error) || innerPort === 0 || restarting;
+        if (isDescriptorExhaustion(error)) learnLimit();
+        if (!short || attempt === 5 || (!evictIdle(client) && !restarting)) {
+          warnAccept({ error: String(error).slice(0, 200) });
+          await refuse(client.conn);
+          client.closed = true;
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20 * (attempt + 1)));
+      }
+    }
+    if (client.closed) {
+      relay.close();
+      return;
+    }
+    client.relay = relay;
+    const port = (relay.localAddr as Deno.NetAddr).port;
+    byRelayPort.set(port, client);
+    try {
+      relay.setNoDelay(true);
+      if ("setNoDelay" in client.conn) (client.conn as Deno.TcpConn).setNoDelay(true);
+    } catch { /* not a TCP socket */ }
+    // The connection lasts as long as the private server's side: a client that half-closes
+    // after its request still gets the answer (its end of file is passed on, and the private
+    // server closes once it has answered), and closing the client ends the upstream pump.
+    void pump(client.conn, relay, () => {
+      if (client.busy === 0) client.partial = true;
+    });
+    await pump(relay, client.conn);
+    byRelayPort.delete(port);
+    closeClient(client);
+  };
+
+  const admit = (conn: Deno.Conn) => {
+    if (clients.size >= limit && !evictIdle()) {
+      void refuse(conn);
+      return;
+    }
+    event("accepted");
+    const client: Client = {
+      id: nextId++,
+      conn,
+      relay: null,
+      busy: 0,
+      upgraded: false,
+      partial: false,
+      idleSince: performance.now(),
+      timer: undefined,
+      closed: false,
+      done: Promise.resolve(),
+    };
+    clients.set(client.id, client);
+    arm(client, options.headerTimeoutMs, "timed_out_header");
+    client.done = serveClient(client).finally(() => {
+      closeClient(client);
+      clients.delete(client.id);
+    });
+  };
+
+  const acceptLoop = (async () => {
+    let backoff = ACCEPT_BACKOFF_MIN_MS;
+    while (accepting) {
+      let conn: Deno.Conn;
+      try {
+        conn = await listener.accept();
+      } catch (error) {
+        if (!accepting || error instanceof Deno.errors.BadResource) break;
+        // EMFILE/ENFILE, or a connection reset before it was accepted: never fatal. Back off so a
+        // descriptor shortage does not become a busy loop, and keep serving the connections held.
+        event("accept_error");
+        if (isDescriptorExhaustion(error)) learnLimit();
+        warnAccept({ error: String(error).slice(0, 200) });
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        backoff = Math.min(ACCEPT_BACKOFF_MAX_MS, backoff * 2);
+        continue;
+      }
+      backoff = ACCEPT_BACKOFF_MIN_MS;
+      admit(conn);
+    }
+  })();
+
+  let stopping: Promise<void> | null = null;
+  return {
+    addr: listener.addr as Deno.NetAddr,
+    get connections() {
+      return clients.size;
+    },
+    shutdown(graceMs: number) {
+      stopping ??= (async () => {
+        accepting = false;
+        try {
+          listener.close();
+        } catch { /* already closed */ }
+        await acceptLoop;
+        // The private server closes idle connections at once and the others after their
+        // answer; each relay forwards what it holds before it closes, so no answer is cut.
+        const graceful = Promise.all(inners.map((inner) => inner.shutdown().catch(() => {})));
+        const all = () => Promise.all([...clients.values()].map((c) => c.done));
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const expired = new Promise<"expired">((resolve) => {
+          timer = setTimeout(() => resolve("expired"), graceMs);
+        });
+        const outcome = await Promise.race([all().then(() => "done" as const), expired]);
+        clearTimeout(timer);
+        if (outcome === "expired") {
+          for (const client of clients.values()) {
+            if (!client.closed) event("cut_at_shutdown");
+            closeClient(client);
+          }
+          await all();
+        }
+        await graceful;
+      })();
+      return stopping;
+    },
+  };
+}

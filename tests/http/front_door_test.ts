@@ -1,0 +1,267 @@
+/**
+ * The front door (lib/http/front_door.ts): every connection counted and timed, the limit
+ * answered with 503, a descriptor shortage never fatal. Real sockets throughout; the slowloris
+ * and shutdown cases run a real server process with its descriptor limit lowered.
+ */
+
+import assert from "node:assert/strict";
+import { startTestServer, type TestServer } from "../helpers/test_server.ts";
+import { spawnServer } from "../helpers/process_server.ts";
+
+/** A raw TCP connection to a server. */
+async function connect(url: string): Promise<Deno.TcpConn> {
+  const { hostname, port } = new URL(url);
+  return await Deno.connect({ hostname, port: Number(port) });
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Reads until the peer closes (or `ms` pass); answers the text and how long it took. */
+async function readToClose(conn: Deno.Conn, ms = 10_000): Promise<{ text: string; ms: number }> {
+  const started = performance.now();
+  let text = "";
+  const buffer = new Uint8Array(16 * 1024);
+  const timer = setTimeout(() => conn.close(), ms);
+  try {
+    for (;;) {
+      const n = await conn.read(buffer);
+      if (n === null) break;
+      text += decoder.decode(buffer.subarray(0, n));
+    }
+  } catch {
+    // closed by the timer or reset by the peer: either way, done
+  } finally {
+    clearTimeout(timer);
+  }
+  return { text, ms: performance.now() - started };
+}
+
+/** A healthy request on its own connection; answers status and round-trip time. */
+async function healthy(url: string): Promise<{ status: number; ms: number }> {
+  const started = performance.now();
+  const response = await fetch(`${url}/healthz`, { headers: { connection: "close" } });
+  await response.body?.cancel();
+  return { status: response.status, ms: performance.now() - started };
+}
+
+async function server(config: Record<string, unknown>): Promise<TestServer> {
+  return await startTestServer({ realTime: true, config });
+}
+
+Deno.test("a request head not complete at --header-timeout is answered 408 and closed", async () => {
+  await using s = await server({ headerTimeoutMs: 400 });
+  const conn = await connect(s.url);
+  await conn.write(encoder.encode("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+  const { text, ms } = await readToClose(conn);
+  assert.match(text, /^HTTP\/1\.1 408 /, "the half-sent request is answered 408");
+  assert.match(text, /"code":"request_timeout"/);
+  assert.ok(ms >= 350 && ms < 2000, `closed after ${ms.toFixed(0)} ms`);
+  assert.equal((await healthy(s.url)).status, 200);
+});
+
+Deno.test("a connection that sends nothing at all is closed at --header-timeout, unanswered", async () => {
+  await using s = await server({ headerTimeoutMs: 400 });
+  const conn = await connect(s.url);
+  const { text, ms } = await readToClose(conn);
+  assert.equal(text, "", "nobody is waiting for an answer");
+  assert.ok(ms >= 350 && ms < 2000, `closed after ${ms.toFixed(0)} ms`);
+});
+
+Deno.test("a kept-alive connection is closed --idle-timeout after its last answer", async () => {
+  await using s = await server({ idleTimeoutMs: 500, headerTimeoutMs: 5000 });
+  const conn = await connect(s.url);
+  await conn.write(encoder.encode("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  const { text, ms } = await readToClose(conn);
+  assert.match(text, /^HTTP\/1\.1 200 /);
+  assert.ok(ms >= 450 && ms < 2500, `closed ${ms.toFixed(0)} ms after the request`);
+});
+
+Deno.test("a request that keeps its connection busy is never cut by --idle-timeout", async () => {
+  await using s = await server({ idleTimeoutMs: 200, headerTimeoutMs: 200 });
+  const started = performance.now();
+  const answer = await s.request("POST", "/v1/queues/q/leases", { wait_ms: 700 });
+  assert.equal(answer.status, 200);
+  assert.ok(performance.now() - started >= 650, "the long-poll ran its full wait");
+});
+
+Deno.test("a body that does not arrive within --body-timeout answers 408 request_timeout", async () => {
+  await using s = await server({ bodyTimeoutMs: 500 });
+  const conn = await connect(s.url);
+  await conn.write(encoder.encode(
+    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+      'Content-Length: 100\r\n\r\n{"payload":',
+  ));
+  const { text, ms } = await readToClose(conn);
+  assert.match(text, /^HTTP\/1\.1 408 /);
+  assert.match(text, /"code":"request_timeout"/);
+  assert.match(text, /connection: close/i);
+  assert.ok(ms >= 450 && ms < 2500, `answered after ${ms.toFixed(0)} ms`);
+  const stats = await s.request("GET", "/v1/queues/q");
+  assert.equal((stats.body as { counts: { pending: number } }).counts.pending, 0);
+});
+
+Deno.test("past --max-connections a new connection gets 503 unavailable with Retry-After", async () => {
+  await using s = await server({ maxConnections: 3 });
+  // Three long-polls hold every slot; none of them is idle, so none can be evicted.
+  const polls = [1, 2, 3].map(() => s.request("POST", "/v1/queues/q/leases", { wait_ms: 1500 }));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const conn = await connect(s.url);
+  await conn.write(encoder.encode("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  const { text } = await readToClose(conn);
+  assert.match(text, /^HTTP\/1\.1 503 /);
+  assert.match(text, /retry-after: 1/i);
+  assert.match(text, /"code":"unavailable"/);
+  for (const poll of polls) assert.equal((await poll).status, 200);
+  assert.equal((await healthy(s.url)).status, 200, "served again once a slot is free");
+});
+
+Deno.test("at --max-connections an idle connection makes room for a new one", async () => {
+  await using s = await server({ maxConnections: 2, headerTimeoutMs: 60_000 });
+  const idle = [await connect(s.url), await connect(s.url)];
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal((await healthy(s.url)).status, 200);
+  const closed = await Promise.all(idle.map((c) => readToClose(c, 2000)));
+  assert.ok(closed.some((c) => c.ms < 1900), "the oldest idle connection was closed");
+  for (const c of idle) {
+    try {
+      c.close();
+    } catch { /* closed */ }
+  }
+});
+
+Deno.test({
+  name: "slowloris at ulimit -n 1024: the server stays up and answers healthy requests",
+  sanitizeResources: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "tegami-slowloris-" });
+    await using proc = await spawnServer(["--db", `${dir}/t.db`], { nofile: 1024 });
+    const { hostname, port } = new URL(proc.url);
+    const held: Deno.Conn[] = [];
+    const latencies: number[] = [];
+    try {
+      // 1,500 half-sent requests: more than the descriptors could ever hold (3 per connection).
+      for (let i = 0; i < 1500; i++) {
+        const conn = await Deno.connect({ hostname, port: Number(port) });
+        await conn.write(encoder.encode("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: "))
+          .catch(() => {});
+        held.push(conn);
+        if (i % 100 === 99) latencies.push((await healthy(proc.url)).ms);
+      }
+      for (let i = 0; i < 20; i++) {
+        const answer = await healthy(proc.url);
+        assert.equal(answer.status, 200);
+        latencies.push(answer.ms);
+      }
+      latencies.sort((a, b) => a - b);
+      const p99 = latencies[Math.floor(latencies.length * 0.99)];
+      console.log(
+        `slowloris x1500 at ulimit 1024: healthy p50 ${
+          latencies[latencies.length >> 1].toFixed(1)
+        } ms, max ${p99.toFixed(1)} ms over ${latencies.length} requests`,
+      );
+      assert.ok(p99 < 1000, `healthy requests answered within a second (${p99.toFixed(0)} ms)`);
+      const metrics = await (await fetch(`${proc.url}/metrics`)).text();
+      assert.match(metrics, /tegami_connection_events_total\{event="evicted_idle"\} [1-9]/);
+    } finally {
+      for (const conn of held) {
+        try {
+          conn.close();
+        } catch { /* closed by the server */ }
+      }
+    }
+    proc.kill("SIGTERM");
+    const { code, stderr } = await proc.exited();
+    assert.equal(code, 0, stderr);
+    assert.doesNotMatch(stderr, /Uncaught|Too many open files \(os error 24\)\n.*panicked/);
+    await Deno.remove(dir, { recursive: true });
+  },
+});
+
+Deno.test({
+  name: "SIGTERM with an uploader stuck mid-body exits 0 within --shutdown-grace",
+  sanitizeResources: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "tegami-grace-" });
+    await using proc = await spawnServer([
+      "--db",
+      `${dir}/t.db`,
+      "--shutdown-grace",
+      "1s",
+      "--body-timeout",
+      "1h",
+    ]);
+    const acked = await fetch(`${proc.url}/v1/queues/q/jobs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"payload":"kept"}',
+    });
+    assert.equal(acked.status, 201);
+    const { id } = await acked.json();
+    const { hostname, port } = new URL(proc.url);
+    const stuck = await Deno.connect({ hostname, port: Number(port) });
+    await stuck.write(encoder.encode(
+      "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{",
+    ));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = performance.now();
+    proc.kill("SIGTERM");
+    const { code, stderr } = await proc.exited();
+    const ms = performance.now() - started;
+    stuck.close();
+    assert.equal(code, 0, stderr);
+    assert.ok(ms < 3000, `exited ${ms.toFixed(0)} ms after SIGTERM (grace 1 s)`);
+    console.log(`shutdown with a stuck uploader: exit 0 after ${ms.toFixed(0)} ms (grace 1000 ms)`);
+    await using again = await spawnServer(["--db", `${dir}/t.db`]);
+    const job = await (await fetch(`${again.url}/v1/jobs/${id}`)).json();
+    assert.equal(job.payload, "kept", "the acknowledged job survived the cut");
+    again.kill("SIGTERM");
+    await again.exited();
+    await Deno.remove(dir, { recursive: true });
+  },
+});
+
+Deno.test({
+  name: "running out of descriptors (EMFILE) is never fatal: the server backs off, learns, serves",
+  sanitizeResources: false,
+  fn: async () => {
+    // With the start task's permissions the descriptor limit cannot be read, so nothing sizes the
+    // connection limit below it: 1,500 connections at ulimit -n 1024 must meet EMFILE.
+    const dir = await Deno.makeTempDir({ prefix: "tegami-emfile-" });
+    await using proc = await spawnServer(["--db", `${dir}/t.db`], {
+      nofile: 1024,
+      permissions: ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-sys"],
+    });
+    const { hostname, port } = new URL(proc.url);
+    const held: Deno.Conn[] = [];
+    try {
+      for (let i = 0; i < 1500; i++) {
+        const conn = await Deno.connect({ hostname, port: Number(port) });
+        await conn.write(encoder.encode("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"))
+          .catch(() => {});
+        held.push(conn);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const answers: number[] = [];
+      for (let i = 0; i < 10; i++) answers.push((await healthy(proc.url)).status);
+      assert.deepEqual(answers, Array(10).fill(200), "healthy requests answered after EMFILE");
+    } finally {
+      for (const conn of held) {
+        try {
+          conn.close();
+        } catch { /* closed by the server */ }
+      }
+    }
+    proc.kill("SIGTERM");
+    const { code, stderr } = await proc.exited();
+    assert.equal(code, 0, stderr);
+    assert.match(stderr, /out of file descriptors/, "the shortage was met and logged");
+    assert.doesNotMatch(stderr, /Uncaught/);
+    console.log(
+      `EMFILE at ulimit -n 1024: ${
+        (stderr.match(/Connection limit lowered[^\n]*/) ?? ["no limit learned"])[0]
+      }`,
+    );
+    await Deno.remove(dir, { recursive: true });
+  },
+});

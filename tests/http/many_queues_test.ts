@@ -1,0 +1,92 @@
+/**
+ * Queues stay cheap: their number is bounded (--max-queues), empty ones are forgotten, and
+ * /metrics and the dashboard feed show the busiest (--metrics-queues) plus totals, so a scrape
+ * stays small and fast with 20,000 queues.
+ */
+
+import assert from "node:assert/strict";
+import type { NewJob } from "../../lib/core/job.ts";
+import { startTestServer } from "../helpers/test_server.ts";
+
+function job(now: number): NewJob {
+  return {
+    payload: "1",
+    priority: 0,
+    key: null,
+    run_at: now,
+    max_attempts: 5,
+    lease_ms: null,
+    backoff: null,
+  };
+}
+
+Deno.test("past --max-queues an enqueue to a new queue answers 409 conflict; known queues still take jobs", async () => {
+  await using server = await startTestServer({ config: { maxQueues: 2 } });
+  for (const q of ["a", "b"]) {
+    assert.equal(
+      (await server.request("POST", `/v1/queues/${q}/jobs`, { payload: 1 })).status,
+      201,
+    );
+  }
+  const refused = await server.request("POST", "/v1/queues/c/jobs", { payload: 1 });
+  assert.equal(refused.status, 409);
+  assert.match(JSON.stringify(refused.body), /"code":"conflict".*--max-queues/);
+  assert.equal((await server.request("POST", "/v1/queues/a/jobs", { payload: 2 })).status, 201);
+});
+
+Deno.test("a queue whose last job is gone is forgotten, and frees its place under --max-queues", async () => {
+  await using server = await startTestServer({ config: { maxQueues: 1 } });
+  const made = await server.request("POST", "/v1/queues/a/jobs", { payload: 1 });
+  const id = (made.body as { id: number }).id;
+  assert.equal((await server.request("DELETE", `/v1/jobs/${id}`)).status, 200); // cancelled
+  assert.equal((await server.request("DELETE", `/v1/jobs/${id}`)).status, 200); // removed
+  const listed = await server.request("GET", "/v1/queues");
+  assert.deepEqual((listed.body as { queues: unknown[] }).queues, []);
+  assert.equal((await server.request("POST", "/v1/queues/b/jobs", { payload: 1 })).status, 201);
+});
+
+Deno.test("a paused queue with no jobs is kept: its setting is state", async () => {
+  await using server = await startTestServer({ config: { maxQueues: 1 } });
+  assert.equal((await server.request("POST", "/v1/queues/a/pause")).status, 200);
+  const listed = await server.request("GET", "/v1/queues");
+  assert.deepEqual((listed.body as { queues: { name: string }[] }).queues.map((q) => q.name), [
+    "a",
+  ]);
+  assert.equal((await server.request("POST", "/v1/queues/b/jobs", { payload: 1 })).status, 409);
+});
+
+Deno.test("with 20,000 queues /metrics shows the busiest --metrics-queues and totals, fast", async () => {
+  await using server = await startTestServer({ config: { maxQueues: 30_000, sync: "normal" } });
+  const now = server.clock.now();
+  for (let start = 0; start < 20_000; start += 1000) {
+    await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => {
+        const n = start + i;
+        // Queue q00000 gets the most jobs, so the busiest are known.
+        const jobs = n < 5 ? Array.from({ length: 10 - n }, () => job(now)) : [job(now)];
+        return server.server.broker.enqueue(`q${String(n).padStart(5, "0")}`, jobs);
+      }),
+    );
+  }
+  const times: number[] = [];
+  let text = "";
+  for (let i = 0; i < 5; i++) {
+    const started = performance.now();
+    const response = await fetch(`${server.url}/metrics`);
+    text = await response.text();
+    times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  console.log(
+    `/metrics with 20,000 queues: ${(text.length / 1024).toFixed(0)} KiB, median ${
+      times[2].toFixed(1)
+    } ms, max ${times[4].toFixed(1)} ms`,
+  );
+  assert.match(text, /^tegami_queues 20000$/m);
+  assert.match(text, /^tegami_all_queues_jobs\{state="pending"\} 20035$/m);
+  assert.match(text, /tegami_jobs\{queue="q00000",state="pending"\} 10/);
+  const shown = new Set([...text.matchAll(/queue="([^"]+)"/g)].map((m) => m[1]));
+  assert.equal(shown.size, 100, "per-queue series for the busiest 100 only");
+  assert.ok(text.length < 512 * 1024, `${text.length} bytes`);
+  assert.ok(times[2] < 250, `median scrape ${times[2].toFixed(0)} ms`);
+});
