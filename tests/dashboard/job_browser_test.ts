@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { browserMissing, openDashboard, textOf, until } from "../helpers/browser.ts";
 import { deadJob, enqueue, getJob, leaseOne } from "../helpers/http_calls.ts";
+import { newJob } from "../helpers/new_job.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { startTestServer } from "../helpers/test_server.ts";
 
@@ -186,15 +187,7 @@ Deno.test({
       realTime: true,
       config: { tokensFile: `${dir}/tokens.json` },
     });
-    await server.server.broker.enqueue("work", [{
-      payload: "1",
-      priority: 0,
-      key: null,
-      run_at: Date.now(),
-      max_attempts: 5,
-      lease_ms: null,
-      backoff: null,
-    }]);
+    await server.server.broker.enqueue("work", [newJob("1", Date.now())]);
     await using dashboard = await openDashboard(server);
     const { page } = dashboard;
     await page.waitForSelector("#token-overlay.open");

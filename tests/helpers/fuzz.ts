@@ -18,6 +18,7 @@ import assert from "node:assert/strict";
 import { STATUS_OF } from "../../lib/core/errors.ts";
 import type { NewJob } from "../../lib/core/job.ts";
 import type { ServeConfig } from "../../lib/config/serve_config.ts";
+import { newJob } from "./new_job.ts";
 import { startTestServer, type TestServer } from "./test_server.ts";
 
 /** The fast-check parameters of one property: a fixed seed, bounded runs, env overrides. */
@@ -334,16 +335,7 @@ export async function seedJobs(server: TestServer): Promise<SeedJobs> {
   const broker = server.server.broker;
   const now = server.clock.now();
   // Payloads are JSON text as stored; some are text JSON.stringify would never write.
-  const job = (payload: string, extra: Partial<NewJob> = {}): NewJob => ({
-    payload,
-    priority: 0,
-    key: null,
-    run_at: now,
-    max_attempts: 5,
-    lease_ms: null,
-    backoff: null,
-    ...extra,
-  });
+  const job = (payload: string, more: Partial<NewJob> = {}) => newJob(payload, now, more);
   const take = async (priority: number) => {
     const [delivery] = await broker.lease("seed", 1, 0, 12 * 3600_000);
     assert.equal(delivery.job.priority, priority, "the seed job leased is the one expected");
