@@ -14,7 +14,6 @@ import type { Page } from "playwright-core";
 import { browserMissing, openDashboard, textOf, until } from "../helpers/browser.ts";
 import { deadJob, enqueue, getJob, leaseOne } from "../helpers/http_calls.ts";
 import { newJob } from "../helpers/new_job.ts";
-import { tempDir } from "../helpers/temp_dir.ts";
 import { startTestServer } from "../helpers/test_server.ts";
 
 const missing = browserMissing("job_browser_test.ts");
@@ -175,17 +174,10 @@ Deno.test({
   name: "job browser tells a token without the admin scope why it shows nothing",
   ignore: missing !== null,
   fn: async () => {
-    await using temp = await tempDir("tegami-browser-test-");
-    const dir = temp.path;
     const token = "browser-consume-token-0123456789";
-    await Deno.writeTextFile(
-      `${dir}/tokens.json`,
-      JSON.stringify([{ name: "workers", token, scopes: ["consume"] }]),
-    );
     await using server = await startTestServer({
-      dir,
       realTime: true,
-      config: { tokensFile: `${dir}/tokens.json` },
+      tokens: [{ name: "workers", token, scopes: ["consume"] }],
     });
     await server.server.broker.enqueue("work", [newJob("1", Date.now())]);
     await using dashboard = await openDashboard(server);

@@ -292,32 +292,17 @@ export const brokenText: fc.Arbitrary<string> = fc.oneof(
 
 // ---- servers ----
 
-/** A fuzz suite's server, with the temp dir of its tokens file (null when auth is off). */
-export interface FuzzServer extends TestServer {
-  /** The directory holding tokens.json, or null when auth is off. */
-  tokensDir: string | null;
-}
-
 /** Starts a test server with `config`; with `tokens`, auth is on with those tokens. */
-export async function startFuzzServer(
+export function startFuzzServer(
   config: Partial<ServeConfig>,
-  tokens: readonly unknown[] | null,
-): Promise<FuzzServer> {
-  let tokensDir: string | null = null;
-  let tokensFile: string | null = null;
-  if (tokens !== null) {
-    tokensDir = await Deno.makeTempDir({ prefix: "tegami-fuzz-tokens-" });
-    tokensFile = `${tokensDir}/tokens.json`;
-    await Deno.writeTextFile(tokensFile, JSON.stringify(tokens));
-  }
-  const server = await startTestServer({ config: { ...config, tokensFile } });
-  return { ...server, tokensDir };
+  tokens: readonly Record<string, unknown>[] | null,
+): Promise<TestServer> {
+  return startTestServer({ config, tokens: tokens ?? undefined });
 }
 
-/** Stops a server of {@linkcode startFuzzServer} and removes its tokens file. */
-export async function stopFuzzServer(server: FuzzServer): Promise<void> {
+/** Stops a server of {@linkcode startFuzzServer} (as `await using` does). */
+export async function stopFuzzServer(server: TestServer): Promise<void> {
   await server[Symbol.asyncDispose]();
-  if (server.tokensDir !== null) await Deno.remove(server.tokensDir, { recursive: true });
 }
 
 // ---- seeded jobs that must never change ----
