@@ -139,6 +139,7 @@ export function pathJobId(segment: string): number {
   return jobId(Number(segment));
 }
 
+/** The fields each request body may hold, made once. */
 const JOB_FIELDS = new Set([
   "payload",
   "priority",
@@ -149,8 +150,6 @@ const JOB_FIELDS = new Set([
   "lease_ms",
   "backoff",
 ]);
-
-/** The fields each request body may hold, made once. */
 const BACKOFF_FIELDS = new Set(["base_ms", "max_ms"]);
 const BATCH_FIELDS = new Set(["jobs"]);
 const LEASE_FIELDS = new Set(["max", "wait_ms", "lease_ms"]);
