@@ -36,7 +36,8 @@ export interface RequestLimits {
   maxBatch: number;
 }
 
-type Fields = Record<string, unknown>;
+/** A JSON object's members, as the parsers read them. */
+export type Fields = Record<string, unknown>;
 
 /** Answers the value as an object, or throws naming `what`. */
 export function asObject(value: unknown, what = "body"): Fields {
