@@ -63,9 +63,8 @@ export class Tally {
 
 // ---- JSON text ----
 
-/** Field names of every request body and frame, so generated objects reach the parsers. */
-export const FIELD_NAMES = [
-  "payload",
+/** The optional fields of a job to enqueue (over HTTP or in an `enqueue` frame). */
+export const JOB_OPTIONS = [
   "priority",
   "key",
   "delay_ms",
@@ -73,6 +72,12 @@ export const FIELD_NAMES = [
   "max_attempts",
   "lease_ms",
   "backoff",
+] as const;
+
+/** Field names of every request body and frame, so generated objects reach the parsers. */
+export const FIELD_NAMES = [
+  "payload",
+  ...JOB_OPTIONS,
   "base_ms",
   "max_ms",
   "jobs",

@@ -19,6 +19,7 @@ import {
   brokenText,
   deepText,
   fuzzParams,
+  JOB_OPTIONS,
   jsonText,
   keyArb,
   mutated,
@@ -86,15 +87,7 @@ const OP_FIELDS: Record<string, [string[], string[]]> = {
   nack: [["id", "token"], ["error", "delay_ms", "dead"]],
   extend: [["id", "token"], ["lease_ms"]],
   checkpoint: [["id", "token", "data"], []],
-  enqueue: [["queue", "payload"], [
-    "priority",
-    "key",
-    "delay_ms",
-    "run_at",
-    "max_attempts",
-    "lease_ms",
-    "backoff",
-  ]],
+  enqueue: [["queue", "payload"], [...JOB_OPTIONS]],
 };
 
 function fieldValues(op: string, targets: Targets): (field: string) => fc.Arbitrary<string> {
