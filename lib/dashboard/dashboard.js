@@ -1046,7 +1046,7 @@
       left: true,
       cell: (job) =>
         h("td", {
-          class: "l err",
+          class: job.last_error === null ? "l muted" : "l err",
           text: job.last_error === null ? "—" : clip(job.last_error, 80),
           title: job.last_error,
         }),
