@@ -318,6 +318,17 @@
   }
 
   /**
+   * Runs a button's action, the button disabled until it settles; a failure becomes a toast.
+   * @param {HTMLButtonElement} b
+   * @param {() => unknown} action
+   */
+  function runFrom(b, action) {
+    b.disabled = true;
+    Promise.resolve().then(action).catch(fail).then(function () {
+      b.disabled = false;
+    });
+  }
+  /**
    * A button that runs an action once, disabled while it runs.
    * @param {string} label
    * @param {string} cls
@@ -326,17 +337,15 @@
   function actionButton(label, cls, action) {
     const b = h("button", { type: "button", class: cls, text: label });
     b.addEventListener("click", function () {
-      b.disabled = true;
-      Promise.resolve().then(action).catch(fail).then(function () {
-        b.disabled = false;
-      });
+      runFrom(b, action);
     });
     return b;
   }
   /**
-   * A button for something that cannot be undone: the first click arms it, the second acts.
+   * A button for something that cannot be undone: the first click arms it (its label becomes
+   * `confirmLabel` for four seconds), the second acts.
    * @param {string} label
-   * @param {string | (() => string)} confirmLabel
+   * @param {string} confirmLabel
    * @param {string} cls
    * @param {() => unknown} action
    */
@@ -352,15 +361,12 @@
     b.addEventListener("click", function () {
       if (!b.classList.contains("armed")) {
         b.classList.add("armed");
-        b.textContent = typeof confirmLabel === "function" ? confirmLabel() : confirmLabel;
+        b.textContent = confirmLabel;
         timer = setTimeout(disarm, 4000);
         return;
       }
       disarm();
-      b.disabled = true;
-      Promise.resolve().then(action).catch(fail).then(function () {
-        b.disabled = false;
-      });
+      runFrom(b, action);
     });
     return b;
   }
