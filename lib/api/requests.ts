@@ -36,7 +36,8 @@ export interface RequestLimits {
   maxBatch: number;
 }
 
-type Fields = Record<string, unknown>;
+/** A JSON object's members, as the parsers read them. */
+export type Fields = Record<string, unknown>;
 
 /** Answers the value as an object, or throws naming `what`. */
 export function asObject(value: unknown, what = "body"): Fields {
@@ -139,6 +140,7 @@ export function pathJobId(segment: string): number {
   return jobId(Number(segment));
 }
 
+/** The fields each request body may hold, made once. */
 const JOB_FIELDS = new Set([
   "payload",
   "priority",
@@ -149,8 +151,6 @@ const JOB_FIELDS = new Set([
   "lease_ms",
   "backoff",
 ]);
-
-/** The fields each request body may hold, made once. */
 const BACKOFF_FIELDS = new Set(["base_ms", "max_ms"]);
 const BATCH_FIELDS = new Set(["jobs", "atomic"]);
 const LEASE_FIELDS = new Set(["max", "wait_ms", "lease_ms"]);

@@ -40,9 +40,6 @@ export const OPERATIONS = {
   open: "open",
 } as const satisfies Record<string, Access>;
 
-/** The name of an operation in {@linkcode OPERATIONS}. */
-export type Operation = keyof typeof OPERATIONS;
-
 /** Throws `forbidden` unless `principal` has the access `access` needs (queues apart). */
 export function requireAccess(principal: Principal, access: Access): void {
   if (access === "read" || access === "open") return;

@@ -139,7 +139,7 @@ export const flag = {
 };
 
 /** `--port (TEGAMI_PORT)`, or just `--name` for a flag outside the table. */
-export function flagLabel(name: string, spec?: FlagSpec): string {
+function flagLabel(name: string, spec?: FlagSpec): string {
   return spec === undefined ? `--${name}` : `--${name} (${spec.env})`;
 }
 

@@ -278,9 +278,13 @@ export function resolveServeConfig(
 ): ServeConfig {
   const { values, texts, positionals } = resolveFlags(SERVE_FLAGS, args, env, "tegami serve");
   if (positionals.length > 0) {
+    // `deno task start -- --db x` (the npm habit) passes the "--" on, and it ends the flags.
+    const hint = args.includes("--") && positionals[0].startsWith("-")
+      ? ` (it comes after "--", which ends the flags: leave the "--" out)`
+      : "";
     throw new ConfigError(
       "",
-      `Unexpected argument "${positionals[0]}": tegami serve takes only flags`,
+      `Unexpected argument "${positionals[0]}": tegami serve takes only flags${hint}`,
     );
   }
 

@@ -30,7 +30,7 @@ export const MAX_ERROR_CHARS = 8192;
 export const MAX_DELAY_MS = 100 * 365 * 24 * 60 * 60 * 1000;
 /** The most ids one requeue call may name. */
 export const MAX_REQUEUE_IDS = 10_000;
-/** The most dead jobs one list call returns. */
+/** The most jobs one page of a listing returns (the dead letters, the job browser). */
 export const MAX_LIST_LIMIT = 1000;
 /**
  * Room a job object takes besides its user JSON values (payload, checkpoint, result), in bytes:

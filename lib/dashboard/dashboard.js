@@ -41,16 +41,17 @@
    *   pause: HTMLButtonElement
    * }} Row
    * @typedef {{
+   *   queue: string, jobs: Job[], next: number | null, loading: boolean, error: string,
+   *   seen: number | null
+   * }} JobList  one queue's jobs as a list shows them, and the queue's count of them when loaded
+   * @typedef {{
    *   token: string, queues: QueueView[], history: Sample[], intervalMs: number, lastAt: number,
    *   connections: number, startedAt: number, version: string, lastData: number,
    *   stream: AbortController | null, retryMs: number, retryTimer: ReturnType<typeof setTimeout> | undefined, chartQueue: string,
    *   chart: Chart | null, queueNames: string,
-   *   dead: { queue: string, jobs: Job[], next: number | null, loading: boolean, seenDead: number | null, error: string },
+   *   dead: JobList,
    *   job: Job | null, jobId: number | null, jobLoading: boolean,
-   *   browse: {
-   *     queue: string, state: string, order: string, jobs: Job[], next: number | null,
-   *     loading: boolean, error: string, seen: number | null
-   *   },
+   *   browse: JobList & { state: string, order: string },
    *   slots?: Map<number, Sample>, slotsAt?: number, slotsLength?: number
    * }} State
    */
@@ -72,7 +73,7 @@
     chartQueue: "",
     chart: null,
     queueNames: "",
-    dead: { queue: "", jobs: [], next: null, loading: false, seenDead: null, error: "" },
+    dead: { queue: "", jobs: [], next: null, loading: false, error: "", seen: null },
     job: null,
     jobId: null,
     jobLoading: false,
@@ -317,6 +318,17 @@
   }
 
   /**
+   * Runs a button's action, the button disabled until it settles; a failure becomes a toast.
+   * @param {HTMLButtonElement} b
+   * @param {() => unknown} action
+   */
+  function runFrom(b, action) {
+    b.disabled = true;
+    Promise.resolve().then(action).catch(fail).then(function () {
+      b.disabled = false;
+    });
+  }
+  /**
    * A button that runs an action once, disabled while it runs.
    * @param {string} label
    * @param {string} cls
@@ -325,17 +337,15 @@
   function actionButton(label, cls, action) {
     const b = h("button", { type: "button", class: cls, text: label });
     b.addEventListener("click", function () {
-      b.disabled = true;
-      Promise.resolve().then(action).catch(fail).then(function () {
-        b.disabled = false;
-      });
+      runFrom(b, action);
     });
     return b;
   }
   /**
-   * A button for something that cannot be undone: the first click arms it, the second acts.
+   * A button for something that cannot be undone: the first click arms it (its label becomes
+   * `confirmLabel` for four seconds), the second acts.
    * @param {string} label
-   * @param {string | (() => string)} confirmLabel
+   * @param {string} confirmLabel
    * @param {string} cls
    * @param {() => unknown} action
    */
@@ -351,15 +361,12 @@
     b.addEventListener("click", function () {
       if (!b.classList.contains("armed")) {
         b.classList.add("armed");
-        b.textContent = typeof confirmLabel === "function" ? confirmLabel() : confirmLabel;
+        b.textContent = confirmLabel;
         timer = setTimeout(disarm, 4000);
         return;
       }
       disarm();
-      b.disabled = true;
-      Promise.resolve().then(action).catch(fail).then(function () {
-        b.disabled = false;
-      });
+      runFrom(b, action);
     });
     return b;
   }
@@ -544,8 +551,9 @@
     renderQueues();
     syncSelects();
     renderChart();
-    followDead();
-    followBrowse();
+    renderDeadActions();
+    followJobs(DEAD);
+    followJobs(BROWSE);
     followJob();
   }
 
@@ -623,7 +631,7 @@
       class: "dead-open",
       text: "Dead letters",
       onclick: function () {
-        openDead(name);
+        openJobs(DEAD, name);
       },
     });
     tr.appendChild(cells.age);
@@ -634,7 +642,7 @@
       class: "browse-open",
       text: "Jobs",
       onclick: function () {
-        openBrowse(name, "");
+        openJobs(BROWSE, name);
       },
     });
     tr.appendChild(h("td", { class: "actions" }, pause, jobs, dead));
@@ -1006,434 +1014,253 @@
     renderChart();
   });
 
-  // ---- dead letters ----
+  // ---- job lists: the dead letters and the job browser ----
 
   /**
-   * @param {string} name
+   * A column a job list may show: its heading (for the state the list shows) and a job's cell.
+   * @typedef {{ head: (st: string) => string, left?: boolean, cell: (job: Job, now: number) => HTMLElement }} Column
    */
-  function openDead(name) {
-    field("dead-queue").value = name;
-    loadDead(name, false);
-    $("dead-card").scrollIntoView({ behavior: "smooth", block: "start" });
-  }
-  $("dead-queue").addEventListener("change", function () {
-    loadDead(field("dead-queue").value, false);
-  });
-  $("dead-refresh").addEventListener("click", function () {
-    loadDead(state.dead.queue, false);
-  });
+  /** @type {Record<string, Column>} */
+  const COLUMNS = {
+    job: { head: () => "Job", left: true, cell: jobLink },
+    priority: {
+      head: () => "Priority",
+      cell: (job) => h("td", { class: "priority", text: job.priority }),
+    },
+    tries: {
+      head: () => "Tries",
+      cell: (job) => h("td", { class: "tries", text: job.attempts + " / " + job.max_attempts }),
+    },
+    enqueued: { head: () => "Enqueued", cell: (job, now) => timeCell(job.created_at, now) },
+    when: { head: whenTitle, cell: (job, now) => timeCell(whenOf(job), now, "when") },
+    key: {
+      head: () => "Key",
+      left: true,
+      cell: (job) =>
+        h("td", {
+          class: "l key mono" + (job.key === null ? " muted" : ""),
+          text: job.key === null ? "—" : clip(job.key, 30),
+        }),
+    },
+    payload: {
+      head: () => "Payload",
+      left: true,
+      cell: (job) => h("td", { class: "l payload mono", text: clip(compact(job.payload), 60) }),
+    },
+    error: {
+      head: () => "Last error",
+      left: true,
+      cell: (job) =>
+        h("td", {
+          class: job.last_error === null ? "l muted" : "l err",
+          text: job.last_error === null ? "—" : clip(job.last_error, 80),
+          title: job.last_error,
+        }),
+    },
+    actions: {
+      head: () => "",
+      cell: (job) => h("td", { class: "actions" }, jobActions(job, false)),
+    },
+  };
 
   /**
+   * One paged list of a queue's jobs, shown in `#<id>-view` (rows in `#<id>-body`, the count in
+   * `#<id>-count`, the next page behind `button.<id>-more`): which jobs it asks for, how many the
+   * queue holds of them, and what it shows.
+   * @typedef {{
+   *   id: string, list: JobList, page: number, state: () => string, path: () => string,
+   *   asked: () => string, denied: string, hint: string, none: () => string, columns: string[],
+   *   controls: () => void
+   * }} JobListKind
+   */
+
+  /** @type {JobListKind} */
+  const DEAD = {
+    id: "dead",
+    list: state.dead,
+    page: DEAD_PAGE,
+    state: () => "dead",
+    path: () => queuePath(state.dead.queue) + "/dead?limit=" + DEAD_PAGE,
+    asked: () => state.dead.queue,
+    denied: "This token may not read dead letters: that takes the admin scope.",
+    hint: "Choose a queue to browse its dead letters.",
+    none: () => "No dead letters in " + state.dead.queue + ".",
+    controls: renderDeadActions,
+    columns: ["job", "tries", "error", "when", "payload", "actions"],
+  };
+
+  /** @type {JobListKind} */
+  const BROWSE = {
+    id: "browse",
+    list: state.browse,
+    page: BROWSE_PAGE,
+    state: () => state.browse.state,
+    path: () =>
+      queuePath(state.browse.queue) + "/jobs?state=" + state.browse.state + "&order=" +
+      state.browse.order + "&limit=" + BROWSE_PAGE,
+    asked: () => [state.browse.queue, state.browse.state, state.browse.order].join("\n"),
+    denied: "This token may not browse jobs: that takes the admin scope.",
+    hint: "Choose a queue to browse its jobs, one state at a time.",
+    none: () => "No " + state.browse.state + " jobs in " + state.browse.queue + ".",
+    controls: renderBrowseControls,
+    columns: ["job", "priority", "tries", "enqueued", "when", "key", "payload", "error", "actions"],
+  };
+
+  /**
+   * How many jobs the queue holds of those the list shows.
+   * @param {JobListKind} kind
+   * @param {QueueView} q
+   */
+  function countOf(kind, q) {
+    return q.counts[/** @type {keyof Counts} */ (kind.state())];
+  }
+
+  /**
+   * Loads the first page (or, with `more`, the next one) of the list on queue `name`. An answer to
+   * a question the user no longer asks (another queue, state or order) is dropped.
+   * @param {JobListKind} kind
    * @param {string} name
    * @param {boolean} more
    * @returns {Promise<void>}
    */
-  function loadDead(name, more) {
-    const d = state.dead;
+  function loadJobs(kind, name, more) {
+    const list = kind.list;
     if (!more) {
-      d.queue = name;
-      d.jobs = [];
-      d.next = null;
-      d.error = "";
-      d.seenDead = null;
+      list.queue = name;
+      list.jobs = [];
+      list.next = null;
+      list.error = "";
+      list.seen = null;
     }
     if (!name) {
-      renderDead();
+      renderJobs(kind);
       return Promise.resolve();
     }
-    d.loading = true;
-    if (!more) renderDead();
-    const after = more && d.next !== null ? "&after=" + d.next : "";
-    return api("GET", queuePath(name) + "/dead?limit=" + DEAD_PAGE + after).then(function (data) {
-      if (d.queue !== name) return;
-      d.jobs = more ? d.jobs.concat(data.jobs) : data.jobs;
-      d.next = data.next_after;
+    list.loading = true;
+    if (!more) renderJobs(kind);
+    const asked = kind.asked();
+    const after = more && list.next !== null ? "&after=" + list.next : "";
+    return api("GET", kind.path() + after).then(function (data) {
+      if (kind.asked() !== asked) return;
+      list.jobs = more ? list.jobs.concat(data.jobs) : data.jobs;
+      list.next = data.next_after;
       const q = findQueue(name);
-      d.seenDead = q ? q.counts.dead : null;
+      list.seen = q ? countOf(kind, q) : null;
     }, function (error) {
-      if (d.queue !== name) return;
-      d.error = error.status === 403
-        ? "This token may not read dead letters: that takes the admin scope."
-        : error.message;
+      if (kind.asked() !== asked) return;
+      list.error = error.status === 403 ? kind.denied : error.message;
     }).then(function () {
-      if (d.queue !== name) return;
-      d.loading = false;
-      renderDead();
+      if (kind.asked() !== asked) return;
+      list.loading = false;
+      renderJobs(kind);
     });
   }
 
-  /** Reloads the first page when the queue's dead count changed (unless the user paged on). */
-  function followDead() {
-    const d = state.dead;
-    const q = d.queue ? findQueue(d.queue) : null;
-    renderDeadActions();
-    if (!q || d.loading || d.error || d.seenDead === null) return;
-    if ($("dead-view").querySelector(".armed")) return;
-    if (q.counts.dead !== d.seenDead && d.jobs.length <= DEAD_PAGE) loadDead(d.queue, false);
+  /**
+   * Reloads the first page when the queue's count of the list's jobs changed (unless the user
+   * paged on, or a button in the list is armed).
+   * @param {JobListKind} kind
+   */
+  function followJobs(kind) {
+    const list = kind.list;
+    const q = list.queue ? findQueue(list.queue) : null;
+    if (!q || list.loading || list.error || list.seen === null) return;
+    if ($(kind.id + "-view").querySelector(".armed")) return;
+    if (countOf(kind, q) !== list.seen && list.jobs.length <= kind.page) {
+      loadJobs(kind, list.queue, false);
+    }
   }
 
-  function renderDeadActions() {
-    const d = state.dead;
-    const q = d.queue ? findQueue(d.queue) : null;
-    const slot = $("dead-all-slot");
-    const count = q ? q.counts.dead : 0;
-    if (count === 0 || d.error) {
-      slot.replaceChildren();
+  /**
+   * @param {JobListKind} kind
+   */
+  function renderJobs(kind) {
+    const list = kind.list;
+    const view = $(kind.id + "-view");
+    kind.controls();
+    if (!list.queue) {
+      view.replaceChildren(h("div", { class: "empty", text: kind.hint }));
       return;
     }
-    const existing = slot.firstElementChild;
-    if (
-      existing && existing.getAttribute("data-count") === String(count) &&
-      existing.getAttribute("data-queue") === d.queue
-    ) return;
-    if (existing && existing.classList.contains("armed")) return;
-    const name = d.queue;
-    const button = confirmButton(
-      "Requeue all " + int(count),
-      "Requeue all " + int(count) + "?",
-      "requeue-all",
-      function () {
-        return api("POST", queuePath(name) + "/dead/requeue", {}).then(function (out) {
-          toast(
-            "Requeued " + int(out.requeued) + " dead job" + (out.requeued === 1 ? "" : "s") +
-              " of " + name,
-          );
-          return loadDead(name, false);
-        });
-      },
-    );
-    button.id = "dead-requeue-all";
-    button.setAttribute("data-count", String(count));
-    button.setAttribute("data-queue", name);
-    slot.replaceChildren(button);
-  }
-
-  function renderDead() {
-    const d = state.dead;
-    const view = $("dead-view");
-    renderDeadActions();
-    if (!d.queue) {
-      view.replaceChildren(
-        h("div", { class: "empty", text: "Choose a queue to browse its dead letters." }),
-      );
+    if (list.error) {
+      view.replaceChildren(h("div", { class: "empty error", text: list.error }));
       return;
     }
-    if (d.error) {
-      view.replaceChildren(h("div", { class: "empty error", text: d.error }));
-      return;
-    }
-    if (d.jobs.length === 0) {
-      view.replaceChildren(
-        h("div", {
-          class: "empty",
-          text: d.loading ? "Loading…" : "No dead letters in " + d.queue + ".",
-        }),
-      );
+    if (list.jobs.length === 0) {
+      const text = list.loading ? "Loading…" : kind.none();
+      view.replaceChildren(h("div", { class: "empty", text: text }));
       return;
     }
     const now = Date.now();
-    const body = h("tbody", { id: "dead-body" });
-    d.jobs.forEach(function (job) {
-      body.appendChild(deadRow(job, now));
+    const columns = kind.columns.map(function (name) {
+      return COLUMNS[name];
     });
-    const table = h(
-      "table",
-      null,
-      h(
-        "thead",
-        null,
-        h(
-          "tr",
-          null,
-          h("th", { class: "l", text: "Job" }),
-          h("th", { text: "Tries" }),
-          h("th", { class: "l", text: "Last error" }),
-          h("th", { text: "Died" }),
-          h("th", { class: "l", text: "Payload" }),
-          h("th"),
-        ),
-      ),
-      body,
-    );
-    const q = findQueue(d.queue);
-    const total = q ? q.counts.dead : d.jobs.length;
+    const body = h("tbody", { id: kind.id + "-body" });
+    list.jobs.forEach(function (job) {
+      body.appendChild(h(
+        "tr",
+        { "data-id": job.id },
+        columns.map(function (column) {
+          return column.cell(job, now);
+        }),
+      ));
+    });
+    const heads = columns.map(function (column) {
+      return h("th", { class: column.left ? "l" : null, text: column.head(kind.state()) || null });
+    });
+    const table = h("table", null, h("thead", null, h("tr", null, heads)), body);
+    const q = findQueue(list.queue);
+    const total = q ? countOf(kind, q) : list.jobs.length;
     const foot = h(
       "div",
       { class: "foot" },
       h("span", {
-        text: "Showing " + int(d.jobs.length) + " of " + int(Math.max(total, d.jobs.length)),
+        id: kind.id + "-count",
+        text: "Showing " + int(list.jobs.length) + " of " + int(Math.max(total, list.jobs.length)),
       }),
     );
-    if (d.next !== null) {
+    if (list.next !== null) {
       foot.appendChild(h("span", { class: "spacer" }));
-      foot.appendChild(actionButton("Load more", "dead-more", function () {
-        return loadDead(d.queue, true);
+      foot.appendChild(actionButton("Load more", kind.id + "-more", function () {
+        return loadJobs(kind, list.queue, true);
       }));
     }
     view.replaceChildren(h("div", { class: "scroll" }, table), foot);
   }
 
   /**
+   * The cell that opens a job in the job view.
    * @param {Job} job
-   * @param {number} now
    */
-  function deadRow(job, now) {
+  function jobLink(job) {
     return h(
-      "tr",
-      { "data-id": job.id },
-      h(
-        "td",
-        { class: "l" },
-        h("button", {
-          type: "button",
-          class: "link",
-          text: "#" + job.id,
-          title: "Show this job",
-          onclick: function () {
-            showJob(job.id, true);
-          },
-        }),
-      ),
-      h("td", { text: job.attempts + " / " + job.max_attempts }),
-      h("td", {
-        class: "l err",
-        text: job.last_error === null ? "—" : clip(job.last_error, 80),
-        title: job.last_error === null ? null : job.last_error,
-      }),
-      h("td", {
-        text: job.finished_at ? relative(job.finished_at, now) : "—",
-        title: job.finished_at ? new Date(job.finished_at).toLocaleString() : null,
-      }),
-      h("td", { class: "l payload mono", text: clip(compact(job.payload), 60) }),
-      h(
-        "td",
-        { class: "actions" },
-        actionButton("Requeue", "requeue", function () {
-          return requeueJob(job);
-        }),
-        confirmButton("Delete", "Delete?", "delete danger", function () {
-          return deleteJob(job);
-        }),
-      ),
-    );
-  }
-
-  /**
-   * @param {number} id
-   */
-  function dropDead(id) {
-    state.dead.jobs = state.dead.jobs.filter(function (j) {
-      return j.id !== id;
-    });
-    if (state.dead.seenDead !== null) state.dead.seenDead--;
-    renderDead();
-  }
-
-  /**
-   * @param {Job} job
-   */
-  function requeueJob(job) {
-    return api("POST", queuePath(job.queue) + "/dead/requeue", { ids: [job.id] }).then(
-      function (out) {
-        if (out.requeued === 0) toast("Job #" + job.id + " was no longer dead", "error");
-        else toast("Requeued job #" + job.id + " to " + job.queue);
-        if (state.dead.queue === job.queue) dropDead(job.id);
-        afterAction(job);
-        if (state.jobId === job.id) return showJob(job.id, false);
-      },
-    );
-  }
-
-  /**
-   * @param {Job} job
-   */
-  function deleteJob(job) {
-    return api("DELETE", "/v1/jobs/" + job.id).then(function (out) {
-      toast((out.removed ? "Deleted job #" : "Cancelled job #") + job.id);
-      if (state.dead.queue === job.queue) dropDead(job.id);
-      afterAction(job);
-      if (state.jobId === job.id) return showJob(job.id, false);
-    });
-  }
-
-  /**
-   * Makes a delayed job pending now.
-   * @param {Job} job
-   */
-  function runJob(job) {
-    return api("POST", "/v1/jobs/" + job.id + "/run", {}).then(function () {
-      toast("Job #" + job.id + " runs now");
-      afterAction(job);
-      if (state.jobId === job.id) return showJob(job.id, false);
-    });
-  }
-
-  // ---- the job browser ----
-
-  /**
-   * Opens the browser on a queue (and a state, or the one shown).
-   * @param {string} name
-   * @param {string} st
-   */
-  function openBrowse(name, st) {
-    field("browse-queue").value = name;
-    if (st) state.browse.state = st;
-    loadBrowse(name, false);
-    $("browse-card").scrollIntoView({ behavior: "smooth", block: "start" });
-  }
-  $("browse-queue").addEventListener("change", function () {
-    loadBrowse(field("browse-queue").value, false);
-  });
-  $("browse-order").addEventListener("change", function () {
-    state.browse.order = field("browse-order").value;
-    loadBrowse(state.browse.queue, false);
-  });
-  $("browse-refresh").addEventListener("click", function () {
-    loadBrowse(state.browse.queue, false);
-  });
-  $("browse-states").querySelectorAll("button.tab").forEach(function (tab) {
-    tab.addEventListener("click", function () {
-      state.browse.state = tab.getAttribute("data-state") || "pending";
-      loadBrowse(state.browse.queue, false);
-    });
-  });
-
-  /**
-   * Loads the first page (or, with `more`, the next one) of the queue's jobs in the chosen state.
-   * @param {string} name
-   * @param {boolean} more
-   * @returns {Promise<void>}
-   */
-  function loadBrowse(name, more) {
-    const b = state.browse;
-    const st = b.state;
-    const order = b.order;
-    if (!more) {
-      b.queue = name;
-      b.jobs = [];
-      b.next = null;
-      b.error = "";
-      b.seen = null;
-    }
-    if (!name) {
-      renderBrowse();
-      return Promise.resolve();
-    }
-    b.loading = true;
-    if (!more) renderBrowse();
-    const query = "?state=" + st + "&order=" + order + "&limit=" + BROWSE_PAGE +
-      (more && b.next !== null ? "&after=" + b.next : "");
-    return api("GET", queuePath(name) + "/jobs" + query).then(function (data) {
-      if (b.queue !== name || b.state !== st || b.order !== order) return;
-      b.jobs = more ? b.jobs.concat(data.jobs) : data.jobs;
-      b.next = data.next_after;
-      const q = findQueue(name);
-      b.seen = q ? q.counts[/** @type {keyof Counts} */ (st)] : null;
-    }, function (error) {
-      if (b.queue !== name) return;
-      b.error = error.status === 403
-        ? "This token may not browse jobs: that takes the admin scope."
-        : error.message;
-    }).then(function () {
-      if (b.queue !== name || b.state !== st || b.order !== order) return;
-      b.loading = false;
-      renderBrowse();
-    });
-  }
-
-  /** Reloads the first page when the state's count changed (unless the user paged on). */
-  function followBrowse() {
-    const b = state.browse;
-    const q = b.queue ? findQueue(b.queue) : null;
-    if (!q || b.loading || b.error || b.seen === null) return;
-    if ($("browse-view").querySelector(".armed")) return;
-    const count = q.counts[/** @type {keyof Counts} */ (b.state)];
-    if (count !== b.seen && b.jobs.length <= BROWSE_PAGE) loadBrowse(b.queue, false);
-  }
-
-  /**
-   * Refreshes the browser after an action on one of its queue's jobs.
-   * @param {Job} job
-   */
-  function afterAction(job) {
-    if (state.browse.queue === job.queue) loadBrowse(job.queue, false);
-  }
-
-  function renderBrowse() {
-    const b = state.browse;
-    const view = $("browse-view");
-    field("browse-order").value = b.order;
-    $("browse-states").querySelectorAll("button.tab").forEach(function (tab) {
-      const on = tab.getAttribute("data-state") === b.state;
-      tab.classList.toggle("on", on);
-      tab.setAttribute("aria-selected", on ? "true" : "false");
-    });
-    if (!b.queue) {
-      view.replaceChildren(
-        h("div", {
-          class: "empty",
-          text: "Choose a queue to browse its jobs, one state at a time.",
-        }),
-      );
-      return;
-    }
-    if (b.error) {
-      view.replaceChildren(h("div", { class: "empty error", text: b.error }));
-      return;
-    }
-    if (b.jobs.length === 0) {
-      view.replaceChildren(
-        h("div", {
-          class: "empty",
-          text: b.loading ? "Loading…" : "No " + b.state + " jobs in " + b.queue + ".",
-        }),
-      );
-      return;
-    }
-    const now = Date.now();
-    const body = h("tbody", { id: "browse-body" });
-    b.jobs.forEach(function (job) {
-      body.appendChild(browseRow(job, now));
-    });
-    const table = h(
-      "table",
-      null,
-      h(
-        "thead",
-        null,
-        h(
-          "tr",
-          null,
-          h("th", { class: "l", text: "Job" }),
-          h("th", { text: "Priority" }),
-          h("th", { text: "Tries" }),
-          h("th", { text: "Enqueued" }),
-          h("th", { text: whenTitle(b.state) }),
-          h("th", { class: "l", text: "Key" }),
-          h("th", { class: "l", text: "Payload" }),
-          h("th", { class: "l", text: "Last error" }),
-          h("th"),
-        ),
-      ),
-      body,
-    );
-    const q = findQueue(b.queue);
-    const total = q ? q.counts[/** @type {keyof Counts} */ (b.state)] : b.jobs.length;
-    const foot = h(
-      "div",
-      { class: "foot" },
-      h("span", {
-        id: "browse-count",
-        text: "Showing " + int(b.jobs.length) + " of " + int(Math.max(total, b.jobs.length)),
+      "td",
+      { class: "l" },
+      h("button", {
+        type: "button",
+        class: "link open-job",
+        text: "#" + job.id,
+        title: "Show this job",
+        onclick: function () {
+          showJob(job.id, true);
+        },
       }),
     );
-    if (b.next !== null) {
-      foot.appendChild(h("span", { class: "spacer" }));
-      foot.appendChild(actionButton("Load more", "browse-more", function () {
-        return loadBrowse(b.queue, true);
-      }));
-    }
-    view.replaceChildren(h("div", { class: "scroll" }, table), foot);
+  }
+
+  /**
+   * A cell (or a `dd`) saying how long ago or ahead `at` is, with the full time on hover.
+   * @param {number | null} at
+   * @param {number} now
+   * @param {string} [cls]
+   * @param {"td" | "dd"} [tag]
+   */
+  function timeCell(at, now, cls, tag) {
+    return h(tag || "td", {
+      class: cls,
+      text: at === null ? "—" : relative(at, now),
+      title: at === null ? null : new Date(at).toLocaleString(),
+    });
   }
 
   /**
@@ -1460,76 +1287,200 @@
    */
   function whenOf(job) {
     if (job.state === "leased") return job.lease_expires_at;
-    if (job.state === "pending" || job.state === "delayed") return job.run_at;
+    if (isQueued(job)) return job.run_at;
     return job.finished_at;
   }
 
   /**
+   * Whether the job is still in its queue (waiting or with a consumer): it can be cancelled.
    * @param {Job} job
-   * @param {number} now
    */
-  function browseRow(job, now) {
-    const at = whenOf(job);
-    /** @type {HTMLElement[]} */
+  function isQueued(job) {
+    return job.state === "pending" || job.state === "delayed" || job.state === "leased";
+  }
+
+  /**
+   * The buttons for what may be done to a job in its state: run a delayed one now, requeue a dead
+   * one, cancel one still queued, delete a finished one. `inView`: the job view's wording and
+   * classes (job-run, job-requeue, job-cancel, job-delete) rather than a list row's.
+   * @param {Job} job
+   * @param {boolean} inView
+   * @returns {HTMLElement[]}
+   */
+  function jobActions(job, inView) {
     const actions = [];
     if (job.state === "delayed") {
-      actions.push(actionButton("Run now", "run-now", function () {
+      actions.push(actionButton("Run now", inView ? "primary job-run" : "run-now", function () {
         return runJob(job);
       }));
     }
     if (job.state === "dead") {
-      actions.push(actionButton("Requeue", "requeue", function () {
+      actions.push(actionButton("Requeue", inView ? "primary job-requeue" : "requeue", function () {
         return requeueJob(job);
       }));
     }
-    if (job.state === "pending" || job.state === "delayed" || job.state === "leased") {
-      actions.push(confirmButton("Cancel", "Cancel?", "cancel danger", function () {
-        return deleteJob(job);
-      }));
+    if (isQueued(job)) {
+      actions.push(confirmButton(
+        inView ? "Cancel job" : "Cancel",
+        inView ? "Cancel it?" : "Cancel?",
+        inView ? "danger job-cancel" : "cancel danger",
+        function () {
+          return deleteJob(job);
+        },
+      ));
     } else {
-      actions.push(confirmButton("Delete", "Delete?", "delete danger", function () {
-        return deleteJob(job);
-      }));
+      actions.push(confirmButton(
+        "Delete",
+        inView ? "Delete it?" : "Delete?",
+        inView ? "danger job-delete" : "delete danger",
+        function () {
+          return deleteJob(job);
+        },
+      ));
     }
-    return h(
-      "tr",
-      { "data-id": job.id },
-      h(
-        "td",
-        { class: "l" },
-        h("button", {
-          type: "button",
-          class: "link open-job",
-          text: "#" + job.id,
-          title: "Show this job",
-          onclick: function () {
-            showJob(job.id, true);
-          },
-        }),
-      ),
-      h("td", { class: "priority", text: job.priority }),
-      h("td", { class: "tries", text: job.attempts + " / " + job.max_attempts }),
-      h("td", {
-        text: relative(job.created_at, now),
-        title: new Date(job.created_at).toLocaleString(),
-      }),
-      h("td", {
-        class: "when",
-        text: at === null ? "—" : relative(at, now),
-        title: at === null ? null : new Date(at).toLocaleString(),
-      }),
-      h("td", {
-        class: "l key mono" + (job.key === null ? " muted" : ""),
-        text: job.key === null ? "—" : clip(job.key, 30),
-      }),
-      h("td", { class: "l payload mono", text: clip(compact(job.payload), 60) }),
-      h("td", {
-        class: "l err",
-        text: job.last_error === null ? "—" : clip(job.last_error, 60),
-        title: job.last_error === null ? null : job.last_error,
-      }),
-      h("td", { class: "actions" }, ...actions),
+    return actions;
+  }
+
+  /**
+   * Drops a job from the dead letters once it is requeued or deleted.
+   * @param {Job} job
+   */
+  function dropDead(job) {
+    const d = state.dead;
+    if (d.queue !== job.queue) return;
+    d.jobs = d.jobs.filter(function (j) {
+      return j.id !== job.id;
+    });
+    if (d.seen !== null) d.seen--;
+    renderJobs(DEAD);
+  }
+
+  /**
+   * Brings the views that show a job up to date after an action on it.
+   * @param {Job} job
+   * @returns {Promise<void> | undefined}
+   */
+  function afterAction(job) {
+    if (state.browse.queue === job.queue) loadJobs(BROWSE, job.queue, false);
+    if (state.jobId === job.id) return showJob(job.id, false);
+  }
+
+  /**
+   * @param {Job} job
+   */
+  function requeueJob(job) {
+    return api("POST", queuePath(job.queue) + "/dead/requeue", { ids: [job.id] }).then(
+      function (out) {
+        if (out.requeued === 0) toast("Job #" + job.id + " was no longer dead", "error");
+        else toast("Requeued job #" + job.id + " to " + job.queue);
+        dropDead(job);
+        return afterAction(job);
+      },
     );
+  }
+
+  /**
+   * @param {Job} job
+   */
+  function deleteJob(job) {
+    return api("DELETE", "/v1/jobs/" + job.id).then(function (out) {
+      toast((out.removed ? "Deleted job #" : "Cancelled job #") + job.id);
+      dropDead(job);
+      return afterAction(job);
+    });
+  }
+
+  /**
+   * Makes a delayed job pending now.
+   * @param {Job} job
+   */
+  function runJob(job) {
+    return api("POST", "/v1/jobs/" + job.id + "/run", {}).then(function () {
+      toast("Job #" + job.id + " runs now");
+      return afterAction(job);
+    });
+  }
+
+  /**
+   * Shows the list on queue `name`, and scrolls to it.
+   * @param {JobListKind} kind
+   * @param {string} name
+   */
+  function openJobs(kind, name) {
+    field(kind.id + "-queue").value = name;
+    loadJobs(kind, name, false);
+    $(kind.id + "-card").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+  [DEAD, BROWSE].forEach(function (kind) {
+    $(kind.id + "-queue").addEventListener("change", function () {
+      loadJobs(kind, field(kind.id + "-queue").value, false);
+    });
+    $(kind.id + "-refresh").addEventListener("click", function () {
+      loadJobs(kind, kind.list.queue, false);
+    });
+  });
+
+  // ---- dead letters ----
+
+  /** The "Requeue all" button, kept while its count and queue stand (and while it is armed). */
+  function renderDeadActions() {
+    const d = state.dead;
+    const q = d.queue ? findQueue(d.queue) : null;
+    const slot = $("dead-all-slot");
+    const count = q ? q.counts.dead : 0;
+    if (count === 0 || d.error) {
+      slot.replaceChildren();
+      return;
+    }
+    const existing = slot.firstElementChild;
+    if (
+      existing && existing.getAttribute("data-count") === String(count) &&
+      existing.getAttribute("data-queue") === d.queue
+    ) return;
+    if (existing && existing.classList.contains("armed")) return;
+    const name = d.queue;
+    const button = confirmButton(
+      "Requeue all " + int(count),
+      "Requeue all " + int(count) + "?",
+      "requeue-all",
+      function () {
+        return api("POST", queuePath(name) + "/dead/requeue", {}).then(function (out) {
+          toast(
+            "Requeued " + int(out.requeued) + " dead job" + (out.requeued === 1 ? "" : "s") +
+              " of " + name,
+          );
+          return loadJobs(DEAD, name, false);
+        });
+      },
+    );
+    button.id = "dead-requeue-all";
+    button.setAttribute("data-count", String(count));
+    button.setAttribute("data-queue", name);
+    slot.replaceChildren(button);
+  }
+
+  // ---- the job browser ----
+
+  $("browse-order").addEventListener("change", function () {
+    state.browse.order = field("browse-order").value;
+    loadJobs(BROWSE, state.browse.queue, false);
+  });
+  $("browse-states").querySelectorAll("button.tab").forEach(function (tab) {
+    tab.addEventListener("click", function () {
+      state.browse.state = tab.getAttribute("data-state") || "pending";
+      loadJobs(BROWSE, state.browse.queue, false);
+    });
+  });
+
+  /** The order and the state tabs, as the browser stands. */
+  function renderBrowseControls() {
+    const b = state.browse;
+    field("browse-order").value = b.order;
+    $("browse-states").querySelectorAll("button.tab").forEach(function (tab) {
+      const on = tab.getAttribute("data-state") === b.state;
+      tab.classList.toggle("on", on);
+      tab.setAttribute("aria-selected", on ? "true" : "false");
+    });
   }
 
   // ---- job lookup ----
@@ -1582,9 +1533,7 @@
     const job = state.job;
     if (!job || state.jobLoading || state.jobId !== job.id) return;
     if ($("job-view").querySelector(".armed")) return; // never redraw under an armed button
-    if (job.state === "pending" || job.state === "delayed" || job.state === "leased") {
-      showJob(job.id, false);
-    }
+    if (isQueued(job)) showJob(job.id, false);
   }
 
   /**
@@ -1607,29 +1556,7 @@
    */
   function renderJob(job) {
     const now = Date.now();
-    const actions = h("div", { class: "actions" });
-    if (job.state === "pending" || job.state === "delayed" || job.state === "leased") {
-      actions.appendChild(
-        confirmButton("Cancel job", "Cancel it?", "danger job-cancel", function () {
-          return deleteJob(job);
-        }),
-      );
-    }
-    if (job.state === "delayed") {
-      actions.appendChild(actionButton("Run now", "primary job-run", function () {
-        return runJob(job);
-      }));
-    }
-    if (job.state === "dead") {
-      actions.appendChild(actionButton("Requeue", "primary job-requeue", function () {
-        return requeueJob(job);
-      }));
-    }
-    if (job.state === "done" || job.state === "dead" || job.state === "cancelled") {
-      actions.appendChild(confirmButton("Delete", "Delete it?", "danger job-delete", function () {
-        return deleteJob(job);
-      }));
-    }
+    const actions = h("div", { class: "actions" }, jobActions(job, true));
     const head = h(
       "div",
       { class: "job-head" },
@@ -1658,10 +1585,7 @@
       h("dt", { text: "Backoff" }),
       h("dd", { text: backoff }),
       h("dt", { text: "Enqueued" }),
-      h("dd", {
-        text: relative(job.created_at, now),
-        title: new Date(job.created_at).toLocaleString(),
-      }),
+      timeCell(job.created_at, now, undefined, "dd"),
     );
     /** @type {HTMLElement[]} */
     let parts = [head, kv, h("h3", { text: "Timeline" }), timeline(job, now)];

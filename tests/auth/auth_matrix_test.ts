@@ -13,6 +13,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { TokenSet } from "../../lib/auth/tokens.ts";
+import { newJob } from "../helpers/new_job.ts";
 import { upgradeStatus } from "../helpers/raw_ws.ts";
 import { type Answer, startTestServer, type TestServer } from "../helpers/test_server.ts";
 import { WsClient, wsUrl } from "../helpers/ws_client.ts";
@@ -83,15 +84,7 @@ let cells = 0;
 async function target(server: TestServer): Promise<Target> {
   const broker = server.server.broker;
   const queue = `mq${++cells}`;
-  const job = (payload: string) => ({
-    payload,
-    priority: 0,
-    key: null,
-    run_at: server.clock.now(),
-    max_attempts: 5,
-    lease_ms: null,
-    backoff: null,
-  });
+  const job = (payload: string) => newJob(payload, server.clock.now());
   const [dead] = await broker.enqueue(queue, [job('"dead"')]);
   const [d] = await broker.lease(queue, 1, 0, 60_000);
   await broker.nack(dead.id, d.lease.token, { error: "x", delay_ms: null, dead: true });
@@ -139,27 +132,13 @@ const HTTP_ROWS: HttpRow[] = [
     ok: 200,
     call: (t) => ["POST", `/v1/queues/${t.queue}/leases`, { max: 1 }],
   },
-  {
-    route: "POST /v1/jobs/{id}/ack",
+  ...(["ack", "nack", "extend"] as const).map((op): HttpRow => ({
+    route: `POST /v1/jobs/{id}/${op}`,
     access: "consume",
     queueBound: true,
     ok: 200,
-    call: (t) => ["POST", `/v1/jobs/${t.leased.id}/ack`, { token: t.leased.token }],
-  },
-  {
-    route: "POST /v1/jobs/{id}/nack",
-    access: "consume",
-    queueBound: true,
-    ok: 200,
-    call: (t) => ["POST", `/v1/jobs/${t.leased.id}/nack`, { token: t.leased.token }],
-  },
-  {
-    route: "POST /v1/jobs/{id}/extend",
-    access: "consume",
-    queueBound: true,
-    ok: 200,
-    call: (t) => ["POST", `/v1/jobs/${t.leased.id}/extend`, { token: t.leased.token }],
-  },
+    call: (t) => ["POST", `/v1/jobs/${t.leased.id}/${op}`, { token: t.leased.token }],
+  })),
   {
     route: "POST /v1/jobs/{id}/checkpoint",
     access: "consume",
@@ -260,41 +239,14 @@ const HTTP_ROWS: HttpRow[] = [
     ok: 200,
     call: () => ["GET", "/v1/events"],
   },
-  {
-    route: "GET /healthz",
+  // Open to all: health, the API documents, the dashboard.
+  ...["/healthz", "/readyz", "/openapi.json", "/asyncapi.json", "/"].map((path): HttpRow => ({
+    route: `GET ${path}`,
     access: "open",
     queueBound: false,
     ok: 200,
-    call: () => ["GET", "/healthz"],
-  },
-  {
-    route: "GET /openapi.json",
-    access: "open",
-    queueBound: false,
-    ok: 200,
-    call: () => ["GET", "/openapi.json"],
-  },
-  {
-    route: "GET /asyncapi.json",
-    access: "open",
-    queueBound: false,
-    ok: 200,
-    call: () => ["GET", "/asyncapi.json"],
-  },
-  {
-    route: "GET /readyz",
-    access: "open",
-    queueBound: false,
-    ok: 200,
-    call: () => ["GET", "/readyz"],
-  },
-  {
-    route: "GET / (dashboard)",
-    access: "open",
-    queueBound: false,
-    ok: 200,
-    call: () => ["GET", "/"],
-  },
+    call: () => ["GET", path],
+  })),
 ];
 
 /** Calls a route as a caller; reads the body (just the start of an event stream). */
@@ -373,15 +325,7 @@ Deno.test("every HTTP endpoint answers each caller as §7 prescribes", async () 
 Deno.test("a token limited to other queues sees only them in GET /v1/queues and the live feed", async () => {
   await using server = await startMatrixServer();
   const t = await target(server);
-  await server.server.broker.enqueue("other.eu", [{
-    payload: "1",
-    priority: 0,
-    key: null,
-    run_at: server.clock.now(),
-    max_attempts: 5,
-    lease_ms: null,
-    backoff: null,
-  }]);
+  await server.server.broker.enqueue("other.eu", [newJob("1", server.clock.now())]);
   const list = await callAs(server, "elsewhere", "GET", "/v1/queues");
   assert.deepEqual(list.body.queues.map((q: { name: string }) => q.name), ["other.eu"]);
   const all = await callAs(server, "admin", "GET", "/v1/queues");
@@ -427,21 +371,11 @@ const WS_ROWS: WsRow[] = [
     access: "produce",
     frame: (t) => ({ op: "enqueue", queue: t.queue, jobs: [{ payload: 1 }] }),
   },
-  {
-    op: "ack",
+  ...(["ack", "nack", "extend"] as const).map((op): WsRow => ({
+    op,
     access: "consume",
-    frame: (t) => ({ op: "ack", id: t.leased.id, token: t.leased.token }),
-  },
-  {
-    op: "nack",
-    access: "consume",
-    frame: (t) => ({ op: "nack", id: t.leased.id, token: t.leased.token }),
-  },
-  {
-    op: "extend",
-    access: "consume",
-    frame: (t) => ({ op: "extend", id: t.leased.id, token: t.leased.token }),
-  },
+    frame: (t) => ({ op, id: t.leased.id, token: t.leased.token }),
+  })),
   {
     op: "checkpoint",
     access: "consume",

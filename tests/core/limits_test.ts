@@ -12,6 +12,7 @@
  */
 
 import assert from "node:assert/strict";
+import { newJob } from "../helpers/new_job.ts";
 import { RawWs, upgradeStatus } from "../helpers/raw_ws.ts";
 import { startTestServer, type TestServer } from "../helpers/test_server.ts";
 import { WsClient, wsUrl } from "../helpers/ws_client.ts";
@@ -70,15 +71,7 @@ function postJson(server: TestServer, path: string, value: unknown): Promise<str
 /** A job leased over HTTP with the broker, for calls that need a live lease token. */
 async function leasedJob(server: TestServer): Promise<{ id: number; token: string }> {
   const queue = `l${crypto.randomUUID().slice(0, 8)}`;
-  const [job] = await server.server.broker.enqueue(queue, [{
-    payload: "1",
-    priority: 0,
-    key: null,
-    run_at: server.clock.now(),
-    max_attempts: 5,
-    lease_ms: null,
-    backoff: null,
-  }]);
+  const [job] = await server.server.broker.enqueue(queue, [newJob("1", server.clock.now())]);
   const [delivery] = await server.server.broker.lease(queue, 1, 0, 60_000);
   assert.equal(delivery.job.id, job.id);
   return { id: job.id, token: delivery.lease.token };

@@ -1,6 +1,6 @@
 /**
- * The dashboard in a real browser: headless Chromium (Debian's `/usr/bin/chromium`, which
- * `.ci/run` installs) driven by `playwright-core` against a real server on the real clock. The
+ * The dashboard in a real browser (headless Chromium through `playwright-core`, see
+ * tests/helpers/browser.ts) against a real server on the real clock. The
  * page must follow the live feed, requeue a dead job, look jobs up without ever rendering user
  * data as markup, and ask for a token when auth is on, keeping it in the tab only.
  *
@@ -8,78 +8,12 @@
  */
 
 import assert from "node:assert/strict";
-import { type Browser, chromium, type Page } from "playwright-core";
+import { browserMissing, openDashboard, textOf, until, untilText } from "../helpers/browser.ts";
 import { enqueue, getJob, leaseOne, queueStats } from "../helpers/http_calls.ts";
-import { startTestServer, stopWithin, type TestServer } from "../helpers/test_server.ts";
+import { startTestServer, stopWithin } from "../helpers/test_server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const TOKEN = "dashboard-admin-token-0123456789";
-
-const missing = (() => {
-  try {
-    return Deno.statSync(CHROMIUM).isFile ? null : `${CHROMIUM} is not a file`;
-  } catch {
-    return `${CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)`;
-  }
-})();
-if (missing !== null) console.log(`dashboard_test.ts: skipping the browser tests: ${missing}`);
-
-/** A browser, a page on the dashboard, and the page's uncaught errors. */
-async function openDashboard(server: TestServer): Promise<
-  { browser: Browser; page: Page; errors: string[] } & AsyncDisposable
-> {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-  const errors: string[] = [];
-  page.on("pageerror", (error) => errors.push(error.message));
-  await page.goto(`${server.url}/`);
-  return { browser, page, errors, [Symbol.asyncDispose]: () => browser.close() };
-}
-
-/** The text of the first element matching `selector`, or null when there is none. */
-function textOf(page: Page, selector: string): Promise<string | null> {
-  return page.evaluate(
-    `(document.querySelector(${JSON.stringify(selector)}) || {}).textContent ?? null`,
-  ) as Promise<string | null>;
-}
-
-/** Waits until `read` gives a value `ok` accepts; fails with the last value after `ms`. */
-async function until<T>(
-  what: string,
-  read: () => Promise<T>,
-  ok: (value: T) => boolean,
-  ms = 5000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) {
-      assert.fail(`${what}: still ${JSON.stringify(value)} after ${ms} ms`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-function untilText(page: Page, selector: string, expected: string | RegExp): Promise<unknown> {
-  return until(
-    `text of ${selector}`,
-    () => textOf(page, selector),
-    (text) =>
-      text !== null &&
-      (typeof expected === "string" ? text.trim() === expected : expected.test(text)),
-  );
-}
+const missing = browserMissing("dashboard_test.ts");
 
 const cell = (queue: string, column: string) => `tr[data-queue="${queue}"] td.c-${column}`;
 
@@ -137,7 +71,7 @@ Deno.test({
     assert.equal(await textOf(page, "#job-view dd.mono"), "<i>key</i>");
     assert.equal(await page.locator("#job-view img, #job-view b, #job-view i").count(), 0);
     assert.equal(await page.evaluate("window.pwned"), undefined);
-    assert.match(await textOf(page, "#job-view .timeline") ?? "", /Enqueued.*Now: Waiting/);
+    assert.match(await textOf(page, "#job-view .timeline"), /Enqueued.*Now: Waiting/);
 
     // Cancel takes two clicks; then the job is cancelled for real.
     await page.click("#job-view button.job-cancel");

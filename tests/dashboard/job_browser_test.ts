@@ -10,50 +10,13 @@
  */
 
 import assert from "node:assert/strict";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
+import { browserMissing, openDashboard, textOf, until } from "../helpers/browser.ts";
 import { deadJob, enqueue, getJob, leaseOne } from "../helpers/http_calls.ts";
-import { startTestServer, type TestServer } from "../helpers/test_server.ts";
+import { newJob } from "../helpers/new_job.ts";
+import { startTestServer } from "../helpers/test_server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"];
-
-const missing = (() => {
-  try {
-    return Deno.statSync(CHROMIUM).isFile ? null : `${CHROMIUM} is not a file`;
-  } catch {
-    return `${CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)`;
-  }
-})();
-if (missing !== null) console.log(`job_browser_test.ts: skipping the browser tests: ${missing}`);
-
-async function openDashboard(server: TestServer): Promise<
-  { browser: Browser; page: Page; errors: string[] } & AsyncDisposable
-> {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-  const errors: string[] = [];
-  page.on("pageerror", (error) => errors.push(error.message));
-  await page.goto(`${server.url}/`);
-  return { browser, page, errors, [Symbol.asyncDispose]: () => browser.close() };
-}
-
-/** Waits until `read` gives a value `ok` accepts; fails with the last value after `ms`. */
-async function until<T>(
-  what: string,
-  read: () => Promise<T>,
-  ok: (value: T) => boolean,
-  ms = 5000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) {
-      assert.fail(`${what}: still ${JSON.stringify(value)} after ${ms} ms`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const missing = browserMissing("job_browser_test.ts");
 
 /** The ids of the rows the browser lists, in order. */
 function listedIds(page: Page): Promise<number[]> {
@@ -64,10 +27,6 @@ function listedIds(page: Page): Promise<number[]> {
 
 function untilListed(page: Page, ids: number[]): Promise<number[]> {
   return until("the listed jobs", () => listedIds(page), (got) => got.join() === ids.join());
-}
-
-async function textOf(page: Page, selector: string): Promise<string> {
-  return (await page.locator(selector).first().textContent()) ?? "";
 }
 
 async function untilJobView(page: Page, id: number, state: string): Promise<void> {
@@ -215,26 +174,12 @@ Deno.test({
   name: "job browser tells a token without the admin scope why it shows nothing",
   ignore: missing !== null,
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "tegami-browser-test-" });
     const token = "browser-consume-token-0123456789";
-    await Deno.writeTextFile(
-      `${dir}/tokens.json`,
-      JSON.stringify([{ name: "workers", token, scopes: ["consume"] }]),
-    );
     await using server = await startTestServer({
-      dir,
       realTime: true,
-      config: { tokensFile: `${dir}/tokens.json` },
+      tokens: [{ name: "workers", token, scopes: ["consume"] }],
     });
-    await server.server.broker.enqueue("work", [{
-      payload: "1",
-      priority: 0,
-      key: null,
-      run_at: Date.now(),
-      max_attempts: 5,
-      lease_ms: null,
-      backoff: null,
-    }]);
+    await server.server.broker.enqueue("work", [newJob("1", Date.now())]);
     await using dashboard = await openDashboard(server);
     const { page } = dashboard;
     await page.waitForSelector("#token-overlay.open");
@@ -247,6 +192,5 @@ Deno.test({
       () => textOf(page, "#browse-view"),
       (text) => /takes the admin scope/.test(text),
     );
-    await Deno.remove(dir, { recursive: true });
   },
 });

@@ -18,6 +18,7 @@ import assert from "node:assert/strict";
 import { STATUS_OF } from "../../lib/core/errors.ts";
 import type { NewJob } from "../../lib/core/job.ts";
 import type { ServeConfig } from "../../lib/config/serve_config.ts";
+import { newJob } from "./new_job.ts";
 import { startTestServer, type TestServer } from "./test_server.ts";
 
 /** The fast-check parameters of one property: a fixed seed, bounded runs, env overrides. */
@@ -62,9 +63,8 @@ export class Tally {
 
 // ---- JSON text ----
 
-/** Field names of every request body and frame, so generated objects reach the parsers. */
-export const FIELD_NAMES = [
-  "payload",
+/** The optional fields of a job to enqueue (over HTTP or in an `enqueue` frame). */
+export const JOB_OPTIONS = [
   "priority",
   "key",
   "delay_ms",
@@ -72,6 +72,12 @@ export const FIELD_NAMES = [
   "max_attempts",
   "lease_ms",
   "backoff",
+] as const;
+
+/** Field names of every request body and frame, so generated objects reach the parsers. */
+export const FIELD_NAMES = [
+  "payload",
+  ...JOB_OPTIONS,
   "base_ms",
   "max_ms",
   "jobs",
@@ -291,32 +297,17 @@ export const brokenText: fc.Arbitrary<string> = fc.oneof(
 
 // ---- servers ----
 
-/** A fuzz suite's server, with the temp dir of its tokens file (null when auth is off). */
-export interface FuzzServer extends TestServer {
-  /** The directory holding tokens.json, or null when auth is off. */
-  tokensDir: string | null;
-}
-
 /** Starts a test server with `config`; with `tokens`, auth is on with those tokens. */
-export async function startFuzzServer(
+export function startFuzzServer(
   config: Partial<ServeConfig>,
-  tokens: readonly unknown[] | null,
-): Promise<FuzzServer> {
-  let tokensDir: string | null = null;
-  let tokensFile: string | null = null;
-  if (tokens !== null) {
-    tokensDir = await Deno.makeTempDir({ prefix: "tegami-fuzz-tokens-" });
-    tokensFile = `${tokensDir}/tokens.json`;
-    await Deno.writeTextFile(tokensFile, JSON.stringify(tokens));
-  }
-  const server = await startTestServer({ config: { ...config, tokensFile } });
-  return { ...server, tokensDir };
+  tokens: readonly Record<string, unknown>[] | null,
+): Promise<TestServer> {
+  return startTestServer({ config, tokens: tokens ?? undefined });
 }
 
-/** Stops a server of {@linkcode startFuzzServer} and removes its tokens file. */
-export async function stopFuzzServer(server: FuzzServer): Promise<void> {
+/** Stops a server of {@linkcode startFuzzServer} (as `await using` does). */
+export async function stopFuzzServer(server: TestServer): Promise<void> {
   await server[Symbol.asyncDispose]();
-  if (server.tokensDir !== null) await Deno.remove(server.tokensDir, { recursive: true });
 }
 
 // ---- seeded jobs that must never change ----
@@ -334,16 +325,7 @@ export async function seedJobs(server: TestServer): Promise<SeedJobs> {
   const broker = server.server.broker;
   const now = server.clock.now();
   // Payloads are JSON text as stored; some are text JSON.stringify would never write.
-  const job = (payload: string, extra: Partial<NewJob> = {}): NewJob => ({
-    payload,
-    priority: 0,
-    key: null,
-    run_at: now,
-    max_attempts: 5,
-    lease_ms: null,
-    backoff: null,
-    ...extra,
-  });
+  const job = (payload: string, more: Partial<NewJob> = {}) => newJob(payload, now, more);
   const take = async (priority: number) => {
     const [delivery] = await broker.lease("seed", 1, 0, 12 * 3600_000);
     assert.equal(delivery.job.priority, priority, "the seed job leased is the one expected");

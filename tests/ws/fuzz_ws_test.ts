@@ -19,6 +19,7 @@ import {
   brokenText,
   deepText,
   fuzzParams,
+  JOB_OPTIONS,
   jsonText,
   keyArb,
   mutated,
@@ -26,7 +27,6 @@ import {
   seedJobs,
   SeedSnapshot,
   startFuzzServer,
-  stopFuzzServer,
   stringLiteral,
   Tally,
 } from "../helpers/fuzz.ts";
@@ -87,15 +87,7 @@ const OP_FIELDS: Record<string, [string[], string[]]> = {
   nack: [["id", "token"], ["error", "delay_ms", "dead"]],
   extend: [["id", "token"], ["lease_ms"]],
   checkpoint: [["id", "token", "data"], []],
-  enqueue: [["queue", "payload"], [
-    "priority",
-    "key",
-    "delay_ms",
-    "run_at",
-    "max_attempts",
-    "lease_ms",
-    "backoff",
-  ]],
+  enqueue: [["queue", "payload"], [...JOB_OPTIONS]],
 };
 
 function fieldValues(op: string, targets: Targets): (field: string) => fc.Arbitrary<string> {
@@ -449,7 +441,7 @@ async function connectionsOpen(server: TestServer, headers: HeadersInit): Promis
 // ---- properties ----
 
 Deno.test("fuzzed frames with auth on each get one 4xx-coded reply and never touch another queue", async () => {
-  const server = await startFuzzServer(LIMITS, TOKENS);
+  await using server = await startFuzzServer(LIMITS, TOKENS);
   const headers = { Authorization: `Bearer ${ADMIN_FZ}` };
   const socket = new FuzzSocket(wsUrl(server.url), headers);
   try {
@@ -499,12 +491,11 @@ Deno.test("fuzzed frames with auth on each get one 4xx-coded reply and never tou
     assert.equal(snapshot.read(), before);
   } finally {
     await socket.close();
-    await stopFuzzServer(server);
   }
 });
 
 Deno.test("fuzzed frames with auth off each get one 4xx-coded reply and leave stored jobs intact", async () => {
-  const server = await startFuzzServer(LIMITS, null);
+  await using server = await startFuzzServer(LIMITS, null);
   const socket = new FuzzSocket(wsUrl(server.url), {});
   try {
     const seed = await seedJobs(server);
@@ -546,78 +537,73 @@ Deno.test("fuzzed frames with auth off each get one 4xx-coded reply and leave st
     assert.equal(snapshot.read(), before);
   } finally {
     await socket.close();
-    await stopFuzzServer(server);
   }
 });
 
 Deno.test("fuzzed frames before auth get unauthorized and close 1008, unless a valid auth", async () => {
-  const server = await startFuzzServer(LIMITS, TOKENS);
-  try {
-    const seed = await seedJobs(server);
-    using snapshot = new SeedSnapshot(server.dbPath, seed.ids);
-    const before = snapshot.read();
-    const targets: Targets = {
-      queues: ["fz", "seed"],
-      ids: seed.ids,
-      tokens: [seed.leaseToken],
-      authTokens: [ADMIN_FZ, "not-a-token-0123456789", `${ADMIN_FZ} `, ADMIN_FZ.toUpperCase()],
-    };
-    const tally = new Tally();
-    await fc.assert(
-      fc.asyncProperty(frameArb(targets), async (frame) => {
-        const socket = new FuzzSocket(wsUrl(server.url), {});
-        try {
-          const { text, size } = await sendFrame(socket, frame);
-          const label = `${frame.kind} ${JSON.stringify(text.slice(0, 200))}`;
-          const { reply, close } = await socket.reply();
-          if (size > MAX_FRAME) {
-            assert.equal(close, 1009, label);
-            tally.add("close 1009");
-            return;
-          }
-          assert.ok(reply !== undefined, `${label}: closed (${close}) without a reply`);
-          const parsed = (() => {
-            try {
-              return JSON.parse(text);
-            } catch {
-              return null;
-            }
-          })();
-          const goodAuth = parsed?.op === "auth" && parsed?.token === ADMIN_FZ &&
-            Object.keys(parsed).every((k) => ["op", "ref", "token"].includes(k)) &&
-            (parsed.ref === undefined || refOf(text) !== undefined);
-          if (goodAuth) {
-            assert.equal(reply.op, "ok", `${label} → ${JSON.stringify(reply)}`);
-            tally.add("authenticated");
-            return;
-          }
-          assert.equal(reply.op, "error", `${label} → ${JSON.stringify(reply)}`);
-          if (parsed?.op === "auth" && reply.code === "validation_failed") {
-            // An auth frame of the wrong shape is told what is wrong, and still ends the
-            // unauthenticated socket.
-            assert.equal((await socket.reply()).close, 1008, `${label}: close code`);
-            tally.add("malformed auth, close 1008");
-            return;
-          }
-          assert.equal(reply.code, "unauthorized", `${label} → ${JSON.stringify(reply)}`);
-          assert.equal((await socket.reply()).close, 1008, `${label}: close code`);
-          tally.add("unauthorized, close 1008");
-        } finally {
-          await socket.close();
+  await using server = await startFuzzServer(LIMITS, TOKENS);
+  const seed = await seedJobs(server);
+  using snapshot = new SeedSnapshot(server.dbPath, seed.ids);
+  const before = snapshot.read();
+  const targets: Targets = {
+    queues: ["fz", "seed"],
+    ids: seed.ids,
+    tokens: [seed.leaseToken],
+    authTokens: [ADMIN_FZ, "not-a-token-0123456789", `${ADMIN_FZ} `, ADMIN_FZ.toUpperCase()],
+  };
+  const tally = new Tally();
+  await fc.assert(
+    fc.asyncProperty(frameArb(targets), async (frame) => {
+      const socket = new FuzzSocket(wsUrl(server.url), {});
+      try {
+        const { text, size } = await sendFrame(socket, frame);
+        const label = `${frame.kind} ${JSON.stringify(text.slice(0, 200))}`;
+        const { reply, close } = await socket.reply();
+        if (size > MAX_FRAME) {
+          assert.equal(close, 1009, label);
+          tally.add("close 1009");
+          return;
         }
-      }),
-      fuzzParams(300, 0x0a7417),
-    );
-    tally.report("WebSocket fuzz before auth");
-    tally.assertSaw(
-      ["authenticated", "unauthorized, close 1008", "malformed auth, close 1008", "close 1009"],
-      "before auth",
-    );
-    assert.equal(snapshot.read(), before);
-    await witnessWorks(server, { Authorization: `Bearer ${ADMIN_FZ}` });
-  } finally {
-    await stopFuzzServer(server);
-  }
+        assert.ok(reply !== undefined, `${label}: closed (${close}) without a reply`);
+        const parsed = (() => {
+          try {
+            return JSON.parse(text);
+          } catch {
+            return null;
+          }
+        })();
+        const goodAuth = parsed?.op === "auth" && parsed?.token === ADMIN_FZ &&
+          Object.keys(parsed).every((k) => ["op", "ref", "token"].includes(k)) &&
+          (parsed.ref === undefined || refOf(text) !== undefined);
+        if (goodAuth) {
+          assert.equal(reply.op, "ok", `${label} → ${JSON.stringify(reply)}`);
+          tally.add("authenticated");
+          return;
+        }
+        assert.equal(reply.op, "error", `${label} → ${JSON.stringify(reply)}`);
+        if (parsed?.op === "auth" && reply.code === "validation_failed") {
+          // An auth frame of the wrong shape is told what is wrong, and still ends the
+          // unauthenticated socket.
+          assert.equal((await socket.reply()).close, 1008, `${label}: close code`);
+          tally.add("malformed auth, close 1008");
+          return;
+        }
+        assert.equal(reply.code, "unauthorized", `${label} → ${JSON.stringify(reply)}`);
+        assert.equal((await socket.reply()).close, 1008, `${label}: close code`);
+        tally.add("unauthorized, close 1008");
+      } finally {
+        await socket.close();
+      }
+    }),
+    fuzzParams(300, 0x0a7417),
+  );
+  tally.report("WebSocket fuzz before auth");
+  tally.assertSaw(
+    ["authenticated", "unauthorized, close 1008", "malformed auth, close 1008", "close 1009"],
+    "before auth",
+  );
+  assert.equal(snapshot.read(), before);
+  await witnessWorks(server, { Authorization: `Bearer ${ADMIN_FZ}` });
 });
 
 // ---- broken framing ----
@@ -650,46 +636,42 @@ const brokenFrame: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.record({
 });
 
 Deno.test("fuzzed broken WebSocket framing never harms the server or other sockets", async () => {
-  const server = await startFuzzServer(LIMITS, null);
-  try {
-    const seed = await seedJobs(server);
-    using snapshot = new SeedSnapshot(server.dbPath, seed.ids);
-    const before = snapshot.read();
-    await using witness = await RawWs.connect(wsUrl(server.url));
-    let n = 0;
-    const tally = new Tally();
-    await fc.assert(
-      fc.asyncProperty(fc.array(brokenFrame, { minLength: 1, maxLength: 4 }), async (frames) => {
-        await using ws = await RawWs.connect(wsUrl(server.url));
-        for (const frame of frames) {
-          try {
-            await ws.writeRaw(frame);
-          } catch {
-            break; // the server already closed on an earlier frame
-          }
+  await using server = await startFuzzServer(LIMITS, null);
+  const seed = await seedJobs(server);
+  using snapshot = new SeedSnapshot(server.dbPath, seed.ids);
+  const before = snapshot.read();
+  await using witness = await RawWs.connect(wsUrl(server.url));
+  let n = 0;
+  const tally = new Tally();
+  await fc.assert(
+    fc.asyncProperty(fc.array(brokenFrame, { minLength: 1, maxLength: 4 }), async (frames) => {
+      await using ws = await RawWs.connect(wsUrl(server.url));
+      for (const frame of frames) {
+        try {
+          await ws.writeRaw(frame);
+        } catch {
+          break; // the server already closed on an earlier frame
         }
-        // Whatever it answers (an error, a close frame, a dropped connection), it is no reply
-        // to judge: the point is that nothing else is affected.
-        const first = await ws.readFrame(20).catch(() => null);
-        tally.add(first === null ? "nothing or closed" : `opcode ${first.opcode}`);
-        const ref = `w${n++}`;
-        await witness.send({ op: "unsubscribe", ref, queue: "fz.none" });
-        assert.equal((await witness.next((f) => f.ref === ref)).op, "ok", "the witness socket");
-        assert.equal(snapshot.read(), before, "a seeded job's stored row changed");
-      }),
-      fuzzParams(200, 0x5f00d1),
-    );
-    tally.report("broken WebSocket framing");
-    await roundTrip(server, {});
-    await assertHealthy(server);
-    // Every broken socket is gone: only the witness is left.
-    let open = -1;
-    for (let i = 0; i < 200 && open !== 1; i++) {
-      open = await connectionsOpen(server, {});
-      if (open !== 1) await new Promise((r) => setTimeout(r, 10));
-    }
-    assert.equal(open, 1, "connections left open after the broken sockets went away");
-  } finally {
-    await stopFuzzServer(server);
+      }
+      // Whatever it answers (an error, a close frame, a dropped connection), it is no reply
+      // to judge: the point is that nothing else is affected.
+      const first = await ws.readFrame(20).catch(() => null);
+      tally.add(first === null ? "nothing or closed" : `opcode ${first.opcode}`);
+      const ref = `w${n++}`;
+      await witness.send({ op: "unsubscribe", ref, queue: "fz.none" });
+      assert.equal((await witness.next((f) => f.ref === ref)).op, "ok", "the witness socket");
+      assert.equal(snapshot.read(), before, "a seeded job's stored row changed");
+    }),
+    fuzzParams(200, 0x5f00d1),
+  );
+  tally.report("broken WebSocket framing");
+  await roundTrip(server, {});
+  await assertHealthy(server);
+  // Every broken socket is gone: only the witness is left.
+  let open = -1;
+  for (let i = 0; i < 200 && open !== 1; i++) {
+    open = await connectionsOpen(server, {});
+    if (open !== 1) await new Promise((r) => setTimeout(r, 10));
   }
+  assert.equal(open, 1, "connections left open after the broken sockets went away");
 });
