@@ -30,9 +30,13 @@ export const OPERATIONS = {
   pauseQueue: "admin",
   /** List and requeue dead jobs. */
   deadLetters: "admin",
+  /** Browse a queue's jobs by state (`GET /v1/queues/:queue/jobs`): shows any job's payload. */
+  browseJobs: "admin",
+  /** Run a delayed job now (`POST /v1/jobs/:id/run`). */
+  runJob: "admin",
   /** Prometheus metrics (`GET /metrics`). */
   metrics: "admin",
-  /** Liveness, readiness and the dashboard's files. */
+  /** Liveness, readiness, the dashboard's files and the API documents. */
   open: "open",
 } as const satisfies Record<string, Access>;
 

@@ -1478,7 +1478,7 @@
       }));
     }
     if (job.state === "dead") {
-      actions.push(actionButton("Retry", "retry", function () {
+      actions.push(actionButton("Requeue", "requeue", function () {
         return requeueJob(job);
       }));
     }

@@ -270,7 +270,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["v1", "queues", ":queue", "jobs"],
-      access: "admin",
+      access: OPERATIONS.browseJobs,
       handle: async (ctx) => {
         const page = parseJobsQuery(ctx.url.searchParams);
         const jobs = await broker.listJobs(ctx.params[0], page);
@@ -281,7 +281,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "POST",
       path: ["v1", "jobs", ":id", "run"],
-      access: "admin",
+      access: OPERATIONS.runJob,
       handle: async (ctx) => {
         const id = pathJobId(ctx.params[0]);
         parseEmpty(await body(ctx));
@@ -361,13 +361,13 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     {
       method: "GET",
       path: ["openapi.json"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: () => jsonText(200, openapiText),
     },
     {
       method: "GET",
       path: ["asyncapi.json"],
-      access: "open",
+      access: OPERATIONS.open,
       handle: () => jsonText(200, asyncapiText),
     },
     ...options.dashboard.map((asset): Route => ({

@@ -268,6 +268,20 @@ const HTTP_ROWS: HttpRow[] = [
     call: () => ["GET", "/healthz"],
   },
   {
+    route: "GET /openapi.json",
+    access: "open",
+    queueBound: false,
+    ok: 200,
+    call: () => ["GET", "/openapi.json"],
+  },
+  {
+    route: "GET /asyncapi.json",
+    access: "open",
+    queueBound: false,
+    ok: 200,
+    call: () => ["GET", "/asyncapi.json"],
+  },
+  {
     route: "GET /readyz",
     access: "open",
     queueBound: false,

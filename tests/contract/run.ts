@@ -307,10 +307,21 @@ function freePort(): number {
   return port;
 }
 
-async function prism(upstream: string, tokens: TrafficTokens | null, label: string): Promise<void> {
+/**
+ * Runs `drive` with Prism's proxy in front of `upstream`, and answers Prism's log. With `errors`,
+ * Prism answers any violation itself (an error body); without, it forwards everything and logs
+ * each violation as `Violation: request.…` or `Violation: response.…`.
+ */
+async function withPrism(
+  upstream: string,
+  errors: boolean,
+  drive: (url: string) => Promise<void>,
+): Promise<string> {
   const port = freePort();
+  const args = ["proxy", SPEC, upstream, "--port", String(port), "--host", "127.0.0.1"];
+  if (errors) args.push("--errors");
   const child = new Deno.Command(`${BIN}/prism`, {
-    args: ["proxy", SPEC, upstream, "--port", String(port), "--host", "127.0.0.1", "--errors"],
+    args,
     cwd: ROOT,
     stdout: "piped",
     stderr: "piped",
@@ -328,25 +339,92 @@ async function prism(upstream: string, tokens: TrafficTokens | null, label: stri
       if (Date.now() > deadline) throw new Error(`Prism did not start:\n${log}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const traffic = await driveTraffic(`http://127.0.0.1:${port}`, tokens);
-    const errors = log.split("\n").filter((l) => l.includes("✖") || /violation/i.test(l));
-    for (const v of traffic.violations.slice(0, 20)) console.log(`  ${v}`);
-    for (const e of errors.slice(0, 20)) console.log(`  ${e}`);
-    const operationsSeen = new Set(
-      [...traffic.seen.keys()].map((k) => k.split(" ").slice(0, 2).join(" ")),
-    );
-    const statuses = new Set([...traffic.seen.keys()].map((k) => k.split(" ")[2]));
-    figures.push(
-      `prism proxy (${label}): ${traffic.calls} calls over ${operationsSeen.size} operations ` +
-        `(statuses ${[...statuses].sort().join(", ")}), ${traffic.violations.length} violations`,
-    );
-    if (traffic.violations.length > 0 || errors.length > 0) {
-      fail(`prism (${label}): ${traffic.violations.length} violations`);
-    }
+    await drive(`http://127.0.0.1:${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the last log lines
+    return log;
   } finally {
     child.kill("SIGTERM");
     await child.status;
     await reading.catch(() => {});
+  }
+}
+
+/** The end-to-end traffic of traffic.ts through Prism --errors: every answer is the server's. */
+async function prism(upstream: string, tokens: TrafficTokens | null, label: string): Promise<void> {
+  let traffic: Awaited<ReturnType<typeof driveTraffic>> | null = null;
+  const log = await withPrism(upstream, true, async (url) => {
+    traffic = await driveTraffic(url, tokens);
+  });
+  const seen = traffic!;
+  const errors = log.split("\n").filter((l) => l.includes("✖") || /violation/i.test(l));
+  for (const v of seen.violations.slice(0, 20)) console.log(`  ${v}`);
+  for (const e of errors.slice(0, 20)) console.log(`  ${e}`);
+  const operationsSeen = new Set(
+    [...seen.seen.keys()].map((k) => k.split(" ").slice(0, 2).join(" ")),
+  );
+  const statuses = new Set([...seen.seen.keys()].map((k) => k.split(" ")[2]));
+  figures.push(
+    `prism proxy (${label}): ${seen.calls} calls over ${operationsSeen.size} operations ` +
+      `(statuses ${[...statuses].sort().join(", ")}), ${seen.violations.length} violations`,
+  );
+  if (seen.violations.length > 0 || errors.length > 0) {
+    fail(`prism (${label}): ${seen.violations.length} violations`);
+  }
+}
+
+/**
+ * The client SDK's own end-to-end tests (tests/node/client_on_node.mjs, on Node) with their HTTP
+ * calls through Prism, which forwards everything and logs each violation: an answer breaking the
+ * document is a failure; a request breaking it is one the tests send on purpose (a bad queue
+ * name), counted and shown. The consumers' WebSockets go to the server directly.
+ */
+async function sdkThroughPrism(upstream: string): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "tegami-contract-sdk-" });
+  try {
+    const bundle = `${dir}/client.mjs`;
+    const built = await exec(Deno.execPath(), [
+      "bundle",
+      "--platform",
+      "browser",
+      "--format",
+      "esm",
+      "-o",
+      bundle,
+      "lib/client/mod.ts",
+    ], 60_000);
+    if (built.code !== 0) throw new Error(built.out);
+    let run = { code: -1, out: "" };
+    const log = await withPrism(upstream, false, async (url) => {
+      const child = new Deno.Command("node", {
+        args: ["--experimental-websocket", "--test", `${ROOT}tests/node/client_on_node.mjs`],
+        env: { TEGAMI_URL: upstream, TEGAMI_HTTP_URL: url, TEGAMI_CLIENT: `file://${bundle}` },
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+      const out = await child.output();
+      clearTimeout(timer);
+      const decoder = new TextDecoder();
+      run = { code: out.code, out: decoder.decode(out.stdout) + decoder.decode(out.stderr) };
+    });
+    const lines = log.split("\n");
+    const forwarded = lines.filter((l) => l.includes("Forwarding")).length;
+    const responses = lines.filter((l) => /Violation: response/.test(l));
+    const requests = lines.filter((l) => /Violation: request/.test(l));
+    const tests = /# pass (\d+)/.exec(run.out)?.[1] ?? "?";
+    for (const l of [...responses, ...requests].slice(0, 20)) console.log(`  ${l.trim()}`);
+    figures.push(
+      `prism proxy under the SDK's end-to-end tests (Node): ${tests} tests passed, ${forwarded} ` +
+        `requests through Prism, ${responses.length} answer violations, ${requests.length} ` +
+        `request violations (sent on purpose)`,
+    );
+    if (run.code !== 0) {
+      console.log(run.out.slice(-3000));
+      fail("the SDK's end-to-end tests failed through Prism");
+    }
+    if (responses.length > 0) fail(`prism (SDK tests): ${responses.length} answer violations`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 }
 
@@ -374,6 +452,7 @@ async function againstServer(withAuth: boolean): Promise<void> {
   await using server = await spawnServer(args);
   try {
     await prism(server.url, withAuth ? TOKENS : null, label);
+    if (!withAuth) await sdkThroughPrism(server.url);
     await portman(server.url, withAuth ? TOKENS.admin : null, label);
     if (withAuth) await portman(server.url, null, "auth on, no token");
   } finally {

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { enqueue, getJob, leaseOne, queueStats } from "../helpers/http_calls.ts";
-import { startTestServer, type TestServer } from "../helpers/test_server.ts";
+import { startTestServer, stopWithin, type TestServer } from "../helpers/test_server.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARGS = [
@@ -152,13 +152,7 @@ Deno.test({
     assert.equal(await page.isVisible('tr[data-queue="email"] .badge.paused'), true);
 
     // Shutdown ends the page's stream instead of waiting for it; the page says so.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const stopped = await Promise.race([
-      server.stop().then(() => "stopped"),
-      new Promise((resolve) => timer = setTimeout(() => resolve("hung"), 5000)),
-    ]);
-    clearTimeout(timer);
-    assert.equal(stopped, "stopped");
+    assert.equal(await stopWithin(server), "stopped");
     await untilText(page, "#status-text", /server closed the stream|disconnected/);
     assert.deepEqual(errors, []);
   },

@@ -131,11 +131,11 @@ Deno.test({
     assert.ok(ran.state === "pending" || ran.state === "leased", ran.state);
     assert.ok(ran.run_at <= Date.now());
 
-    // A dead job is retried.
+    // A dead job is retried (requeued, as everywhere else on the page).
     await page.click('#browse-states button[data-state="dead"]');
     await untilListed(page, [dead]);
     assert.match(await textOf(page, `#browse-body tr[data-id="${dead}"] td.tries`), /1 \/ 1/);
-    await page.click(`#browse-body tr[data-id="${dead}"] button.retry`);
+    await page.click(`#browse-body tr[data-id="${dead}"] button.requeue`);
     await untilListed(page, []);
     assert.equal((await getJob(server, dead)).state, "pending");
 

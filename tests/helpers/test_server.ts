@@ -67,6 +67,17 @@ export async function settle(rounds = 5): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 0));
 }
 
+/** Stops the server; answers `"stopped"`, or `"hung"` if that took longer than `ms`. */
+export async function stopWithin(server: TestServer, ms = 5000): Promise<"stopped" | "hung"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const outcome = await Promise.race([
+    server.stop().then(() => "stopped" as const),
+    new Promise<"hung">((resolve) => timer = setTimeout(() => resolve("hung"), ms)),
+  ]);
+  clearTimeout(timer);
+  return outcome;
+}
+
 /**
  * Sends a request to a server and reads the answer, which must agree with the OpenAPI document
  * (see `api_schemas.ts`): an undocumented status or a body that breaks its schema throws.

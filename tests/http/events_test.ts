@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { enqueue } from "../helpers/http_calls.ts";
-import { startTestServer, type TestServer } from "../helpers/test_server.ts";
+import { startTestServer, stopWithin, type TestServer } from "../helpers/test_server.ts";
 
 const ADMIN = "events-admin-token-0123456789";
 const BILLING = "events-billing-token-0123456789";
@@ -158,13 +158,7 @@ Deno.test("closing the server ends open event streams instead of waiting for the
   const events = await subscribe(server);
   assert.equal((await events.next())?.event, "hello");
   assert.equal((await events.next())?.event, "snapshot");
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const stopped = await Promise.race([
-    server.stop().then(() => "stopped"),
-    new Promise((resolve) => timer = setTimeout(() => resolve("hung"), 5000)),
-  ]);
-  clearTimeout(timer);
-  assert.equal(stopped, "stopped");
+  assert.equal(await stopWithin(server), "stopped");
   assert.equal(await events.next(), null);
   const after = await fetch(`${server.url}/v1/events`).catch((error) => error);
   assert.ok(after instanceof TypeError, "the listener is closed");

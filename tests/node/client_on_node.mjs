@@ -1,13 +1,16 @@
 // The client SDK on Node, run by tests/node/run.ts with Node's own test runner: the SDK bundled
 // to one ES module (TEGAMI_CLIENT), against a real tegami server (TEGAMI_URL, started with
 // --backoff-base 50ms). Only `fetch` and `WebSocket` are used, so Node 20 needs
-// --experimental-websocket; Node 22 and later have both built in.
+// --experimental-websocket; Node 22 and later have both built in. `deno task contract` runs it
+// too, with TEGAMI_HTTP_URL pointing the producer's calls through Prism's validating proxy.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 const { consume, JobFailure, TegamiClient, TegamiError } = await import(process.env.TEGAMI_CLIENT);
 const url = process.env.TEGAMI_URL;
-const client = new TegamiClient({ url });
+// The producer's calls may go another way (the contract run sends them through Prism's proxy);
+// consumers' WebSockets always go to the server.
+const client = new TegamiClient({ url: process.env.TEGAMI_HTTP_URL ?? url });
 let queues = 0;
 const queue = (name) => `node.${name}.${++queues}.${process.pid}`;
 

@@ -16,10 +16,11 @@
  *
  * After a failure that is not the database refusing one statement (a lost connection, a
  * restart under way), the writer is "down": batches are refused with `unavailable` at once, and
- * a probe (a plain query, with backoff) decides when it is up again. This is also a guard: the
- * driver's transactions can hang for ever when their connection meets a server still starting
- * up, so none is begun until a plain query has succeeded; and a batch that takes longer than
- * {@linkcode BATCH_DEADLINE_MS} is answered `unavailable` and its connections replaced.
+ * a probe (a plain query on a new pool, with backoff) decides when it is up again; that pool
+ * then replaces the old one. This is also a guard: the driver's transactions can hang for ever
+ * once their connection has met a server still starting up, so no connection that lived
+ * through an outage is used again; and a batch that takes longer than
+ * {@linkcode BATCH_DEADLINE_MS} is answered `unavailable` and counts as an outage.
  *
  * The news collected by a batch — queues that gained ready jobs, leases that ended — is sent as
  * NOTIFYs inside the same transaction, once per batch and queue: PostgreSQL delivers them only
@@ -73,6 +74,9 @@ export const BATCH_DEADLINE_MS = 15_000;
 const PROBE_MIN_MS = 50;
 const PROBE_MAX_MS = 250;
 
+/** The longest a probe may take, ms. */
+const PROBE_DEADLINE_MS = 3_000;
+
 /** Batches async operations into shared transactions, one transaction at a time. */
 export class PgGroupCommit {
   readonly #open: () => Sql;
@@ -81,6 +85,7 @@ export class PgGroupCommit {
   readonly #abandoned: Sql[] = [];
   /** Why the writer is down, or null while it is up. */
   #down: TegamiError | null = null;
+  #closed = false;
   #probe: ReturnType<typeof setTimeout> | null = null;
   readonly #observer: PgCommitObserver;
   readonly #onUp: () => void;
@@ -133,6 +138,7 @@ export class PgGroupCommit {
 
   /** Stops probing and closes the writer's pools. */
   async close(): Promise<void> {
+    this.#closed = true;
     if (this.#probe !== null) clearTimeout(this.#probe);
     this.#probe = null;
     this.#down = new TegamiError("unavailable", "Cannot write: the store is closed");
@@ -169,30 +175,45 @@ export class PgGroupCommit {
     for (const resolve of idle) resolve();
   }
 
-  /** The writer lost the database: refuse writes until a probe gets through. */
+  /**
+   * The writer lost the database: refuse writes until a probe gets through. The pool is given
+   * up (its connections may have met the server starting up, after which the driver's
+   * transactions can hang), and each probe is a new pool: the first that answers becomes the
+   * writer's pool.
+   */
   #fell(failure: TegamiError): void {
     if (this.#down !== null) return;
     this.#down = failure;
-    if (failure.message.includes("did not answer within")) {
-      // A hung transaction: its pool may never recover, so writes go through a new one.
-      this.#abandoned.push(this.#sql);
-      this.#sql = this.#open();
-    }
+    this.#abandon(this.#sql);
     let wait = PROBE_MIN_MS;
     const probe = () => {
       this.#probe = null;
-      withDeadline(this.#sql`SELECT 1`, BATCH_DEADLINE_MS, "probe the database").then(
+      const candidate = this.#open();
+      withDeadline(candidate`SELECT 1`, PROBE_DEADLINE_MS, "probe the database").then(
         () => {
+          if (this.#closed) {
+            this.#abandon(candidate);
+            return;
+          }
+          this.#sql = candidate;
           this.#down = null;
           this.#onUp();
         },
         () => {
+          this.#abandon(candidate);
+          if (this.#closed) return;
           wait = Math.min(wait * 2, PROBE_MAX_MS);
           this.#probe = setTimeout(probe, wait);
         },
       );
     };
     this.#probe = setTimeout(probe, wait);
+  }
+
+  /** Ends a pool in the background; close() waits (a while) for the ones still ending. */
+  #abandon(sql: Sql): void {
+    this.#abandoned.push(sql);
+    sql.end({ timeout: 0 }).catch(() => {});
   }
 
   async #commit(batch: Pending[]): Promise<void> {
