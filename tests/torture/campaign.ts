@@ -154,10 +154,33 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     () => ({ process: null, url: "" }),
   );
   let epoch = 0;
+  /** The stderr of servers that exited by themselves. */
+  const deaths: string[] = [];
   const start = async (i: number) => {
     const process = await spawnServer(args, { script });
     servers[i] = { process, url: process.url };
-    history.add({ type: "server_start", epoch: ++epoch, server: i });
+    const started = ++epoch;
+    history.add({ type: "server_start", epoch: started, server: i });
+    // A server that exits while it is still the one in its slot was not stopped by the
+    // campaign (which empties the slot first): a failure, recorded, and the server restarted.
+    process.exited().then(async ({ code, stderr }) => {
+      if (servers[i].process !== process) return;
+      servers[i] = { process: null, url: "" };
+      history.add({ type: "server_died", epoch: started, code, server: i });
+      const plain = stderr.replace(/\x1b\[[0-9;]*m/g, "");
+      deaths.push(`[server ${i} died with code ${code}]\n${plain.slice(-4000)}`);
+      log(`server ${i} exited by itself with code ${code}:\n${plain.slice(-2500)}`);
+      // Started again until it listens (PostgreSQL may be restarting: startup then fails).
+      while (!finalStop) {
+        try {
+          await start(i);
+          return;
+        } catch (error) {
+          log(`server ${i} did not start again: ${String(error).slice(0, 300)}`);
+          await sleep(500);
+        }
+      }
+    });
   };
   /** The URL of server `i` (modulo their number), or of the next one up; "" when none is. */
   const urlOf = (i: number) => {
@@ -215,6 +238,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       } catch (error) {
         history.add({ type: "enqueue_info", op, error: String(error).slice(0, 120) });
       }
+      // Once the load stops, an enqueue that still has no answer after a while is left
+      // unknown (a server that is gone for good must not hang the drain).
+      if (!producing && attempt >= 200) return;
       await sleep(20 + random() * 80);
     }
   };
@@ -519,6 +545,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   }
 
   // ---- the run ----
+  /** Set once the final stop begins: a server that dies then is not started again. */
+  let finalStop = false;
   let cycles = 0;
   let cleanExit = false;
   let lastStderr = "";
@@ -538,7 +566,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     while (cycles < options.cycles && !options.signal?.aborted) {
       await sleep(between(options.upMs ?? [250, 1000]));
       const i = Math.floor(random() * instances); // one server at a time
-      const running = servers[i].process!;
+      const running = servers[i].process;
+      if (running === null) continue; // it died by itself and is starting again
       const r = random();
       const what = disruption !== "mixed"
         ? disruption
@@ -595,13 +624,18 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     if (quiet < 3) log("drain timed out");
     consuming = false;
     await Promise.all([...consumers.map((consumer) => consumer.stop()), ...pollers]);
+    finalStop = true;
     cleanExit = true;
-    const stderrs: string[] = [];
+    const stderrs: string[] = [...deaths];
     for (let i = 0; i < instances; i++) {
-      const last = servers[i].process!;
+      const last = servers[i].process;
+      if (last === null) {
+        cleanExit = false;
+        continue;
+      }
+      servers[i] = { process: null, url: "" };
       last.kill("SIGTERM");
       const exit = await last.exited();
-      servers[i] = { process: null, url: "" };
       cleanExit &&= exit.code === 0;
       stderrs.push(instances > 1 ? `[server ${i}]\n${exit.stderr}` : exit.stderr);
     }
@@ -621,6 +655,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     });
     history.add({ type: "final", integrity, jobs });
   } finally {
+    finalStop = true;
     producing = false;
     consuming = false;
     for (const consumer of consumers) consumer.socket?.close();

@@ -248,6 +248,13 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
           find("protocol", `the server stopped by SIGTERM exited with code ${event.code}`);
         }
         break;
+      case "server_died":
+        find(
+          "protocol",
+          `server ${event.server ?? 0} exited by itself with code ${event.code}`,
+        );
+        kills.push({ server: event.server ?? 0, at: event.at }); // its leases survive it
+        break;
       case "server_pause":
         figures.pauses++;
         break;

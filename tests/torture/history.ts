@@ -34,6 +34,8 @@ export type Event =
   | { type: "server_stop"; at: number; epoch: number; server?: number }
   /** A server stopped by SIGTERM exited with `code`. */
   | { type: "server_exit"; at: number; epoch: number; code: number; server?: number }
+  /** A server exited by itself, with `code`: a failure (it is started again). */
+  | { type: "server_died"; at: number; epoch: number; code: number; server?: number }
   /** A server was SIGSTOPped (recorded just before the signal). */
   | { type: "server_pause"; at: number; epoch: number; server?: number }
   /** A server was SIGCONTed. */
