@@ -14,6 +14,8 @@ export interface CommitBatches {
   operations: number;
   /** Seconds spent running and committing (fsync) them (`tegami_commit_duration_seconds_sum`). */
   seconds: number;
+  /** SQL statements the store has run (`tegami_store_statements_total`), 0 if not exposed. */
+  statements: number;
   /** Cumulative counts by upper bound (`Infinity` last), as Prometheus renders them. */
   buckets: [le: number, count: number][];
   /**
@@ -37,6 +39,7 @@ export function parseCommitBatches(text: string): CommitBatches {
     commits: value("tegami_commit_batch_size_count"),
     operations: value("tegami_commit_batch_size_sum"),
     seconds: value("tegami_commit_duration_seconds_sum"),
+    statements: value("tegami_store_statements_total"),
     buckets: histogram("tegami_commit_batch_size"),
     lag: histogram("tegami_event_loop_lag_seconds"),
   };
@@ -70,6 +73,7 @@ export function commitsBetween(before: CommitBatches, after: CommitBatches): Com
     commits: after.commits - before.commits,
     operations: after.operations - before.operations,
     seconds: after.seconds - before.seconds,
+    statements: after.statements - before.statements,
     buckets: bucketsBetween(before.buckets, after.buckets),
     lag: bucketsBetween(before.lag, after.lag),
   };

@@ -20,6 +20,10 @@ export interface Measurement {
   cpu?: CpuUse;
   /** Server RSS (bytes) at the point the workload reports it. */
   rssBytes?: number;
+  /** Bytes the server's processes wrote to storage during the run (`/proc/PID/io` write_bytes). */
+  diskBytes?: number;
+  /** SQL statements the server ran during the run (tegami's `tegami_store_statements_total`). */
+  statements?: number;
   /** Anything else worth a note in the table. */
   notes: string[];
   /** Machine-readable extras for `--json` (commit batch distribution, …). */

@@ -129,3 +129,20 @@ export function findProcess(name: string): number | null {
   }
   return null;
 }
+
+/**
+ * Bytes `pids` have caused to be written to storage so far (`write_bytes` of `/proc/PID/io`: the
+ * WAL and database pages they dirtied), or null where the file cannot be read.
+ */
+export function writtenBytes(pids: readonly number[]): number | null {
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      const io = Deno.readTextFileSync(`/proc/${pid}/io`);
+      total += Number(io.match(/^write_bytes:\s+(\d+)/m)?.[1] ?? NaN);
+    } catch {
+      return null;
+    }
+  }
+  return Number.isFinite(total) ? total : null;
+}

@@ -41,7 +41,7 @@ function tegamiOf(rows: readonly Row[], row: Row): Row | undefined {
 
 /** tegami's jobs/s over this row's, for peer rows of throughput workloads. */
 export function ratioOf(rows: readonly Row[], row: Row): number | undefined {
-  if (row.system === "tegami" || row.throughput === false) return undefined;
+  if (row.system.startsWith("tegami") || row.throughput === false) return undefined;
   const ours = jobsPerSecond(tegamiOf(rows, row)?.measurement);
   const theirs = jobsPerSecond(row.measurement);
   return ours === undefined || theirs === undefined ? undefined : ours / theirs;
@@ -61,6 +61,17 @@ function cpuCell(cpu: CpuUse): string {
   return `${fixed(cpu.server, 2)}${main} / ${driver} / ${fixed(cpu.machine, 2)}`;
 }
 
+/** `total ÷ unit` per job of the run, or empty for a run without jobs or without the figure. */
+function perJob(
+  total: number | undefined,
+  m: Measurement | undefined,
+  unit: number,
+  digits: number,
+) {
+  if (total === undefined || m === undefined || m.jobs === 0) return "";
+  return fixed(total / unit / m.jobs, digits);
+}
+
 /** Renders the rows as one markdown table. */
 export function markdownTable(rows: readonly Row[]): string {
   const header = [
@@ -72,11 +83,13 @@ export function markdownTable(rows: readonly Row[]): string {
     "tegami ÷ system",
     "CPU cores: server (main, waiting) / driver (main, waiting) / machine",
     "server RSS MB",
+    "disk KB/job",
+    "SQL stmts/job",
     "notes",
   ];
   const lines = [
     `| ${header.join(" | ")} |`,
-    `|${["---", "---", "--:", "--:", "--:", "--:", "--:", "--:", "---"].join("|")}|`,
+    `|${["---", "---", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "---"].join("|")}|`,
   ];
   for (const row of rows) {
     const m = row.measurement;
@@ -90,6 +103,8 @@ export function markdownTable(rows: readonly Row[]): string {
       ratio === undefined ? "" : `${ratio.toFixed(2)}×`,
       m?.cpu === undefined ? "" : cpuCell(m.cpu),
       m?.rssBytes === undefined ? "" : fixed(m.rssBytes / MB, 0),
+      perJob(m?.diskBytes, m, 1024, 2),
+      perJob(m?.statements, m, 1, 1),
       row.failure ?? (m?.notes ?? []).join("; "),
     ];
     lines.push(`| ${cells.map((c) => c.replaceAll("|", "\\|")).join(" | ")} |`);
@@ -119,6 +134,10 @@ export function jsonRows(rows: readonly Row[]): Record<string, unknown>[] {
         machine: m.cpu.machine,
       },
       rss_mb: m?.rssBytes === undefined ? null : m.rssBytes / MB,
+      disk_bytes_per_job: m?.diskBytes === undefined || m.jobs === 0 ? null : m.diskBytes / m.jobs,
+      statements_per_job: m?.statements === undefined || m.jobs === 0
+        ? null
+        : m.statements / m.jobs,
       notes: m?.notes ?? [],
       extra: m?.extra ?? null,
       failure: row.failure ?? null,

@@ -24,7 +24,7 @@ import { beanstalkdPeer } from "./peers/beanstalkd.ts";
 import { bullmqPeer } from "./peers/bullmq.ts";
 import type { Peer, Target } from "./peers/peer.ts";
 import { rabbitmqPeer } from "./peers/rabbitmq.ts";
-import { floorPeer, tegamiPeer, TegamiTarget } from "./peers/tegami.ts";
+import { floorPeer, tegamiPeer, tegamiSdkPeer, TegamiTarget } from "./peers/tegami.ts";
 import { Runner, type Workload } from "./runner.ts";
 import { cpuMeter, totalRss } from "./proc.ts";
 import { jsonRows, markdownTable, type Row } from "./report.ts";
@@ -38,7 +38,7 @@ import { scaling } from "./workloads/scaling.ts";
 
 const WORKLOADS = ["RSS", "W1", "W2", "W3", "W3b", "W4", "W5", "scale"] as const;
 type WorkloadKey = typeof WORKLOADS[number];
-const PEER_KEYS = ["floor", "rabbitmq", "beanstalkd", "bullmq"] as const;
+const PEER_KEYS = ["sdk", "floor", "rabbitmq", "beanstalkd", "bullmq"] as const;
 const ROOT = new URL("..", import.meta.url).pathname;
 
 const HELP = `deno task bench [options]
@@ -69,7 +69,9 @@ process and prints one markdown table. Progress goes to stderr.
   --json             print JSON instead of the table
   -h, --help         this text
 
-Peers: RabbitMQ at 127.0.0.1:5672 guest/guest (TEGAMI_BENCH_AMQP_URL overrides; a fresh quorum
+Peers: "sdk" is tegami again, driven through its client library (lib/client: TegamiClient's
+enqueue, which sends each tick's calls in one request, and consume, which speaks protocol v2)
+instead of the raw protocol written by hand. RabbitMQ at 127.0.0.1:5672 guest/guest (TEGAMI_BENCH_AMQP_URL overrides; a fresh quorum
 queue per workload), beanstalkd (apt-get install -y beanstalkd; run with -f 0 and with its
 default -f 50) and BullMQ on a redis-server the bench starts with appendfsync always. A peer that
 cannot be started is skipped with the reason. "floor" is not a queue: bench/floor_server.ts speaks
@@ -230,6 +232,13 @@ async function main(): Promise<number> {
     cpuProfileDir: o.cpuProfileDir,
   });
   const peers: Peer[] = [];
+  if (o.peers.has("sdk")) {
+    peers.push(tegamiSdkPeer({
+      sync: o.sync,
+      serveArgs: o.serveArgs,
+      cpuProfileDir: o.cpuProfileDir,
+    }));
+  }
   const amqpUrl = Deno.env.get("TEGAMI_BENCH_AMQP_URL") ?? "amqp://guest:guest@127.0.0.1:5672";
   if (o.peers.has("floor")) peers.push(floorPeer(o.fetch ? "fetch" : "lean"));
   if (o.peers.has("rabbitmq")) peers.push(rabbitmqPeer(amqpUrl));
@@ -243,7 +252,7 @@ async function main(): Promise<number> {
   const w2 = { queue: "w2", backlog: o.backlog };
   let filled: Filled | undefined;
   const plan: [Exclude<WorkloadKey, "scale">, Peer[], Workload][] = [
-    ["RSS", everyone, {
+    ["RSS", everyone.filter((p) => p.key !== "sdk"), {
       label: "RSS idle",
       throughput: false,
       warm: false,

@@ -16,6 +16,7 @@ import {
 import type { Measurement } from "./measurement.ts";
 import { type Peer, PeerUnavailable, type Target } from "./peers/peer.ts";
 import { TegamiTarget } from "./peers/tegami.ts";
+import { writtenBytes } from "./proc.ts";
 import type { Row } from "./report.ts";
 import { warmUp } from "./workloads/warm_up.ts";
 
@@ -86,8 +87,16 @@ export class Runner {
       await workload.prepare?.(target);
       const tegami = target instanceof TegamiTarget ? target : null;
       const before = tegami === null ? null : await tegami.commitBatches();
+      const writtenBefore = writtenBytes(target.pids);
       const m = await workload.run(target);
+      const writtenAfter = writtenBytes(target.pids);
       const after = tegami === null ? null : await tegami.commitBatches();
+      if (writtenBefore !== null && writtenAfter !== null && m.jobs > 0) {
+        m.diskBytes = writtenAfter - writtenBefore;
+      }
+      if (before !== null && after !== null && after.statements > 0) {
+        m.statements = after.statements - before.statements;
+      }
       if (before !== null && after !== null && m.seconds > 0) {
         const batches = commitsBetween(before, after);
         m.notes.push(describeCommits(batches));

@@ -118,7 +118,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ),
       );
     }
-    return upgradeToWebSocket(request, config.pingIntervalMs, (socket) => {
+    return upgradeToWebSocket(request, config.pingIntervalMs, (socket, version) => {
       const connection: Connection = new Connection(socket, {
         broker,
         clock,
@@ -129,6 +129,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         pauseBuffered: 1 << 20,
         maxBuffered: 32 << 20,
         log,
+        version,
         onFinished: () => connections.delete(connection),
       });
       connections.add(connection);
@@ -172,6 +173,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         connections: connections.size,
         now: clock.now(),
         files: store.fileSizes(),
+        statements: store.commitStats().statements,
       }),
     onRequest: (route, status, ms) => metrics.request(route, status, ms),
   });

@@ -10,6 +10,7 @@ import { type ServerProcess, spawnServer } from "../../tests/helpers/process_ser
 import { wsUrl } from "../../tests/helpers/ws_client.ts";
 import { type CommitBatches, parseCommitBatches } from "../commit_batches.ts";
 import type { Stamp } from "../payload.ts";
+import { consume, TegamiClient } from "../../lib/client/mod.ts";
 import { AckTracker } from "./ack_tracker.ts";
 import { Http1Client } from "./http1_client.ts";
 import type { Consumer, Peer, Producer, Target } from "./peer.ts";
@@ -29,6 +30,12 @@ export interface TegamiOptions {
   serveArgs?: string[];
   /** Write a V8 CPU profile of the server into this directory when it stops. */
   cpuProfileDir?: string;
+  /**
+   * How producers and consumers talk to it: the raw protocol the bench writes by hand (one
+   * request or frame per job), or the client library users run (`lib/client`: `TegamiClient`
+   * and `consume`, which coalesce each tick's calls and speak protocol v2). @default "raw"
+   */
+  client?: "raw" | "sdk";
 }
 
 /** POSTs JSON text to a fixed URL; fails on any status but 2xx. */
@@ -78,6 +85,9 @@ export interface Restart {
   startupMs: number;
 }
 
+/** The name in the table of tegami driven through its client library. */
+export const SDK_NAME = "tegami via SDK (lib/client)";
+
 /** The runtime floor's module and its name in the table. */
 const FLOOR_SCRIPT = new URL("../floor_server.ts", import.meta.url).pathname;
 const FLOOR_NAME = "runtime floor (Deno HTTP+WS, no storage)";
@@ -96,6 +106,7 @@ export class TegamiTarget implements Target {
   readonly #args: string[];
   readonly #http: "lean" | "fetch";
   readonly #runtimeFlags: string[];
+  readonly #sdk: boolean;
   /** How long the first start took, from spawn to listening, in ms. */
   readonly startupMs: number;
 
@@ -107,10 +118,12 @@ export class TegamiTarget implements Target {
     http: "lean" | "fetch",
     runtimeFlags: string[],
     floor: boolean,
+    sdk: boolean,
   ) {
     this.#runtimeFlags = runtimeFlags;
     this.#floor = floor;
-    this.name = floor ? FLOOR_NAME : "tegami";
+    this.#sdk = sdk;
+    this.name = floor ? FLOOR_NAME : sdk ? SDK_NAME : "tegami";
     this.#server = server;
     this.#http = http;
     this.#dir = dir;
@@ -143,6 +156,7 @@ export class TegamiTarget implements Target {
         options.http ?? "lean",
         runtimeFlags,
         options.floor ?? false,
+        options.client === "sdk",
       );
     } catch (error) {
       await Deno.remove(dir, { recursive: true });
@@ -160,8 +174,20 @@ export class TegamiTarget implements Target {
     return [this.#server.child.pid];
   }
 
-  /** An HTTP producer with its own connections: `POST /v1/queues/{queue}/jobs` per job. */
+  /**
+   * An HTTP producer with its own connections: `POST /v1/queues/{queue}/jobs` per job; through
+   * the SDK, a `TegamiClient` whose `enqueue` calls of one tick share a request.
+   */
   producer(queue: string): Promise<Producer> {
+    if (this.#sdk) {
+      const client = new TegamiClient({ url: this.url });
+      return Promise.resolve({
+        send: async (payload) => {
+          await client.enqueue(queue, JSON.parse(payload));
+        },
+        close: () => Promise.resolve(),
+      });
+    }
     const http = poster(`${this.url}/v1/queues/${queue}/jobs`, this.#http);
     return Promise.resolve({
       send: (payload) => http.post(`{"payload":${payload}}`),
@@ -208,8 +234,24 @@ export class TegamiTarget implements Target {
     };
   }
 
-  /** A WebSocket consumer: `subscribe` with `prefetch`, an `ack` frame per job as it arrives. */
+  /**
+   * A WebSocket consumer: `subscribe` with `prefetch`, an `ack` frame per job as it arrives;
+   * through the SDK, `consume` with `prefetch` handlers at once, each acking on return.
+   */
   async consumer(queue: string, prefetch: number, onJob: (job: Stamp) => void): Promise<Consumer> {
+    if (this.#sdk) {
+      const worker = consume<Stamp>(queue, (payload) => {
+        onJob(payload);
+      }, { url: this.url, prefetch, concurrency: prefetch });
+      await worker.ready();
+      return {
+        // A handler counts as running until its ack is answered.
+        acked: async () => {
+          while (worker.running > 0) await new Promise((resolve) => setTimeout(resolve, 1));
+        },
+        close: () => worker.close(),
+      };
+    }
     const ws = await openSocket(this.url);
     const acks = new AckTracker();
     let errors = 0;
@@ -328,6 +370,15 @@ export interface TegamiPeer extends Peer {
 /** Starts fresh tegami servers. */
 export function tegamiPeer(options: TegamiOptions = {}): TegamiPeer {
   return { key: "tegami", name: "tegami", start: () => TegamiTarget.start(options) };
+}
+
+/** Starts fresh tegami servers driven through the client library (see `TegamiOptions.client`). */
+export function tegamiSdkPeer(options: TegamiOptions = {}): TegamiPeer {
+  return {
+    key: "sdk",
+    name: SDK_NAME,
+    start: () => TegamiTarget.start({ ...options, client: "sdk" }),
+  };
 }
 
 /** Starts fresh runtime floors (see `bench/floor_server.ts`), driven by the same HTTP client. */

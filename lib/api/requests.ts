@@ -152,7 +152,7 @@ const JOB_FIELDS = new Set([
 
 /** The fields each request body may hold, made once. */
 const BACKOFF_FIELDS = new Set(["base_ms", "max_ms"]);
-const BATCH_FIELDS = new Set(["jobs"]);
+const BATCH_FIELDS = new Set(["jobs", "atomic"]);
 const LEASE_FIELDS = new Set(["max", "wait_ms", "lease_ms"]);
 const ACK_FIELDS = new Set(["token", "result"]);
 const NACK_FIELDS = new Set(["token", "error", "delay_ms", "dead"]);
@@ -230,24 +230,42 @@ export function parseJob(
   };
 }
 
+/** A parsed enqueue: the jobs to store, and how the caller is answered. */
+export interface EnqueueRequest {
+  /** The jobs to store (for a batch with `atomic: false`, those that passed validation). */
+  jobs: NewJob[];
+  /** True for `{jobs: [...]}`: answered with a `jobs` array. */
+  batch: boolean;
+  /**
+   * For `{jobs: [...], atomic: false}`, one entry per job sent, in order: the error that refused
+   * it, or null when it is among `jobs`. Null for a single job or an all-or-nothing batch.
+   */
+  refused: (TegamiError | null)[] | null;
+}
+
 /**
- * Parses an enqueue body: one job, or `{jobs: [...]}` for an all-or-nothing batch. `source`, the
- * JSON text `value` was parsed from, lets each payload be stored as the text received.
+ * Parses an enqueue body: one job, or `{jobs: [...]}` for an all-or-nothing batch, or
+ * `{jobs: [...], atomic: false}` where each job stands alone (one invalid job is refused alone,
+ * as if each had been sent in its own request). `source`, the JSON text `value` was parsed from,
+ * lets each payload be stored as the text received.
  */
 export function parseEnqueue(
   value: unknown,
   limits: RequestLimits,
   now: number,
   source?: string,
-): { jobs: NewJob[]; batch: boolean } {
+): EnqueueRequest {
   const body = asObject(value);
   const text = (span: Span | undefined) =>
     span === undefined ? undefined : source!.slice(span.start, span.end);
   if (!Object.hasOwn(body, "jobs")) {
     const raw = source === undefined ? undefined : text(memberSpan(source, "payload"));
-    return { jobs: [parseJob(body, limits, now, "", raw)], batch: false };
+    return { jobs: [parseJob(body, limits, now, "", raw)], batch: false, refused: null };
   }
   rejectUnknown(body, BATCH_FIELDS);
+  if (has(body, "atomic") && typeof body.atomic !== "boolean") {
+    throw invalid("atomic", "expected true or false");
+  }
   if (!Array.isArray(body.jobs)) throw invalid("jobs", "expected an array of jobs");
   if (body.jobs.length === 0) throw invalid("jobs", "expected at least one job");
   if (body.jobs.length > limits.maxBatch) {
@@ -255,15 +273,47 @@ export function parseEnqueue(
   }
   const jobsSpan = source === undefined ? undefined : memberSpan(source, "jobs");
   const elements = jobsSpan === undefined ? null : elementSpans(source!, jobsSpan.start);
+  const parse = (job: unknown, i: number) => {
+    const element = elements?.[i];
+    const raw = element === undefined
+      ? undefined
+      : text(memberSpan(source!, "payload", element.start));
+    return parseJob(job, limits, now, `jobs[${i}].`, raw);
+  };
+  if (body.atomic !== false) return { jobs: body.jobs.map(parse), batch: true, refused: null };
+  const jobs: NewJob[] = [];
+  const refused = body.jobs.map((job, i) => {
+    try {
+      jobs.push(parse(job, i));
+      return null;
+    } catch (error) {
+      if (error instanceof TegamiError) return error;
+      throw error;
+    }
+  });
+  return { jobs, batch: true, refused };
+}
+
+/**
+ * The answer to an enqueue: `{id, deduplicated}` for one job, else `{jobs: [...]}` with one entry
+ * per job sent — `{id, deduplicated}`, or `{error: {code, message}}` for a job an
+ * `atomic: false` batch refused. `out` answers `request.jobs`, in order.
+ */
+export function enqueueAnswer(
+  request: EnqueueRequest,
+  out: readonly { id: number; deduplicated: boolean }[],
+): Record<string, unknown> {
+  if (!request.batch) return { id: out[0].id, deduplicated: out[0].deduplicated };
+  if (request.refused === null) {
+    return { jobs: out.map((e) => ({ id: e.id, deduplicated: e.deduplicated })) };
+  }
+  let next = 0;
   return {
-    jobs: body.jobs.map((job, i) => {
-      const element = elements?.[i];
-      const raw = element === undefined
-        ? undefined
-        : text(memberSpan(source!, "payload", element.start));
-      return parseJob(job, limits, now, `jobs[${i}].`, raw);
+    jobs: request.refused.map((error) => {
+      if (error !== null) return { error: { code: error.code, message: error.message } };
+      const e = out[next++];
+      return { id: e.id, deduplicated: e.deduplicated };
     }),
-    batch: true,
   };
 }
 

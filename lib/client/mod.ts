@@ -29,6 +29,7 @@ export {
 } from "./consumer.ts";
 export {
   type BatchJob,
+  type ClientOptions,
   type ConnectionOptions,
   type EnqueueResult,
   type JobInfo,

@@ -3,10 +3,18 @@
  * pause/resume. Uses only the standard `fetch`, so it runs in Deno, browsers and Node 20 or later.
  * Server errors come back as {@linkcode TegamiError} carrying the server's code.
  *
+ * `enqueue` calls made in the same tick go out together: one request per queue carrying them all
+ * as a batch in which each job stands alone (`{"jobs": […], "atomic": false}`), so one invalid job
+ * fails only its own call. Each call still resolves with its own answer, once the server has
+ * committed its job (the server answers only after the fsync), or rejects with its own error. A
+ * call alone in its tick is sent as a plain single-job request. There is no linger to configure:
+ * nothing waits for more calls to arrive.
+ *
  * @module
  */
 
 import { type ErrorCode, TegamiError } from "../core/errors.ts";
+import { TickBatch } from "./tick_batch.ts";
 
 /** Options of one job. */
 export interface JobOptions {
@@ -105,6 +113,27 @@ export interface ConnectionOptions {
   fetch?: typeof fetch;
 }
 
+/** Options of {@linkcode TegamiClient}. */
+export interface ClientOptions extends ConnectionOptions {
+  /**
+   * Most `enqueue` calls of one tick carried by one request (more go in further requests);
+   * 1 sends every call in its own request. Keep it within the server's `--max-batch`.
+   * @default 1000
+   */
+  maxCoalesced?: number;
+}
+
+/** Most bytes of job bodies one coalesced request carries (far below the server's --max-body). */
+const MAX_COALESCED_BYTES = 1 << 20;
+
+/** An enqueue call waiting for this tick's request. */
+interface Call {
+  queue: string;
+  body: string;
+  resolve: (result: EnqueueResult) => void;
+  reject: (error: unknown) => void;
+}
+
 /** The wire form of a job's options. */
 export function jobBody(payload: unknown, options: JobOptions = {}): Record<string, unknown> {
   const body: Record<string, unknown> = { payload };
@@ -149,32 +178,42 @@ export function errorFromAnswer(status: number, body: unknown): TegamiError {
   );
 }
 
+/** One job's entry in the answer to an `atomic: false` batch. */
+interface WireOutcome {
+  id?: number;
+  deduplicated?: boolean;
+  error?: { code?: unknown; message?: unknown; id?: unknown };
+}
+
 /** A client for the HTTP API. */
 export class TegamiClient {
   /** The server's base URL, without a trailing slash. */
   readonly url: string;
   readonly #token: string | undefined;
   readonly #fetch: typeof fetch;
+  readonly #maxCoalesced: number;
+  readonly #calls = new TickBatch<Call>((calls) => this.#send(calls));
 
   /** Makes a client; nothing is sent until the first call. */
-  constructor(options: ConnectionOptions = {}) {
+  constructor(options: ClientOptions = {}) {
     this.url = baseUrl(options.url);
     this.#token = options.token;
     this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#maxCoalesced = Math.max(1, options.maxCoalesced ?? 1000);
   }
 
   /** Sends one request; answers the parsed JSON or throws the server's error. */
-  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    return this.#requestText(method, path, body === undefined ? undefined : JSON.stringify(body));
+  }
+
+  async #requestText<T>(method: string, path: string, body: string | undefined): Promise<T> {
     const headers: Record<string, string> = {};
     if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`;
     if (body !== undefined) headers["content-type"] = "application/json";
     let response: Response;
     try {
-      response = await this.#fetch(this.url + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
+      response = await this.#fetch(this.url + path, { method, headers, body });
     } catch (cause) {
       throw new TegamiError("unavailable", `Cannot reach ${this.url}: ${String(cause)}`, {
         cause,
@@ -191,13 +230,70 @@ export class TegamiClient {
     return parsed as T;
   }
 
-  /** Enqueues one job. */
+  /**
+   * Enqueues one job. Calls made in the same tick share one request (see the module doc); this
+   * one resolves once its own job is committed, or rejects with its own error.
+   */
   enqueue<T>(queue: string, payload: T, options?: JobOptions): Promise<EnqueueResult> {
-    return this.request(
-      "POST",
-      `/v1/queues/${encodeURIComponent(queue)}/jobs`,
-      jobBody(payload, options),
-    );
+    let body: string;
+    try {
+      body = JSON.stringify(jobBody(payload, options));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (body === undefined) {
+      return Promise.reject(new TegamiError("validation_failed", "Cannot enqueue: no payload"));
+    }
+    return new Promise((resolve, reject) => this.#calls.add({ queue, body, resolve, reject }));
+  }
+
+  /** Sends one tick's enqueue calls: one request per queue (more past the size caps). */
+  #send(calls: Call[]): void {
+    const byQueue = new Map<string, Call[]>();
+    for (const call of calls) {
+      const list = byQueue.get(call.queue);
+      if (list === undefined) byQueue.set(call.queue, [call]);
+      else list.push(call);
+    }
+    for (const [queue, list] of byQueue) {
+      let chunk: Call[] = [];
+      let bytes = 0;
+      for (const call of list) {
+        if (
+          chunk.length > 0 &&
+          (chunk.length >= this.#maxCoalesced || bytes + call.body.length > MAX_COALESCED_BYTES)
+        ) {
+          this.#post(queue, chunk);
+          chunk = [];
+          bytes = 0;
+        }
+        chunk.push(call);
+        bytes += call.body.length;
+      }
+      this.#post(queue, chunk);
+    }
+  }
+
+  /** Posts calls of one queue: alone as a plain enqueue, else as a batch where each stands alone. */
+  async #post(queue: string, calls: Call[]): Promise<void> {
+    const path = `/v1/queues/${encodeURIComponent(queue)}/jobs`;
+    try {
+      if (calls.length === 1) {
+        calls[0].resolve(await this.#requestText<EnqueueResult>("POST", path, calls[0].body));
+        return;
+      }
+      const body = `{"jobs":[${calls.map((c) => c.body).join(",")}],"atomic":false}`;
+      const answer = await this.#requestText<{ jobs: WireOutcome[] }>("POST", path, body);
+      for (let i = 0; i < calls.length; i++) {
+        const outcome = answer.jobs[i];
+        if (outcome?.error !== undefined) calls[i].reject(errorFromWire(outcome.error));
+        else if (outcome === undefined) {
+          calls[i].reject(new TegamiError("internal", "The server answered fewer jobs than sent"));
+        } else calls[i].resolve({ id: outcome.id!, deduplicated: outcome.deduplicated! });
+      }
+    } catch (error) {
+      for (const call of calls) call.reject(error);
+    }
   }
 
   /** Enqueues a batch, all or nothing (at most the server's `--max-batch`, 1000 by default). */

@@ -12,6 +12,7 @@
  */
 
 import type { Clock, TimerHandle } from "./clock.ts";
+import { IntakeGate } from "./intake_gate.ts";
 import { shuttingDown } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
 import type { NackRequest } from "./lifecycle.ts";
@@ -54,6 +55,10 @@ export interface Subscriber {
   deliver(deliveries: Delivery[], reserved: number): boolean;
   /** Who holds the leases it is given (null: nobody to tell). */
   readonly holder: LeaseHolder | null;
+  /** Most jobs it holds at once, for a standing subscription (absent for a one-off long-poll). */
+  readonly prefetch?: number;
+  /** How many more jobs it could hold now, those being claimed for it included. */
+  room?(): number;
 }
 
 /** How a lease ended, for metrics. */
@@ -98,6 +103,8 @@ export class Broker {
   readonly #again = new Set<string>();
   readonly #longPolls = new Set<() => void>();
   readonly #observer: BrokerObserver | null;
+  /** Holds enqueues while delivery lags behind intake. */
+  readonly #gate: IntakeGate;
   /**
    * Every live lease handed out, by token: its job and queue, when it began (processing-time
    * metrics) and who holds it (told when it ends without their own settle).
@@ -119,6 +126,18 @@ export class Broker {
     this.#retainDoneMs = options.retainDoneMs;
     this.#onError = options.onBackgroundError ?? (() => {});
     this.#observer = options.observer ?? null;
+    this.#gate = new IntakeGate({
+      ready: (queue) => this.#store.readyHint?.(queue),
+      credit: (queue) => {
+        let prefetch = 0;
+        let room = 0;
+        for (const subscriber of this.#subscribers.get(queue) ?? []) {
+          prefetch += subscriber.prefetch ?? 0;
+          room += subscriber.room?.() ?? 0;
+        }
+        return { prefetch, room };
+      },
+    });
   }
 
   /** Recovers whatever the last stop left (due jobs, expired leases) and arms the timers. */
@@ -137,6 +156,7 @@ export class Broker {
     if (this.#sweepTimer !== null) this.#clock.clearTimer(this.#sweepTimer);
     this.#timer = null;
     for (const stop of [...this.#longPolls]) stop();
+    this.#gate.openAll();
   }
 
   /** True once {@linkcode Broker.close} was called. */
@@ -149,6 +169,13 @@ export class Broker {
   /** Stores jobs (all-or-nothing) and wakes consumers of the queue. */
   async enqueue(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
     this.#refuseIfClosed();
+    // Delivery before intake: while the server cannot deliver as fast as it is fed, the
+    // enqueue waits a moment (see intake_gate.ts).
+    const held = this.#gate.admit(queue, jobs.length);
+    if (held !== null) {
+      await held;
+      this.#refuseIfClosed();
+    }
     const now = this.#clock.now();
     const stored = this.#store.enqueue(queue, jobs, now);
     // Offer the queue at once: the claim joins the same group commit right after the insert,
@@ -267,6 +294,7 @@ export class Broker {
       this.#subscribers.delete(subscriber.queue);
       this.#rotation.delete(subscriber.queue);
     }
+    this.#gate.recheck(subscriber.queue);
   }
 
   /**
@@ -429,6 +457,9 @@ export class Broker {
       }
       // A consumer that got all it asked for may have left jobs behind: go round again.
       if (full) this.#again.add(queue);
+      let delivered = 0;
+      for (const dealt of lists) delivered += dealt.length;
+      this.#gate.recheck(queue, delivered);
     } while (this.#again.has(queue));
   }
 

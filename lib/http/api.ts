@@ -19,6 +19,7 @@ import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "
 import { deliveryJson, jobJson } from "../core/job.ts";
 import { describeCause, type Logger } from "../observe/log.ts";
 import {
+  enqueueAnswer,
   parseAck,
   parseCheckpoint,
   parseDeadQuery,
@@ -117,13 +118,10 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       handle: async (ctx) => {
         const queue = ctx.params[0];
         const { value, text } = await bodyText(ctx);
-        const { jobs, batch } = parseEnqueue(value, limits, clock.now(), text);
-        const out = await broker.enqueue(queue, jobs);
+        const request = parseEnqueue(value, limits, clock.now(), text);
+        const out = request.jobs.length === 0 ? [] : await broker.enqueue(queue, request.jobs);
         const created = out.some((e) => !e.deduplicated);
-        if (!batch) return json(created ? 201 : 200, { id: out[0].id, deduplicated: !created });
-        return json(created ? 201 : 200, {
-          jobs: out.map((e) => ({ id: e.id, deduplicated: e.deduplicated })),
-        });
+        return json(created ? 201 : 200, enqueueAnswer(request, out));
       },
     },
     {

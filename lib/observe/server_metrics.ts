@@ -22,6 +22,8 @@ export interface ScrapeInput {
   now: number;
   /** Bytes of the database file and its WAL, when the store has files. */
   files: { database: number; wal: number } | null;
+  /** SQL statements the store has run since start, when it counts them. */
+  statements?: number;
 }
 
 /** One queue's job counters since the server started (the dashboard's throughput). */
@@ -104,6 +106,14 @@ export class ServerMetrics implements BrokerObserver {
       const files = snapshot().files;
       return files === null ? [] : [[{}, files.wal]];
     });
+    r.gauge(
+      "tegami_store_statements_total",
+      "SQL statements the store has run since start (BEGIN and COMMIT included).",
+      () => {
+        const n = snapshot().statements;
+        return n === undefined ? [] : [[{}, n]];
+      },
+    );
     this.#enqueued = r.counter("tegami_enqueued_total", "Jobs stored by enqueues.", q);
     this.#deduplicated = r.counter(
       "tegami_deduplicated_total",

@@ -114,6 +114,8 @@ export interface CommitStats {
   batch_histogram: number[];
   /** Total time spent committing, ms. */
   commit_ms: number;
+  /** SQL statements the store has run (BEGIN and COMMIT included), where it counts them. */
+  statements?: number;
 }
 
 /** Commit figures before the first commit. */

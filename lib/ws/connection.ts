@@ -24,6 +24,7 @@ import { invalid, jobNotFound, TegamiError, toTegamiError } from "../core/errors
 import type { Delivery } from "../core/job.ts";
 import type { Logger } from "../observe/log.ts";
 import {
+  enqueueAnswer,
   parseAck,
   parseCheckpoint,
   parseEmpty,
@@ -35,12 +36,16 @@ import {
   utf8Length,
 } from "../api/requests.ts";
 import {
+  type BatchItem,
+  batchItems,
+  batchReplyFrame,
   cancelFrame,
   type ClientFrame,
   decodeFrame,
   errorFrame,
   expiredFrame,
   jobFrame,
+  jobsFrame,
   okFrame,
   refOf,
 } from "./protocol.ts";
@@ -95,6 +100,12 @@ export interface ConnectionOptions {
   /** Called once when the connection is finished. */
   onFinished?: () => void;
   /**
+   * The protocol version the client asked for on the upgrade: 2 pushes every job a
+   * subscription is dealt at once in one `jobs` frame, 1 sends one `job` frame per job.
+   * @default 1
+   */
+  version?: 1 | 2;
+  /**
    * How long an unauthenticated socket may wait before sending `auth`; it is then closed with
    * 1008, so sockets without a token cannot hold connection slots. @default AUTH_TIMEOUT_MS
    */
@@ -118,6 +129,10 @@ class Subscription implements Subscriber {
     if (!this.active || !this.connection.canPush()) return 0;
     return Math.max(0, this.prefetch - this.inflight - this.reserved);
   }
+  room(): number {
+    if (!this.active || !this.connection.canPush()) return 0;
+    return Math.max(0, this.prefetch - this.inflight);
+  }
   reserve(n: number): void {
     this.reserved += n;
   }
@@ -135,6 +150,8 @@ export class Connection implements LeaseHolder {
   readonly #subs = new Map<string, Subscription>();
   readonly #leases = new Map<number, { token: string; sub: Subscription }>();
   #pending = 0;
+  /** While a batch's frames are being submitted: the queues whose credit they freed. */
+  #deferredWakes: Set<string> | null = null;
   #drainTimer: ReturnType<typeof setTimeout> | null = null;
   #authTimer: TimerHandle | null = null;
   #finished = false;
@@ -222,35 +239,80 @@ export class Connection implements LeaseHolder {
       this.#refuseUnauthenticated(frame.ref);
       return;
     }
+    if (frame.op === "batch") {
+      this.#batch(frame);
+      return;
+    }
     if (this.#pending >= MAX_PENDING_FRAMES) {
-      this.#send(errorFrame(
-        frame.ref,
-        new TegamiError(
-          "rate_limited",
-          "Cannot take the frame: too many frames in progress; wait for replies",
-        ),
-      ));
+      this.#send(errorFrame(frame.ref, tooManyFrames()));
       return;
     }
     this.#pending++;
-    this.#handle(frame).then(
-      (answer) => this.#send(okFrame(frame.ref, answer)),
+    this.#answer(frame).then(({ reply, fatal }) => {
+      this.#send(reply);
+      if (fatal) this.#close(CLOSE.policy, "authentication failed", true);
+    }).finally(() => this.#pending--);
+  }
+
+  /**
+   * Handles a `batch`: its frames one after another, exactly as if each had come alone (each
+   * starts before the next, so their writes reach the store in order and share commits), and one
+   * reply holding every frame's own reply, sent once the last of them is answered.
+   */
+  #batch(batch: ClientFrame): void {
+    let items: BatchItem[];
+    try {
+      items = batchItems(batch);
+    } catch (error) {
+      this.#send(errorFrame(batch.ref, toTegamiError(error)));
+      return;
+    }
+    if (this.#pending + items.length > MAX_PENDING_FRAMES) {
+      this.#send(errorFrame(batch.ref, tooManyFrames()));
+      return;
+    }
+    this.#pending += items.length;
+    // The credit its settles free is offered once they are all submitted: one claim for all of
+    // it, in the same transaction, instead of one for the first settle's and the rest a commit
+    // later.
+    this.#deferredWakes = new Set();
+    let replies: (string | Promise<string>)[];
+    try {
+      // auth is refused inside a batch, so no reply here can be fatal.
+      replies = items.map((item) =>
+        "frame" in item
+          ? this.#answer(item.frame).then((answered) => answered.reply)
+          : errorFrame(item.ref, item.error)
+      );
+    } finally {
+      const queues = this.#deferredWakes;
+      this.#deferredWakes = null;
+      for (const queue of queues) this.#options.broker.wake(queue);
+    }
+    Promise.all(replies).then((texts) => this.#send(batchReplyFrame(batch.ref, texts)))
+      .finally(() => this.#pending -= items.length);
+  }
+
+  /**
+   * Runs one decoded frame; answers its reply (`ok` or `error`) and whether the connection must
+   * close once that reply is sent. Never rejects.
+   */
+  #answer(frame: ClientFrame): Promise<{ reply: string; fatal: boolean }> {
+    return this.#handle(frame).then(
+      (answer) => ({ reply: okFrame(frame.ref, answer), fatal: false }),
       (error) => {
         const failure = toTegamiError(error);
         if (failure.code === "internal") {
           this.#options.log.error("WebSocket frame failed", { op: frame.op, cause: String(error) });
         }
-        this.#send(errorFrame(frame.ref, failure));
         // A wrong token ends the session; so does any failed auth before one succeeded. A
         // malformed auth frame on a socket already authenticated (or with auth off) is just
         // a malformed frame: an error reply, never a dropped connection.
-        if (
-          frame.op === "auth" && (failure.code === "unauthorized" || this.#principal === null)
-        ) {
-          this.#close(CLOSE.policy, "authentication failed", true);
-        }
+        const fatal = frame.op === "auth" &&
+          (failure.code === "unauthorized" || this.#principal === null);
+        return { reply: errorFrame(frame.ref, failure), fatal };
       },
-    ).finally(() => this.#pending--);
+    );
   }
 
   /** The socket closed (by the client, a failed heartbeat, or us): give back its leases. */
@@ -266,6 +328,7 @@ export class Connection implements LeaseHolder {
   /** Pushes claimed jobs; answers false if they cannot be sent (the broker releases them). */
   push(sub: Subscription, deliveries: Delivery[]): boolean {
     if (this.#finished || !sub.active) return deliveries.length === 0;
+    if (this.#options.version === 2) return this.#pushAll(sub, deliveries);
     for (let i = 0; i < deliveries.length; i++) {
       const d = deliveries[i];
       try {
@@ -281,6 +344,27 @@ export class Connection implements LeaseHolder {
       this.#leases.set(d.job.id, { token: d.lease.token, sub });
       sub.inflight++;
     }
+    if (this.#socket.bufferedAmount > this.#options.maxBuffered) {
+      this.#close(CLOSE.policy, "consumer is not reading its frames", true);
+    }
+    return true;
+  }
+
+  /** Pushes deliveries in one v2 `jobs` frame. */
+  #pushAll(sub: Subscription, deliveries: Delivery[]): boolean {
+    if (deliveries.length === 0) return true;
+    try {
+      this.#socket.send(jobsFrame(sub.queue, deliveries));
+    } catch {
+      // Nothing was sent: the broker releases the whole batch as undelivered.
+      this.#finish(true);
+      return false;
+    }
+    for (let i = 0; i < deliveries.length; i++) {
+      const d = deliveries[i];
+      this.#leases.set(d.job.id, { token: d.lease.token, sub });
+    }
+    sub.inflight += deliveries.length;
     if (this.#socket.bufferedAmount > this.#options.maxBuffered) {
       this.#close(CLOSE.policy, "consumer is not reading its frames", true);
     }
@@ -304,7 +388,9 @@ export class Connection implements LeaseHolder {
     if (held === undefined || held.token !== token) return false;
     this.#leases.delete(id);
     held.sub.inflight--;
-    if (held.sub.active) this.#options.broker.wake(held.sub.queue);
+    if (!held.sub.active) return true;
+    if (this.#deferredWakes !== null) this.#deferredWakes.add(held.sub.queue);
+    else this.#options.broker.wake(held.sub.queue);
     return true;
   }
 
@@ -355,10 +441,11 @@ export class Connection implements LeaseHolder {
       }
       case "enqueue": {
         this.#require(OPERATIONS.enqueue, frame.queue);
-        const { jobs, batch } = parseEnqueue(body, limits, this.#options.clock.now(), frame.text);
-        const out = await broker.enqueue(frame.queue, jobs);
-        if (!batch) return { id: out[0].id, deduplicated: out[0].deduplicated };
-        return { jobs: out.map((e) => ({ id: e.id, deduplicated: e.deduplicated })) };
+        const request = parseEnqueue(body, limits, this.#options.clock.now(), frame.text);
+        const out = request.jobs.length === 0
+          ? []
+          : await broker.enqueue(frame.queue, request.jobs);
+        return enqueueAnswer(request, out);
       }
       case "ack": {
         const req = parseAck(body, limits);
@@ -386,6 +473,9 @@ export class Connection implements LeaseHolder {
         if (this.#options.tokens !== null) await this.#requireJob(frame.id);
         return await broker.checkpoint(frame.id, req.token, req.data);
       }
+      case "batch":
+        // onMessage handles batches; a batch inside one is refused when it is decoded.
+        throw invalid("op", "batch cannot be sent inside a batch");
     }
   }
 
@@ -508,6 +598,13 @@ export class Connection implements LeaseHolder {
     }
     this.#options.onFinished?.();
   }
+}
+
+function tooManyFrames(): TegamiError {
+  return new TegamiError(
+    "rate_limited",
+    "Cannot take the frame: too many frames in progress; wait for replies",
+  );
 }
 
 /**

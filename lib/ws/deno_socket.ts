@@ -9,16 +9,26 @@
 
 import { TegamiError } from "../core/errors.ts";
 import type { Connection, SocketLike } from "./connection.ts";
+import { PROTOCOL_V2 } from "./protocol.ts";
 
-/** Upgrades `request`; `connect` builds the protocol state for the socket. */
+/**
+ * Upgrades `request`; `connect` builds the protocol state for the socket, given the protocol
+ * version the client asked for: 2 when its `Sec-WebSocket-Protocol` offers
+ * {@linkcode PROTOCOL_V2} (which the answer then names), else 1.
+ */
 export function upgradeToWebSocket(
   request: Request,
   pingIntervalMs: number,
-  connect: (socket: SocketLike) => Connection,
+  connect: (socket: SocketLike, version: 1 | 2) => Connection,
 ): Response {
+  const offered = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim());
+  const version = offered?.includes(PROTOCOL_V2) ? 2 : 1;
   let upgraded: { socket: WebSocket; response: Response };
   try {
-    upgraded = Deno.upgradeWebSocket(request, { idleTimeout: pingIntervalMs / 1000 });
+    upgraded = Deno.upgradeWebSocket(request, {
+      idleTimeout: pingIntervalMs / 1000,
+      protocol: version === 2 ? PROTOCOL_V2 : undefined,
+    });
   } catch (error) {
     // The runtime refuses a handshake without `Connection: Upgrade` or `Sec-WebSocket-Key`:
     // the client's malformed request, not a server fault (found by fuzz_http_test.ts).
@@ -29,13 +39,16 @@ export function upgradeToWebSocket(
   }
   const { socket, response } = upgraded;
   socket.binaryType = "arraybuffer";
-  const connection = connect({
-    send: (text) => socket.send(text),
-    close: (code, reason) => socket.close(code, reason),
-    get bufferedAmount() {
-      return socket.bufferedAmount;
+  const connection = connect(
+    {
+      send: (text) => socket.send(text),
+      close: (code, reason) => socket.close(code, reason),
+      get bufferedAmount() {
+        return socket.bufferedAmount;
+      },
     },
-  });
+    version,
+  );
   socket.onmessage = (event) => {
     const data = event.data;
     connection.onMessage(typeof data === "string" ? data : new Uint8Array(data as ArrayBuffer));

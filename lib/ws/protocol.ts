@@ -1,18 +1,27 @@
 /**
- * The WebSocket protocol v1: decoding client frames and encoding server frames. Pure functions,
- * no sockets — the per-connection logic is in `connection.ts`, the Deno glue in `deno_socket.ts`.
+ * The WebSocket protocol (v1, and v2 which carries many per frame): decoding client frames and
+ * encoding server frames. Pure functions, no sockets — the per-connection logic is in
+ * `connection.ts`, the Deno glue in `deno_socket.ts`.
  *
  * Text frames, one JSON object each, with an `op`. Any client frame may carry `ref` (a string or
  * number, echoed in the reply). Replies are `{op:"ok", ref, …answer}` or
- * `{op:"error", ref?, code, message, id?}`. The full description, with an example of every
- * frame, is docs/protocol.md.
+ * `{op:"error", ref?, code, message, id?}`.
+ *
+ * Many per frame, both ways: any client may send `{op:"batch", ref?, frames:[…]}`, which is its
+ * frames handled one after another exactly as if sent alone, answered with one
+ * `{op:"ok", ref?, replies:[…]}` holding each frame's own reply in order (one failing frame fails
+ * nothing else). A client that asks for the {@linkcode PROTOCOL_V2} subprotocol on the upgrade
+ * gets its pushes as `{op:"jobs", queue, jobs:[…]}`, every job a subscription is dealt at once in
+ * one frame; without it, one `job` frame per job as in v1. The full description, with an example
+ * of every frame, is docs/protocol.md.
  *
  * @module
  */
 
-import { invalid, TegamiError } from "../core/errors.ts";
+import { invalid, TegamiError, toTegamiError } from "../core/errors.ts";
 import { type Delivery, deliveryMembers } from "../core/job.ts";
 import { asObject, jobId, queueName } from "../api/requests.ts";
+import { elementSpans, memberSpan } from "../api/json_spans.ts";
 
 /** Operations a client may send. */
 export type ClientOp =
@@ -23,7 +32,14 @@ export type ClientOp =
   | "nack"
   | "extend"
   | "checkpoint"
-  | "enqueue";
+  | "enqueue"
+  | "batch";
+
+/** The WebSocket subprotocol (`Sec-WebSocket-Protocol`) that asks for `jobs` push frames. */
+export const PROTOCOL_V2 = "tegami.v2";
+
+/** The most frames one `batch` frame may carry. */
+export const MAX_BATCH_FRAMES = 1000;
 
 const OPS: ReadonlySet<string> = new Set<ClientOp>([
   "auth",
@@ -34,6 +50,7 @@ const OPS: ReadonlySet<string> = new Set<ClientOp>([
   "extend",
   "checkpoint",
   "enqueue",
+  "batch",
 ]);
 
 /** Operations that name a job by `id`. */
@@ -80,6 +97,14 @@ export function decodeFrame(text: string): ClientFrame {
       `Cannot parse the frame: ${(error as Error).message.slice(0, 200)}`,
     );
   }
+  return decodeValue(value, text);
+}
+
+/**
+ * Checks a parsed frame; `text` is the JSON it was parsed from (for a frame inside a `batch`,
+ * its slice of the batch's text). Throws `validation_failed`.
+ */
+export function decodeValue(value: unknown, text: string): ClientFrame {
   const frame = asObject(value, "frame");
   const { op, ref, id, queue, ...body } = frame;
   if (typeof op !== "string" || !OPS.has(op)) {
@@ -101,6 +126,49 @@ export function decodeFrame(text: string): ClientFrame {
   };
 }
 
+/** One frame of a `batch`: decoded, or the error its reply will carry. */
+export type BatchItem = { frame: ClientFrame } | {
+  error: TegamiError;
+  ref: string | number | undefined;
+};
+
+/**
+ * The frames of a decoded `batch` frame, each decoded on its own so that a bad one fails alone.
+ * Throws `validation_failed` when the batch itself is malformed (no `frames` array, too many).
+ */
+export function batchItems(batch: ClientFrame): BatchItem[] {
+  const { frames, ...rest } = batch.body;
+  for (const name of Object.keys(rest)) throw invalid(name, "unknown field");
+  if (!Array.isArray(frames)) throw invalid("frames", "expected an array of frames");
+  if (frames.length === 0) throw invalid("frames", "expected at least one frame");
+  if (frames.length > MAX_BATCH_FRAMES) {
+    throw invalid("frames", `${frames.length} frames is over the limit of ${MAX_BATCH_FRAMES}`);
+  }
+  // Each frame's own text, so that an enqueued payload is stored as the text received.
+  const source = batch.text;
+  const span = memberSpan(source, "frames");
+  const spans = span === undefined ? null : elementSpans(source, span.start);
+  return frames.map((value, i): BatchItem => {
+    const at = spans?.[i];
+    const text = at === undefined ? JSON.stringify(value) : source.slice(at.start, at.end);
+    try {
+      const frame = decodeValue(value, text);
+      if (frame.op === "batch" || frame.op === "auth") {
+        throw invalid(`frames[${i}].op`, `${frame.op} cannot be sent inside a batch`);
+      }
+      return { frame };
+    } catch (error) {
+      return { error: toTegamiError(error), ref: refOf(value) };
+    }
+  });
+}
+
+/** The reply to a `batch`: `{op:"ok", ref?, replies:[…]}`, `replies` being encoded frames. */
+export function batchReplyFrame(ref: string | number | undefined, replies: string[]): string {
+  const head = ref === undefined ? `{"op":"ok"` : `{"op":"ok","ref":${JSON.stringify(ref)}`;
+  return `${head},"replies":[${replies.join(",")}]}`;
+}
+
 /** The `ok` reply: `{op:"ok", ref?, …answer}`. */
 export function okFrame(ref: string | number | undefined, answer: Record<string, unknown>): string {
   return JSON.stringify(ref === undefined ? { op: "ok", ...answer } : { op: "ok", ref, ...answer });
@@ -119,6 +187,17 @@ export function errorFrame(ref: string | number | undefined, error: TegamiError)
 /** The `job` frame pushing a delivery. */
 export function jobFrame(delivery: Delivery): string {
   return `{"op":"job",${deliveryMembers(delivery)}}`;
+}
+
+/** The v2 `jobs` frame pushing every delivery a subscription of `queue` was dealt at once. */
+export function jobsFrame(queue: string, deliveries: readonly Delivery[]): string {
+  let text = `{"op":"jobs","queue":${JSON.stringify(queue)},"jobs":[`;
+  for (let i = 0; i < deliveries.length; i++) {
+    text += i === 0 ? "{" : ",{";
+    text += deliveryMembers(deliveries[i]);
+    text += "}";
+  }
+  return text + "]}";
 }
 
 /** The `cancel` frame: the job this connection holds was cancelled; its ack will fail. */

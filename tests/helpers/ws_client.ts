@@ -27,6 +27,8 @@ export interface WsClientOptions {
   headers?: HeadersInit;
   /** How long to wait for the socket to open, ms. @default 2000 */
   timeoutMs?: number;
+  /** Subprotocols to offer (`Sec-WebSocket-Protocol`), e.g. `tegami.v2`. */
+  protocols?: string | string[];
 }
 
 /** The default wait for a frame, ms: generous, since a passing test never waits this long. */
@@ -82,7 +84,10 @@ export class WsClient implements AsyncDisposable {
 
   /** Opens a socket and waits until it is open; rejects if the handshake fails. */
   static connect(url: string, options: WsClientOptions = {}): Promise<WsClient> {
-    const socket = new WebSocket(url, { headers: options.headers });
+    const socket = new WebSocket(url, {
+      headers: options.headers,
+      ...(options.protocols === undefined ? {} : { protocols: [options.protocols].flat() }),
+    });
     socket.binaryType = "arraybuffer";
     const client = new WsClient(socket);
     return new Promise((resolve, reject) => {

@@ -115,3 +115,17 @@ Deno.test("/metrics exposes queue gauges, job counters, latencies and commit fig
     }) ?? 0) >= 1,
   );
 });
+
+Deno.test("/metrics counts the SQL statements the store ran: one insert per enqueued job", async () => {
+  await using server = await startTestServer();
+  const statements = async () => {
+    const text = (await server.request("GET", "/metrics")).body as string;
+    return parseExposition(text).get("tegami_store_statements_total")!.samples[0].value;
+  };
+  const before = await statements();
+  const jobs = Array.from({ length: 10 }, (_, n) => ({ payload: n }));
+  assert.equal((await server.request("POST", "/v1/queues/s/jobs", { jobs })).status, 201);
+  // BEGIN, ten INSERTs, the changes check at BEGIN and COMMIT, COMMIT: no more than a few others.
+  const ran = await statements() - before;
+  assert.ok(ran >= 12 && ran <= 16, `${ran} statements for a 10-job batch`);
+});

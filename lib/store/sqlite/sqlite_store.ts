@@ -11,7 +11,8 @@
  * @module
  */
 
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { DatabaseSync } from "node:sqlite";
+import { CountedStatement, type StatementCount } from "./counted_statement.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
 import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
@@ -150,6 +151,9 @@ const IDLE_AFTER_MS = 1;
 /** Most entries in the leased-queue cache before it starts over. */
 const LEASED_QUEUES_CAP = 100_000;
 
+/** WAL bytes after which a commit checkpoints (as pages of the file's own size). */
+const CHECKPOINT_BYTES = 15_000 * 1024;
+
 /** How many finished jobs one sweep transaction deletes at most (keeps each commit short). */
 const SWEEP_CHUNK = 5000;
 
@@ -178,6 +182,8 @@ export class SqliteStore implements Store {
   #closing: Promise<void> | null = null;
   readonly #stats: CommitStats = emptyCommitStats();
   readonly #statements: ReturnType<typeof prepare>;
+  /** SQL statements run so far (the store's own; SQLite's internal ones are not counted). */
+  readonly #statementsRun: StatementCount = { n: 0 };
   /** The engine and its version. */
   readonly engine: string;
   /** One server per file, in local files. */
@@ -197,7 +203,7 @@ export class SqliteStore implements Store {
       ? null
       : new WalSync(`${options.path}-wal`);
     const observer = options.onCommit;
-    this.#statements = prepare(db);
+    this.#statements = prepare(db, this.#statementsRun);
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
     const counted: CommitObserver = (size, ms, error) => {
       if (error === null) countCommit(this.#stats, size, ms);
@@ -253,7 +259,12 @@ export class SqliteStore implements Store {
       db.exec("PRAGMA synchronous = NORMAL");
       // Keep the WAL file from growing without bound: truncated to 64 MiB after checkpoints.
       db.exec("PRAGMA journal_size_limit = 67108864");
-      db.exec("PRAGMA wal_autocheckpoint = 1000");
+      // A checkpoint copies each page the WAL holds once, however often it was rewritten: the
+      // hot pages (the tails of the indexes) are rewritten by every commit, so checkpointing
+      // every 15 MiB of WAL rather than every 4 MiB (1 000 pages) writes them to the file less
+      // often (bytes per job in W1 2.56 → 2.46 KB; event-loop lag unchanged).
+      const pageSize = (db.prepare("PRAGMA page_size").get() as { page_size: number }).page_size;
+      db.exec(`PRAGMA wal_autocheckpoint = ${Math.ceil(CHECKPOINT_BYTES / pageSize)}`);
       // 16 MiB of page cache; sorts (the startup count over millions of rows) spill to temp
       // files instead of memory: measured 117 MB → 52 MB RSS with 1M jobs at startup.
       db.exec("PRAGMA cache_size = -16384");
@@ -379,6 +390,30 @@ export class SqliteStore implements Store {
       const total = claimTotal(wants);
       if (total === 0) return out;
       const s = this.#statements;
+      const wanted = wants[0].lease_ms;
+      if (wants.every((want) => want.lease_ms === wanted)) {
+        // One statement leases them all; the deal happens after, in claim order.
+        const rows = s.claimAll.all(
+          wanted,
+          now,
+          this.#policy.defaultLeaseMs,
+          queue,
+          total,
+        ) as unknown as JobRow[];
+        rows.sort((a, b) => b.priority - a.priority || a.id - b.id);
+        const dealt = dealRoundRobin(rows.length, wants);
+        for (let i = 0; i < rows.length; i++) {
+          const row = rows[i];
+          this.#moves.push([queue, "pending", "leased"]);
+          this.#rememberLeased(row.id, queue);
+          out[dealt[i]].push({
+            job: rowToJob(row),
+            lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
+          });
+        }
+        return out;
+      }
+      // Wants with different lease lengths: each job's length depends on whom it is dealt to.
       const rows = s.selectPending.all(queue, total) as unknown as JobRow[];
       const dealt = dealRoundRobin(rows.length, wants);
       for (let i = 0; i < rows.length; i++) {
@@ -640,7 +675,7 @@ export class SqliteStore implements Store {
   }
 
   commitStats(): CommitStats {
-    return copyCommitStats(this.#stats);
+    return { ...copyCommitStats(this.#stats), statements: this.#statementsRun.n };
   }
 
   close(): Promise<void> {
@@ -795,9 +830,10 @@ function sqliteFileSizes(path: string): { database: number; wal: number } | null
   return { database: size(path), wal: size(`${path}-wal`) };
 }
 
-/** Every statement the store runs, prepared once. */
-function prepare(db: DatabaseSync) {
-  const p = (sql: string): StatementSync => db.prepare(sql);
+/** Every statement the store runs, prepared once, each counting its runs into `count`. */
+function prepare(db: DatabaseSync, count: StatementCount) {
+  db.function("tegami_token", { deterministic: false, directOnly: true }, () => newLeaseToken());
+  const p = (sql: string) => new CountedStatement(db.prepare(sql), count);
   return {
     begin: p("BEGIN IMMEDIATE"),
     commit: p("COMMIT"),
@@ -816,6 +852,16 @@ function prepare(db: DatabaseSync) {
     selectPending: p(
       `SELECT * FROM jobs WHERE queue = ? AND state = 'pending'
        ORDER BY priority DESC, id LIMIT ?`,
+    ),
+    // The claim of wants that share one lease length: claimLeaseMs (the want's, else the job's,
+    // else the server's) in SQL, a fresh token per job from the store's CSPRNG pool.
+    claimAll: p(
+      `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = tegami_token(),
+         lease_len_ms = coalesce(?1, lease_ms, ?3),
+         lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
+       WHERE id IN (SELECT id FROM jobs WHERE queue = ?4 AND state = 'pending'
+         ORDER BY priority DESC, id LIMIT ?5)
+       RETURNING *`,
     ),
     lease: p(
       `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = ?,

@@ -221,6 +221,21 @@ async function workload(server: TracedServer): Promise<number> {
     await ws.send({ op: "ack", ref: "ack", id: job.id, token: job.lease.token });
     assert.equal((await ws.next((f) => f.ref === "ack")).op, "ok");
     mutating++;
+    // A batch: one reply for an ack and two enqueues, written after their one fsync.
+    const next = (await call(port, "POST", "/v1/queues/w/leases", { max: 1 })).body.jobs[0];
+    mutating++;
+    await ws.send({
+      op: "batch",
+      ref: "batch",
+      frames: [
+        { op: "ack", id: next.id, token: next.lease.token },
+        { op: "enqueue", queue: "w", payload: "b1" },
+        { op: "enqueue", queue: "w", payload: "b2" },
+      ],
+    });
+    const replies = (await ws.next((f) => f.ref === "batch")).replies;
+    assert.deepEqual(replies.map((r: { op: string }) => r.op), ["ok", "ok", "ok"]);
+    mutating++;
   } finally {
     await ws[Symbol.asyncDispose]();
   }
