@@ -157,7 +157,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   /** The stderr of servers that exited by themselves. */
   const deaths: string[] = [];
   const start = async (i: number) => {
-    const process = await spawnServer(args, { script });
+    // NO_COLOR: a dead server's stderr goes into reports as plain text.
+    const process = await spawnServer(args, { script, env: { NO_COLOR: "1" } });
     servers[i] = { process, url: process.url };
     const started = ++epoch;
     history.add({ type: "server_start", epoch: started, server: i });
@@ -167,9 +168,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       if (servers[i].process !== process) return;
       servers[i] = { process: null, url: "" };
       history.add({ type: "server_died", epoch: started, code, server: i });
-      const plain = stderr.replace(/\x1b\[[0-9;]*m/g, "");
-      deaths.push(`[server ${i} died with code ${code}]\n${plain.slice(-4000)}`);
-      log(`server ${i} exited by itself with code ${code}:\n${plain.slice(-2500)}`);
+      deaths.push(`[server ${i} died with code ${code}]\n${stderr.slice(-4000)}`);
+      log(`server ${i} exited by itself with code ${code}:\n${stderr.slice(-2500)}`);
       // Started again until it listens (PostgreSQL may be restarting: startup then fails).
       while (!finalStop) {
         try {
@@ -450,6 +450,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         socket.onmessage = (event) => {
           const frame = JSON.parse(String(event.data)) as Record<string, unknown>;
           this.#onFrame(frame, conn, server, () => {
+            if (dropped) return; // two frames of one burst may both choose to drop
             dropped = true;
             history.add({ type: "disconnect", conn, cause: "dropped" });
             socket.close();
