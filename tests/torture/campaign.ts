@@ -1,9 +1,15 @@
 /**
- * The crash campaign: a real server (`main.ts serve` in a child process) under load from HTTP
+ * The crash campaign: real servers (`main.ts serve` in child processes) under load from HTTP
  * producers and WebSocket consumers, disrupted again and again — SIGKILLed and restarted on the
- * same file, or SIGSTOPped and SIGCONTed — with every operation recorded in a
- * {@linkcode History}. After the last disruption the queue is drained, the server stopped
- * cleanly, and the database read with `node:sqlite`; then {@linkcode check} judges the history.
+ * same database, or SIGSTOPped and SIGCONTed, or the database server itself restarted as after
+ * a crash — with every operation recorded in a {@linkcode History}. After the last disruption
+ * the queue is drained, the servers stopped cleanly, and the stored jobs read with the
+ * store-neutral inspector; then {@linkcode check} judges the history.
+ *
+ * On SQLite there is one server on one file. On PostgreSQL there may be several on one schema:
+ * producers, consumers and pollers are spread over them (a retry after an unknown outcome goes
+ * to the next server, a consumer whose server is down connects to another and acks its old
+ * leases there), and one server at a time is disrupted while the others serve.
  *
  * Producers send single jobs and small batches, half of them with a dedup key; a connection
  * error or timeout is an unknown outcome, and the same jobs are sent again until a definite
@@ -15,7 +21,7 @@
  * @module
  */
 
-import { DatabaseSync } from "node:sqlite";
+import { openInspector } from "../helpers/inspector.ts";
 import { type ServerProcess, spawnServer } from "../helpers/process_server.ts";
 import { check, type CheckReport } from "./checker.ts";
 import { type Event, History, payloadFor, payloadIntact, type SentJob } from "./history.ts";
@@ -25,10 +31,14 @@ import type { Fault } from "./faulty_store.ts";
 const FAULTY_SERVER = new URL("./faulty_server.ts", import.meta.url).pathname;
 
 /**
- * How the server is disrupted: SIGKILL and restart, SIGTERM (a graceful stop under load) and
- * restart, SIGSTOP and SIGCONT, or a random mix (70% kill, 15% each of the others).
+ * How a server is disrupted: SIGKILL and restart, SIGTERM (a graceful stop under load) and
+ * restart, SIGSTOP and SIGCONT, a random mix (70% kill, 15% each of the others), or (`store`)
+ * the database server restarted under the servers by {@linkcode CampaignOptions.restartStore}.
  */
-export type Disruption = "kill" | "term" | "pause" | "mixed";
+export type Disruption = "kill" | "term" | "pause" | "mixed" | "store";
+
+/** Every disruption there is. */
+export const DISRUPTIONS: readonly Disruption[] = ["kill", "term", "pause", "mixed", "store"];
 
 /** Options of {@linkcode runCampaign}. */
 export interface CampaignOptions {
@@ -54,8 +64,14 @@ export interface CampaignOptions {
   serverArgs?: string[];
   /** Seed of the random choices (timings still vary). @default Date.now() */
   seed?: number;
-  /** The database file; a temp dir is made (and removed) when absent. */
+  /** The database: a SQLite file (a temp dir is made and removed when absent) or a `postgres://` URL. */
   db?: string;
+  /** The PostgreSQL schema (`--pg-schema`). @default "tegami" */
+  schema?: string;
+  /** Servers on the database, disrupted one at a time (more than one needs PostgreSQL). @default 1 */
+  instances?: number;
+  /** Restarts the database server as after a crash: the `store` disruption. */
+  restartStore?: () => Promise<void>;
   /** The queue the campaign uses. @default "torture" */
   queue?: string;
   /** How long the final drain may take, ms. @default 60_000 */
@@ -76,9 +92,9 @@ export interface CampaignResult {
   cycles: number;
   /** Wall time, ms. */
   wallMs: number;
-  /** Whether the final SIGTERM stopped the server with exit code 0. */
+  /** Whether the final SIGTERM stopped every server with exit code 0. */
   cleanExit: boolean;
-  /** The server's stderr of its last run. */
+  /** Each server's stderr of its last run. */
   lastStderr: string;
 }
 
@@ -123,33 +139,75 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const db = options.db ?? `${ownDir}/tegami.db`;
   const history = new History();
   const args = ["--db", db, ...(options.serverArgs ?? [])];
+  if (options.schema !== undefined) args.push("--pg-schema", options.schema);
   if (options.fault) args.push("--fault", options.fault);
   const script = options.fault ? FAULTY_SERVER : undefined;
+  const instances = options.instances ?? 1;
+  if (instances > 1 && !/^postgres(ql)?:\/\//.test(db)) {
+    throw new Error("several servers on one database need PostgreSQL");
+  }
 
-  // ---- the server ----
-  let server: ServerProcess | null = null;
-  let url = "";
+  // ---- the servers ----
+  /** Each server's process (null while it is down) and URL ("" while down). */
+  const servers: { process: ServerProcess | null; url: string }[] = Array.from(
+    { length: instances },
+    () => ({ process: null, url: "" }),
+  );
   let epoch = 0;
-  const start = async () => {
-    server = await spawnServer(args, { script });
-    url = server.url;
-    history.add({ type: "server_start", epoch: ++epoch });
+  /** The stderr of servers that exited by themselves. */
+  const deaths: string[] = [];
+  const start = async (i: number) => {
+    // NO_COLOR: a dead server's stderr goes into reports as plain text.
+    const process = await spawnServer(args, { script, env: { NO_COLOR: "1" } });
+    servers[i] = { process, url: process.url };
+    const started = ++epoch;
+    history.add({ type: "server_start", epoch: started, server: i });
+    // A server that exits while it is still the one in its slot was not stopped by the
+    // campaign (which empties the slot first): a failure, recorded, and the server restarted.
+    process.exited().then(async ({ code, stderr }) => {
+      if (servers[i].process !== process) return;
+      servers[i] = { process: null, url: "" };
+      history.add({ type: "server_died", epoch: started, code, server: i });
+      deaths.push(`[server ${i} died with code ${code}]\n${stderr.slice(-4000)}`);
+      log(`server ${i} exited by itself with code ${code}:\n${stderr.slice(-2500)}`);
+      // Started again until it listens (PostgreSQL may be restarting: startup then fails).
+      while (!finalStop) {
+        try {
+          await start(i);
+          return;
+        } catch (error) {
+          log(`server ${i} did not start again: ${String(error).slice(0, 300)}`);
+          await sleep(500);
+        }
+      }
+    });
   };
+  /** The URL of server `i` (modulo their number), or of the next one up; "" when none is. */
+  const urlOf = (i: number) => {
+    for (let k = 0; k < instances; k++) {
+      const url = servers[(i + k) % instances].url;
+      if (url !== "") return url;
+    }
+    return "";
+  };
+  /** Which server a URL is (for the history). */
+  const serverOf = (url: string) => Math.max(0, servers.findIndex((s) => s.url === url));
 
   // ---- producers ----
   let producing = true;
-  const enqueue = async (jobs: SentJob[], batch: boolean) => {
+  const enqueue = async (p: number, jobs: SentJob[], batch: boolean) => {
     const toJob = (job: SentJob) => ({
       payload: payloadFor(job.uid),
       ...(job.keyed ? { key: job.uid } : {}),
       max_attempts: 1000,
     });
     const body = JSON.stringify(batch ? { jobs: jobs.map(toJob) } : toJob(jobs[0]));
-    for (;;) {
+    for (let attempt = 0;; attempt++) {
       const op = history.nextOp();
       history.add({ type: "enqueue", op, jobs, batch });
       try {
-        const response = await fetch(`${url}/v1/queues/${queue}/jobs`, {
+        // Each retry goes to the next server: a key then deduplicates across servers.
+        const response = await fetch(`${urlOf(p + attempt)}/v1/queues/${queue}/jobs`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body,
@@ -180,6 +238,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       } catch (error) {
         history.add({ type: "enqueue_info", op, error: String(error).slice(0, 120) });
       }
+      // Once the load stops, an enqueue that still has no answer after a while is left
+      // unknown (a server that is gone for good must not hang the drain).
+      if (!producing && attempt >= 200) return;
       await sleep(20 + random() * 80);
     }
   };
@@ -191,7 +252,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         uid: `${queue}/p${p}/${n++}`,
         keyed: random() < 0.5,
       }));
-      await enqueue(jobs, size > 1 || random() < 0.1);
+      await enqueue(p, jobs, size > 1 || random() < 0.1);
       await sleep(2 + random() * 18);
     }
   };
@@ -236,12 +297,13 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   };
 
   /** Records a job frame or a leased job (the same shape over HTTP and WebSocket). */
-  const delivered = (conn: number, job: Record<string, unknown>) => {
+  const delivered = (conn: number, server: number, job: Record<string, unknown>) => {
     const lease = job.lease as { token: string; expires_at: number };
     const payload = job.payload as { uid?: unknown };
     history.add({
       type: "deliver",
       conn,
+      server,
       id: job.id as number,
       uid: typeof payload?.uid === "string" ? payload.uid : "?",
       token: lease.token,
@@ -256,7 +318,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const poller = async (index: number) => {
     const conn = -(index + 1); // a pseudo-connection: HTTP has no socket whose loss frees leases
     const leaseMs = Math.round(between(options.leaseMs ?? [300, 1000]));
-    const post = (path: string, body: unknown) =>
+    let calls = 0;
+    // Lease and settle through each server in turn: on PostgreSQL a lease is the database's.
+    const post = (path: string, body: unknown, url = urlOf(index + calls++)) =>
       fetch(`${url}${path}`, {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -292,12 +356,14 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         continue;
       }
       let jobs: Record<string, unknown>[] = [];
+      const url = urlOf(index + calls++);
+      const server = serverOf(url);
       try {
         const response = await post(`/v1/queues/${queue}/leases`, {
           max: 1 + Math.floor(random() * 5),
           wait_ms: 300,
           lease_ms: leaseMs,
-        });
+        }, url);
         const answer = await response.json();
         if (response.ok) jobs = answer.jobs;
       } catch {
@@ -306,7 +372,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         continue;
       }
       for (const job of jobs) {
-        const lease = delivered(conn, job);
+        const lease = delivered(conn, server, job);
         mine++;
         handle(job.id as number, lease.token, leaseMs, settle).finally(() => mine--);
       }
@@ -319,6 +385,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     readonly prefetch: number;
     socket: WebSocket | null = null;
     conn = 0;
+    /** Sessions begun: each goes to the next server. */
+    sessions = 0;
     /** Set by stop(): the last close is ours, not a loss. */
     stopping = false;
     readonly #waiting = new Map<number, (outcome: Settled) => void>();
@@ -354,6 +422,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     #session(): Promise<void> {
       return new Promise((resolve) => {
         let socket: WebSocket;
+        const url = urlOf(this.index + this.sessions++);
+        const server = serverOf(url);
         try {
           socket = new WebSocket(url.replace(/^http/, "ws") + "/v1/ws");
         } catch {
@@ -368,7 +438,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
           conn = ++connSeq;
           this.conn = conn;
           this.socket = socket;
-          history.add({ type: "connect", conn, consumer: this.index });
+          history.add({ type: "connect", conn, consumer: this.index, server });
           socket.send(JSON.stringify({
             op: "subscribe",
             ref: "subscribe",
@@ -379,7 +449,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         };
         socket.onmessage = (event) => {
           const frame = JSON.parse(String(event.data)) as Record<string, unknown>;
-          this.#onFrame(frame, conn, () => {
+          this.#onFrame(frame, conn, server, () => {
+            if (dropped) return; // two frames of one burst may both choose to drop
             dropped = true;
             history.add({ type: "disconnect", conn, cause: "dropped" });
             socket.close();
@@ -404,10 +475,15 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       });
     }
 
-    #onFrame(frame: Record<string, unknown>, conn: number, drop: () => void): void {
+    #onFrame(
+      frame: Record<string, unknown>,
+      conn: number,
+      server: number,
+      drop: () => void,
+    ): void {
       switch (frame.op) {
         case "job": {
-          const lease = delivered(conn, frame);
+          const lease = delivered(conn, server, frame);
           handle(frame.id as number, lease.token, this.leaseMs, (...args) => this.#settle(...args));
           if (!draining && random() < 0.01) drop();
           return;
@@ -470,11 +546,13 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   }
 
   // ---- the run ----
+  /** Set once the final stop begins: a server that dies then is not started again. */
+  let finalStop = false;
   let cycles = 0;
   let cleanExit = false;
   let lastStderr = "";
   try {
-    await start();
+    for (let i = 0; i < instances; i++) await start(i);
     for (let i = 0; i < (options.consumers ?? 4); i++) {
       const consumer = new ConsumerActor(i);
       consumers.push(consumer);
@@ -483,9 +561,14 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     const pollers = Array.from({ length: options.pollers ?? 1 }, (_, i) => poller(i));
     const producers = Array.from({ length: options.producers ?? 4 }, (_, p) => producer(p));
     const disruption = options.disruption ?? "kill";
+    if (disruption === "store" && options.restartStore === undefined) {
+      throw new Error("the store disruption needs restartStore");
+    }
     while (cycles < options.cycles && !options.signal?.aborted) {
       await sleep(between(options.upMs ?? [250, 1000]));
-      const running = server!;
+      const i = Math.floor(random() * instances); // one server at a time
+      const running = servers[i].process;
+      if (running === null) continue; // it died by itself and is starting again
       const r = random();
       const what = disruption !== "mixed"
         ? disruption
@@ -495,22 +578,27 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         ? "term"
         : "pause";
       if (what === "kill") {
-        history.add({ type: "server_kill", epoch });
+        history.add({ type: "server_kill", epoch, server: i });
+        servers[i] = { process: null, url: "" };
         running.kill("SIGKILL");
         await running.exited();
-        await start();
+        await start(i);
       } else if (what === "term") {
-        history.add({ type: "server_stop", epoch });
+        history.add({ type: "server_stop", epoch, server: i });
+        servers[i] = { process: null, url: "" };
         running.kill("SIGTERM");
         const { code } = await running.exited();
-        history.add({ type: "server_exit", epoch, code });
-        await start();
-      } else {
-        history.add({ type: "server_pause", epoch });
+        history.add({ type: "server_exit", epoch, code, server: i });
+        await start(i);
+      } else if (what === "pause") {
+        history.add({ type: "server_pause", epoch, server: i });
         running.kill("SIGSTOP");
         await sleep(between(options.pauseMs ?? [200, 1500]));
         running.kill("SIGCONT");
-        history.add({ type: "server_resume", epoch });
+        history.add({ type: "server_resume", epoch, server: i });
+      } else {
+        history.add({ type: "store_restart" });
+        await options.restartStore!();
       }
       cycles++;
       if (cycles % 10 === 0) log(`${cycles} ${disruption} cycles, ${history.events.length} events`);
@@ -525,7 +613,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     while (quiet < 3 && Date.now() < deadline) {
       await sleep(100);
       try {
-        const response = await fetch(`${url}/v1/queues/${queue}`);
+        const response = await fetch(`${urlOf(0)}/v1/queues/${queue}`);
         const stats = await response.json();
         const c = stats.counts;
         const busy = working + consumers.reduce((n, consumer) => n + consumer.busy, 0);
@@ -537,42 +625,45 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     if (quiet < 3) log("drain timed out");
     consuming = false;
     await Promise.all([...consumers.map((consumer) => consumer.stop()), ...pollers]);
-    const last = server!;
-    last.kill("SIGTERM");
-    const exit = await last.exited();
-    cleanExit = exit.code === 0;
-    lastStderr = exit.stderr;
-    server = null;
-
-    // ---- the database, read after the server stopped ----
-    const database = new DatabaseSync(db, { readOnly: true });
-    try {
-      const integrity = database.prepare("PRAGMA integrity_check").all()
-        .map((row) => Object.values(row as Record<string, string>)[0]).join("; ");
-      const jobs = (database.prepare(
-        "SELECT id, state, payload, attempts FROM jobs WHERE queue = ? ORDER BY id",
-      ).all(queue) as { id: number; state: string; payload: string; attempts: number }[])
-        .map((row) => {
-          let uid = "?";
-          try {
-            uid = JSON.parse(row.payload).uid ?? "?";
-          } catch {
-            // a payload that is not JSON: reported as unexpected
-          }
-          return { id: row.id, uid, state: row.state, attempts: row.attempts };
-        });
-      history.add({ type: "final", integrity, jobs });
-    } finally {
-      database.close();
+    finalStop = true;
+    cleanExit = true;
+    const stderrs: string[] = [...deaths];
+    for (let i = 0; i < instances; i++) {
+      const last = servers[i].process;
+      if (last === null) {
+        cleanExit = false;
+        continue;
+      }
+      servers[i] = { process: null, url: "" };
+      last.kill("SIGTERM");
+      const exit = await last.exited();
+      cleanExit &&= exit.code === 0;
+      stderrs.push(instances > 1 ? `[server ${i}]\n${exit.stderr}` : exit.stderr);
     }
+    lastStderr = stderrs.join("\n");
+
+    // ---- the database, read after the servers stopped ----
+    await using inspector = openInspector(db, options.schema);
+    const integrity = await inspector.integrity();
+    const jobs = (await inspector.jobs(queue)).map((row) => {
+      let uid = "?";
+      try {
+        uid = JSON.parse(row.payload).uid ?? "?";
+      } catch {
+        // a payload that is not JSON: reported as unexpected
+      }
+      return { id: row.id, uid, state: row.state, attempts: row.attempts };
+    });
+    history.add({ type: "final", integrity, jobs });
   } finally {
+    finalStop = true;
     producing = false;
     consuming = false;
     for (const consumer of consumers) consumer.socket?.close();
-    const left = server as ServerProcess | null;
-    if (left !== null) {
-      left.kill("SIGCONT");
-      await left[Symbol.asyncDispose]();
+    for (const { process } of servers) {
+      if (process === null) continue;
+      process.kill("SIGCONT");
+      await process[Symbol.asyncDispose]();
     }
     if (ownDir !== null) await Deno.remove(ownDir, { recursive: true });
   }

@@ -8,12 +8,16 @@
  * reason, found in what happened to the delivery before it:
  *
  * - `nack`: its holder nacked it (answered `ok`, or no answer) before the redelivery arrived;
- * - `disconnect`: its holder's socket closed while the server was up, which releases leases
- *   (not a socket cut by a kill or a graceful stop: those keep leases for after the restart);
+ * - `disconnect`: its holder's socket closed while its server was up, which releases leases
+ *   (not a socket cut by a kill or a graceful stop of that server: those keep leases for after
+ *   the restart);
  * - once its lease had run out (`expires_at`, same clock, within `toleranceMs`):
- *   `unknown ack outcome` if its holder sent an ack that got no answer, else `restart` if the
- *   server was killed in between (the holder lost its socket; the lease survived and ran out),
- *   else `expiry`.
+ *   `unknown ack outcome` if its holder sent an ack that got no answer, else `restart` if a
+ *   server or the database was killed in between (the holder lost its socket or its ack; the
+ *   lease survived and ran out), else `expiry`.
+ *
+ * Several servers may share one database (PostgreSQL): each server event names its `server`,
+ * each socket and delivery the server it went through, and a kill explains only what it cut.
  *
  * A redelivery before the previous lease ran out with neither a nack nor a disconnect means two
  * live leases overlapped: an unexplained duplicate, which is a failure.
@@ -70,11 +74,13 @@ export interface Finding {
 
 /** What happened, in numbers. */
 export interface Figures {
-  /** Server starts, SIGKILLs, graceful stops (SIGTERM) and SIGSTOPs. */
+  /** Server starts, SIGKILLs, graceful stops (SIGTERM) and SIGSTOPs, of every server. */
   starts: number;
   kills: number;
   stops: number;
   pauses: number;
+  /** Restarts of the database server itself. */
+  store_restarts: number;
   /** Enqueue calls by outcome. */
   enqueue_calls: number;
   enqueue_ok: number;
@@ -133,6 +139,7 @@ export interface CheckOptions {
 interface Delivery {
   at: number;
   conn: number;
+  server: number;
   token: string;
   attempt: number;
   expires_at: number;
@@ -153,6 +160,7 @@ interface Settle {
 }
 
 interface Conn {
+  server: number;
   connected_at: number;
   closed_at: number | null;
   cause: "dropped" | "lost" | null;
@@ -169,6 +177,7 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
     kills: 0,
     stops: 0,
     pauses: 0,
+    store_restarts: 0,
     enqueue_calls: 0,
     enqueue_ok: 0,
     enqueue_failed: 0,
@@ -195,8 +204,16 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
     final_jobs: 0,
   };
 
-  const kills: number[] = [];
-  const killBetween = (from: number, to: number) => kills.some((t) => t >= from && t <= to);
+  /** When each server was killed or stopped, and (server -1) when the database was restarted. */
+  const kills: { server: number; at: number }[] = [];
+  /** Whether `server` (any, when absent) or the database was killed between `from` and `to`. */
+  const killBetween = (from: number, to: number, server?: number) =>
+    kills.some((k) =>
+      k.at >= from && k.at <= to && (server === undefined || k.server === server || k.server < 0)
+    );
+  /** Whether `server` itself was killed or stopped between `from` and `to`. */
+  const serverKilledBetween = (server: number, from: number, to: number) =>
+    kills.some((k) => k.at >= from && k.at <= to && k.server === server);
   const enqueues = new Map<number, { jobs: SentJob[]; at: number }>();
   /** Every uid sent, with the op of its first attempt. */
   const firstOp = new Map<string, number>();
@@ -219,19 +236,31 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
         break;
       case "server_kill":
         figures.kills++;
-        kills.push(event.at);
+        kills.push({ server: event.server ?? 0, at: event.at });
         break;
       case "server_stop":
         figures.stops++;
-        kills.push(event.at); // a graceful stop keeps leases too: no release on its closes
+        // A graceful stop keeps leases too: no release on its closes.
+        kills.push({ server: event.server ?? 0, at: event.at });
         break;
       case "server_exit":
         if (event.code !== 0) {
           find("protocol", `the server stopped by SIGTERM exited with code ${event.code}`);
         }
         break;
+      case "server_died":
+        find(
+          "protocol",
+          `server ${event.server ?? 0} exited by itself with code ${event.code}`,
+        );
+        kills.push({ server: event.server ?? 0, at: event.at }); // its leases survive it
+        break;
       case "server_pause":
         figures.pauses++;
+        break;
+      case "store_restart":
+        figures.store_restarts++;
+        kills.push({ server: -1, at: event.at });
         break;
       case "server_resume":
         break;
@@ -299,7 +328,12 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
         break;
       case "connect":
         figures.connections++;
-        conns.set(event.conn, { connected_at: event.at, closed_at: null, cause: null });
+        conns.set(event.conn, {
+          server: event.server ?? 0,
+          connected_at: event.at,
+          closed_at: null,
+          cause: null,
+        });
         break;
       case "disconnect": {
         const conn = conns.get(event.conn);
@@ -319,6 +353,7 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
         list.push({
           at: event.at,
           conn: event.conn,
+          server: event.server ?? 0,
           token: event.token,
           attempt: event.attempt,
           expires_at: event.expires_at,
@@ -408,7 +443,15 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
           d.uid,
         );
       }
-      const reason = duplicateReason(prev, d, jobSettles, conns, killBetween, tolerance);
+      const reason = duplicateReason(
+        prev,
+        d,
+        jobSettles,
+        conns,
+        serverKilledBetween,
+        killBetween,
+        tolerance,
+      );
       if (reason === null) {
         find(
           "unexplained duplicate",
@@ -476,7 +519,7 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
         }
       }
       if (s.kind === "ack") {
-        if (killBetween(mine.at, s.at)) figures.acks_across_restart++;
+        if (killBetween(mine.at, s.at, mine.server)) figures.acks_across_restart++;
         const before = completed.get(id);
         if (before !== undefined && before.token !== s.token) {
           find("acked twice", `job ${id} was acked by two different leases`, id, mine.uid);
@@ -542,6 +585,7 @@ function duplicateReason(
   cur: Delivery,
   jobSettles: Settle[],
   conns: Map<number, Conn>,
+  serverKilledBetween: (server: number, from: number, to: number) => boolean,
   killBetween: (from: number, to: number) => boolean,
   tolerance: number,
 ): DuplicateReason | null {
@@ -553,7 +597,7 @@ function duplicateReason(
   const conn = conns.get(prev.conn);
   if (
     conn !== undefined && conn.closed_at !== null && conn.closed_at <= cur.at &&
-    !killBetween(conn.connected_at, conn.closed_at)
+    !serverKilledBetween(conn.server, conn.connected_at, conn.closed_at)
   ) {
     return "disconnect";
   }
@@ -568,7 +612,8 @@ export function formatReport(report: CheckReport, perKind = 5): string {
   const f = report.figures;
   const reasons = Object.entries(f.reasons).map(([r, n]) => `${r} ${n}`).join(", ");
   const lines = [
-    `server: ${f.starts} starts, ${f.kills} SIGKILLs, ${f.stops} SIGTERMs, ${f.pauses} SIGSTOPs`,
+    `server: ${f.starts} starts, ${f.kills} SIGKILLs, ${f.stops} SIGTERMs, ${f.pauses} SIGSTOPs; ` +
+    `${f.store_restarts} database restarts`,
     `enqueue: ${f.enqueue_calls} calls, ${f.enqueue_ok} ok, ${f.enqueue_failed} failed, ` +
     `${f.enqueue_unknown} unknown; ${f.jobs_acknowledged} jobs acknowledged, ` +
     `${f.deduplicated} deduplicated`,

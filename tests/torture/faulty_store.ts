@@ -10,6 +10,11 @@
  * - `any-token`: an ack completes a leased job whatever token it presents, even after its lease
  *   ran out.
  *
+ * On PostgreSQL (the `--db` is a `postgres://` URL) the real store is wrapped: `any-token` the
+ * same way, and `ack-before-commit` answers each ack of a lease this process gave out at once
+ * and writes it {@linkcode UNSAFE_COMMIT_DELAY_MS} later, so a crash in that window loses acks
+ * that were already answered (the job comes back after its ack was confirmed).
+ *
  * @module
  */
 
@@ -20,7 +25,7 @@ import type {
   CommitterFactory,
   Transactor,
 } from "../../lib/store/group_commit.ts";
-import type { StoreFactory } from "../../lib/store/open_store.ts";
+import { isPostgresUrl, openStore, type StoreFactory } from "../../lib/store/open_store.ts";
 import { SqliteStore } from "../../lib/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../lib/store/store.ts";
 import type { Delivery } from "../../lib/core/job.ts";
@@ -179,9 +184,59 @@ export function acceptAnyToken(inner: Store): Store {
   });
 }
 
-/** A store factory that opens the SQLite store with `fault` built in. */
+/**
+ * Wraps a store so that an ack of a lease this process gave out (with its token, while the
+ * lease holds) is answered at once and written `delayMs` later: answered before committed.
+ * Any other ack, and every other method, is the inner store's.
+ */
+export function answerAcksBeforeWriting(inner: Store, delayMs = UNSAFE_COMMIT_DELAY_MS): Store {
+  const leases = new Map<number, { token: string; expires_at: number; queue: string }>();
+  const remember = (deliveries: Delivery[]) => {
+    for (const d of deliveries) leases.set(d.job.id, { ...d.lease, queue: d.job.queue });
+  };
+  const wrapped: Partial<Store> = {
+    claim: async (queue, max, leaseMs, now) => {
+      const out = await inner.claim(queue, max, leaseMs, now);
+      remember(out);
+      return out;
+    },
+    claimFair: async (queue, wants, now) => {
+      const out = await inner.claimFair(queue, wants, now);
+      for (const list of out) remember(list);
+      return out;
+    },
+    ack: (id, token, result, now) => {
+      const lease = leases.get(id);
+      if (lease === undefined || lease.token !== token || now >= lease.expires_at) {
+        return inner.ack(id, token, result, now);
+      }
+      leases.delete(id);
+      setTimeout(() => {
+        inner.ack(id, token, result, now).catch(() => {}); // the caller was answered long ago
+      }, delayMs);
+      return Promise.resolve({ id, queue: lease.queue }); // before the write: this is the fault
+    },
+  };
+  return new Proxy(inner, {
+    get(target, property, receiver) {
+      const own = wrapped[property as keyof Store];
+      if (own !== undefined) return own;
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
+ * A store factory with `fault` built in: the SQLite store with its committer replaced, or the
+ * PostgreSQL store (for a `postgres://` URL) wrapped.
+ */
 export function faultyStoreFactory(fault: Fault): StoreFactory {
-  return (config, context) => {
+  return async (config, context) => {
+    if (isPostgresUrl(config.db)) {
+      const store = await openStore(config, context);
+      return fault === "any-token" ? acceptAnyToken(store) : answerAcksBeforeWriting(store);
+    }
     const store = SqliteStore.open({
       path: config.db,
       sync: config.sync,

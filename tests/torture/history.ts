@@ -23,18 +23,28 @@ export interface SentJob {
 
 /** An event of the history. */
 export type Event =
-  /** The server is listening (again); `epoch` counts starts from 1. */
-  | { type: "server_start"; at: number; epoch: number }
-  /** The server was SIGKILLed (recorded just before the signal). */
-  | { type: "server_kill"; at: number; epoch: number }
-  /** The server was sent SIGTERM (recorded just before the signal): a graceful stop. */
-  | { type: "server_stop"; at: number; epoch: number }
-  /** The server stopped by SIGTERM exited with `code`. */
-  | { type: "server_exit"; at: number; epoch: number; code: number }
-  /** The server was SIGSTOPped (recorded just before the signal). */
-  | { type: "server_pause"; at: number; epoch: number }
-  /** The server was SIGCONTed. */
-  | { type: "server_resume"; at: number; epoch: number }
+  /**
+   * A server is listening (again); `epoch` counts starts from 1. With several servers on one
+   * database, `server` says which (0, 1, …); absent means 0, as on every server event.
+   */
+  | { type: "server_start"; at: number; epoch: number; server?: number }
+  /** A server was SIGKILLed (recorded just before the signal). */
+  | { type: "server_kill"; at: number; epoch: number; server?: number }
+  /** A server was sent SIGTERM (recorded just before the signal): a graceful stop. */
+  | { type: "server_stop"; at: number; epoch: number; server?: number }
+  /** A server stopped by SIGTERM exited with `code`. */
+  | { type: "server_exit"; at: number; epoch: number; code: number; server?: number }
+  /** A server exited by itself, with `code`: a failure (it is started again). */
+  | { type: "server_died"; at: number; epoch: number; code: number; server?: number }
+  /** A server was SIGSTOPped (recorded just before the signal). */
+  | { type: "server_pause"; at: number; epoch: number; server?: number }
+  /** A server was SIGCONTed. */
+  | { type: "server_resume"; at: number; epoch: number; server?: number }
+  /**
+   * The database server itself was restarted as after a crash (`pg_ctl restart -m immediate`,
+   * recorded just before); the tegami servers stayed up.
+   */
+  | { type: "store_restart"; at: number }
   /** A producer sent an enqueue of one job or a batch (`batch` true sends `{jobs:[…]}`). */
   | { type: "enqueue"; at: number; op: number; jobs: SentJob[]; batch: boolean }
   /** The enqueue answered 2xx: one result per job, in order. */
@@ -48,8 +58,8 @@ export type Event =
   | { type: "enqueue_fail"; at: number; op: number; status: number; code: string }
   /** The enqueue's outcome is unknown (connection error, timeout). */
   | { type: "enqueue_info"; at: number; op: number; error: string }
-  /** A consumer's WebSocket opened (`conn` is unique per socket). */
-  | { type: "connect"; at: number; conn: number; consumer: number }
+  /** A consumer's WebSocket to `server` (absent: 0) opened (`conn` is unique per socket). */
+  | { type: "connect"; at: number; conn: number; consumer: number; server?: number }
   /**
    * A consumer's socket closed. `dropped`: the consumer closed it on purpose (recorded before
    * closing, so before any redelivery the close causes); `lost`: it was closed under it.
@@ -58,11 +68,13 @@ export type Event =
   /**
    * A job frame arrived, or a job came in an HTTP lease answer (then `conn` is negative: a
    * pseudo-connection per HTTP consumer). `payload_ok` is false when the payload is not as sent.
+   * `server` (absent: 0) is the server that leased it.
    */
   | {
     type: "deliver";
     at: number;
     conn: number;
+    server?: number;
     id: number;
     uid: string;
     token: string;
@@ -92,7 +104,7 @@ export type Event =
   | { type: "settle_fail"; at: number; op: number; code: string }
   /** The ack or nack's outcome is unknown (the socket closed before the answer). */
   | { type: "settle_info"; at: number; op: number; error: string }
-  /** The database after the final drain and a clean stop, read with `node:sqlite`. */
+  /** The database after the final drain and a clean stop, read with the store-neutral inspector. */
   | {
     type: "final";
     at: number;

@@ -1,6 +1,6 @@
 /**
  * `deno task torture`: the long crash campaign. Runs rounds of SIGKILL cycles on one database
- * file (each round on its own queue, drained and checked before the next), prints each round's
+ * (each round on its own queue, drained and checked before the next), prints each round's
  * figures and a total, and exits 1 on any finding.
  *
  * ```sh
@@ -9,13 +9,17 @@
  * deno task torture --minutes 40             # stop starting rounds after 40 minutes
  * deno task torture --disruption pause       # SIGSTOP/SIGCONT instead of SIGKILL
  * deno task torture --fault any-token        # a positive control: must fail
+ * deno task torture --store postgres         # two servers on a fresh PostgreSQL database
+ * deno task torture --store postgres --disruption store --cycles 10   # restart PostgreSQL
  * ```
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { type Disruption, runCampaign } from "./campaign.ts";
+import postgres from "postgres";
+import { type Disruption, DISRUPTIONS, runCampaign } from "./campaign.ts";
+import { startPrivatePg } from "../helpers/private_pg.ts";
 import { type Figures, FINDING_KINDS, type FindingKind, formatReport } from "./checker.ts";
 import { type Fault, FAULTS } from "./faulty_store.ts";
 
@@ -35,6 +39,10 @@ const { values } = parseArgs({
     seed: { type: "string" },
     sync: { type: "string", default: "full" },
     dir: { type: "string" },
+    store: { type: "string", default: "sqlite" },
+    instances: { type: "string" },
+    pg: { type: "string" },
+    "pg-port": { type: "string", default: "5433" },
     keep: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
@@ -59,7 +67,15 @@ if (values.help) {
   --seed N           seed of the random choices (default: the time)
   --sync full|normal the server's --sync (default full)
   --dir DIR          where the database goes (default: a temp dir)
-  --keep             keep the database afterwards`);
+  --keep             keep the database afterwards
+  --store S          sqlite (default) or postgres: a fresh database made on the server --pg
+                     names (default postgres://postgres@127.0.0.1:5432/postgres, or
+                     TEGAMI_TEST_PG), dropped afterwards unless --keep
+  --instances N      servers on the database, one disrupted at a time (default 1 on SQLite,
+                     2 on PostgreSQL)
+  --disruption store restarts PostgreSQL itself (pg_ctl restart -m immediate) under load:
+                     a private server in a temp dir on --pg-port (default 5433), so the
+                     machine's own is never touched`);
   Deno.exit(0);
 }
 
@@ -80,13 +96,55 @@ const total = Number(values.cycles);
 const perRound = Math.min(Number(values.round), total);
 const minutes = Number(values.minutes);
 const seed = values.seed === undefined ? Date.now() : Number(values.seed);
+if (!DISRUPTIONS.includes(values.disruption as Disruption)) {
+  console.error(
+    `torture: --disruption takes ${DISRUPTIONS.join(", ")}, got "${values.disruption}"`,
+  );
+  Deno.exit(2);
+}
+if (values.store !== "sqlite" && values.store !== "postgres") {
+  console.error(`torture: --store takes sqlite or postgres, got "${values.store}"`);
+  Deno.exit(2);
+}
+const onPg = values.store === "postgres";
+if (values.disruption === "store" && !onPg) {
+  console.error("torture: --disruption store restarts PostgreSQL: add --store postgres");
+  Deno.exit(2);
+}
+const instances = Number(values.instances ?? (onPg ? 2 : 1));
 const dir = values.dir ?? await Deno.makeTempDir({ prefix: "tegami-torture-" });
-const db = `${dir}/torture.db`;
+/** The database: a file, or a fresh PostgreSQL database (on a private server to restart). */
+let db = `${dir}/torture.db`;
+let cleanup = async () => {};
+let restartStore: (() => Promise<void>) | undefined;
+if (onPg) {
+  let base = values.pg ?? Deno.env.get("TEGAMI_TEST_PG") ??
+    "postgres://postgres@127.0.0.1:5432/postgres";
+  let stopPrivate = async () => {};
+  if (values.disruption === "store") {
+    const pg = await startPrivatePg(Number(values["pg-port"]));
+    base = pg.url;
+    restartStore = () => pg.restart("immediate");
+    stopPrivate = async () => await pg[Symbol.asyncDispose]();
+  }
+  const name = `pgops_torture_${Date.now().toString(36)}`;
+  const root = postgres(base, { max: 1, onnotice: () => {} });
+  await root.unsafe(`CREATE DATABASE ${name}`);
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  db = url.href;
+  cleanup = async () => {
+    if (!values.keep) await root.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await root.end({ timeout: 1 });
+    await stopPrivate();
+  };
+}
 const started = Date.now();
 const say = (line: string) =>
   console.log(`[${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`);
 say(
-  `crash campaign: ${total} ${values.disruption} cycles in rounds of ${perRound}, seed ${seed}, db ${db}`,
+  `crash campaign: ${total} ${values.disruption} cycles in rounds of ${perRound}, ` +
+    `${instances} server(s), seed ${seed}, db ${db}`,
 );
 
 const sums: Partial<Record<keyof Figures, number>> = {};
@@ -125,8 +183,10 @@ while (done < total && !stop.signal.aborted) {
     upMs: range(values.up),
     seed: seed + round,
     db,
+    instances,
+    restartStore,
     queue: `torture-${seed.toString(36)}-${round}`, // unique, so a reused --dir cannot mix runs
-    serverArgs: ["--sync", values.sync],
+    serverArgs: onPg ? ["--pg-poll", "200ms"] : ["--sync", values.sync],
     log: (line) => say(`round ${round}: ${line}`),
     signal: stop.signal,
   });
@@ -154,7 +214,7 @@ const s = (name: keyof Figures) => sums[name] ?? 0;
 say(
   [
     `TOTAL: ${done} ${values.disruption} cycles in ${round} rounds (SIGKILL ${s("kills")}, ` +
-    `SIGTERM ${s("stops")}, SIGSTOP ${s("pauses")}), ` +
+    `SIGTERM ${s("stops")}, SIGSTOP ${s("pauses")}, database restarts ${s("store_restarts")}), ` +
     `${((Date.now() - started) / 60_000).toFixed(1)} min, ${failed ? "FAILED" : "OK"}`,
     `  enqueue calls ${s("enqueue_calls")} (ok ${s("enqueue_ok")}, 503 ${s("enqueue_failed")}, ` +
     `unknown ${s("enqueue_unknown")}); jobs acknowledged ${s("jobs_acknowledged")}; ` +
@@ -170,5 +230,6 @@ say(
     `  findings: ${FINDING_KINDS.map((kind) => `${kind} ${findings[kind]}`).join(", ")}`,
   ].join("\n"),
 );
+await cleanup();
 if (!values.keep && values.dir === undefined) await Deno.remove(dir, { recursive: true });
 Deno.exit(failed ? 1 : 0);

@@ -320,3 +320,44 @@ Deno.test("check() reports a first enqueue answered deduplicated and a valid enq
   const refused = new Script().start().enqueue("a", null, { outcome: 400 }).final([]);
   assert.deepEqual(kinds(refused), ["protocol"]);
 });
+
+Deno.test("check() releases leases on a socket dropped while another server was killed", () => {
+  // Two servers on one database: conn 1 is on server 0, which stayed up while server 1 was
+  // killed, so dropping it released its lease and the early redelivery is explained.
+  const events = new Script().start().add({ type: "server_start", epoch: 2, server: 1 })
+    .add({ type: "connect", conn: 1, consumer: 0, server: 0 }).enqueue("a", 1)
+    .deliver(1, 1, "a", "t1", 1, 5000)
+    .add({ type: "server_kill", epoch: 2, server: 1 }).disconnect(1)
+    .add({ type: "server_start", epoch: 3, server: 1 })
+    .add({ type: "connect", conn: 2, consumer: 1, server: 1 })
+    .deliver(2, 1, "a", "t2", 2, 9000)
+    .settle("ack", 2, 1, "t2", "ok").final([[1, "a"]]);
+  const report = check(events);
+  assert.deepEqual(report.findings, []);
+  assert.equal(report.figures.reasons.disconnect, 1);
+});
+
+Deno.test("check() does not count a socket cut by its own server's kill as a release", () => {
+  // The same history with the kill on the holder's server: the lease survived, so a
+  // redelivery before it ran out means two live leases.
+  const events = new Script().start().add({ type: "server_start", epoch: 2, server: 1 })
+    .add({ type: "connect", conn: 1, consumer: 0, server: 1 }).enqueue("a", 1)
+    .deliver(1, 1, "a", "t1", 1, 5000)
+    .add({ type: "server_kill", epoch: 2, server: 1 }).disconnect(1, "lost")
+    .add({ type: "connect", conn: 2, consumer: 1, server: 0 })
+    .deliver(2, 1, "a", "t2", 2, 9000)
+    .settle("ack", 2, 1, "t2", "ok").final([[1, "a"]]);
+  assert.deepEqual(kinds(events), ["unexplained duplicate"]);
+});
+
+Deno.test("check() explains a redelivery after a database restart once the lease ran out", () => {
+  const events = new Script().start().connect(1).enqueue("a", 1)
+    .deliver(1, 1, "a", "t1", 1, 2000)
+    .add({ type: "store_restart" }).settle("ack", 1, 1, "t1", "lease_lost")
+    .at(2000).deliver(1, 1, "a", "t2", 2, 9000)
+    .settle("ack", 1, 1, "t2", "ok").final([[1, "a"]]);
+  const report = check(events);
+  assert.deepEqual(report.findings, []);
+  assert.equal(report.figures.store_restarts, 1);
+  assert.equal(report.figures.reasons.restart, 1);
+});
