@@ -49,7 +49,9 @@ Deno.test({
     assert.ok(f.jobs_acknowledged > 200, explain(result));
     assert.ok(f.duplicates > 0 && f.reasons.nack > 0 && f.reasons.restart > 0, explain(result));
     assert.ok(f.acks_refused > 0, "some late acks were refused");
-    assert.ok(f.forged_sent > 0 && f.forged_refused === f.forged_sent, explain(result));
+    // Forged probes were answered and refused; one accepted is a finding (report.ok above), and
+    // one whose answer a kill cut off counts as neither.
+    assert.ok(f.forged_sent > 0 && f.forged_refused > 0, explain(result));
     assert.ok(f.lost_connections > 0 && f.drops > 0, explain(result));
     assert.ok(f.http_deliveries > 0, explain(result));
   },
