@@ -98,9 +98,10 @@ default -f 50) and BullMQ on a redis-server the bench starts with appendfsync al
 "pg" is tegami on PostgreSQL, "pg2" two tegami servers on one schema with producers on the
 first and consumers on the second (so W5 is the cross-instance push latency), "pgboss" pg-boss
 in its fastest mode (bench/peers/pg_boss.ts); all three on TEGAMI_BENCH_PG_URL (default
-postgres://postgres@127.0.0.1:5432/postgres), a fresh schema per workload, dropped after. A peer that
-cannot be started is skipped with the reason. "floor" is not a queue: bench/floor_server.ts speaks
-the same protocol as tegami and stores nothing, to show what the runtime alone costs.`;
+postgres://postgres@127.0.0.1:5432/postgres), a fresh schema per workload, dropped after.
+A peer that cannot be started is skipped with the reason. "floor" is not a queue:
+bench/floor_server.ts speaks the same protocol as tegami and stores nothing, to show what the
+runtime alone costs.`;
 
 /** A command-line mistake: printed with the help hint, exit code 2. */
 class UsageError extends Error {}
