@@ -24,7 +24,15 @@ import { beanstalkdPeer } from "./peers/beanstalkd.ts";
 import { bullmqPeer } from "./peers/bullmq.ts";
 import type { Peer, Target } from "./peers/peer.ts";
 import { rabbitmqPeer } from "./peers/rabbitmq.ts";
-import { floorPeer, tegamiPeer, tegamiSdkPeer, TegamiTarget } from "./peers/tegami.ts";
+import { pgBossPeer } from "./peers/pg_boss.ts";
+import { benchPgUrl } from "./peers/pg_schema.ts";
+import {
+  floorPeer,
+  tegamiPeer,
+  tegamiPgPeer,
+  tegamiSdkPeer,
+  TegamiTarget,
+} from "./peers/tegami.ts";
 import { Runner, type Workload } from "./runner.ts";
 import { cpuMeter, totalRss } from "./proc.ts";
 import { jsonRows, markdownTable, type Row } from "./report.ts";
@@ -38,7 +46,18 @@ import { scaling } from "./workloads/scaling.ts";
 
 const WORKLOADS = ["RSS", "W1", "W2", "W3", "W3b", "W4", "W5", "scale"] as const;
 type WorkloadKey = typeof WORKLOADS[number];
-const PEER_KEYS = ["sdk", "floor", "rabbitmq", "beanstalkd", "bullmq"] as const;
+const PEER_KEYS = [
+  "sdk",
+  "floor",
+  "rabbitmq",
+  "beanstalkd",
+  "bullmq",
+  "pg",
+  "pg2",
+  "pgboss",
+] as const;
+/** What `--pg` selects: the PostgreSQL rows. */
+const PG_PEERS = ["pg", "pg2", "pgboss"];
 const ROOT = new URL("..", import.meta.url).pathname;
 
 const HELP = `deno task bench [options]
@@ -54,6 +73,8 @@ process and prints one markdown table. Progress goes to stderr.
   --repeat N         run each workload N times on each system, interleaved, and keep the
                      median run (default 1)
   --peers LIST       none, all, or some of ${PEER_KEYS.join(",")} (default all)
+  --pg               the PostgreSQL rows only: --peers ${PG_PEERS.join(",")} (tegami on SQLite
+                     stays, as the first row)
   --scale            also run the scale part: W1 and W5 with jobs waiting in another queue and
                      in the same queue, and startup with them on disk (takes minutes)
   --scale-sizes LIST backlog sizes for --scale (default 100000,1000000)
@@ -73,9 +94,14 @@ Peers: "sdk" is tegami again, driven through its client library (lib/client: Teg
 enqueue, which sends each tick's calls in one request, and consume, which speaks protocol v2)
 instead of the raw protocol written by hand. RabbitMQ at 127.0.0.1:5672 guest/guest (TEGAMI_BENCH_AMQP_URL overrides; a fresh quorum
 queue per workload), beanstalkd (apt-get install -y beanstalkd; run with -f 0 and with its
-default -f 50) and BullMQ on a redis-server the bench starts with appendfsync always. A peer that
-cannot be started is skipped with the reason. "floor" is not a queue: bench/floor_server.ts speaks
-the same protocol as tegami and stores nothing, to show what the runtime alone costs.`;
+default -f 50) and BullMQ on a redis-server the bench starts with appendfsync always.
+"pg" is tegami on PostgreSQL, "pg2" two tegami servers on one schema with producers on the
+first and consumers on the second (so W5 is the cross-instance push latency), "pgboss" pg-boss
+in its fastest mode (bench/peers/pg_boss.ts); all three on TEGAMI_BENCH_PG_URL (default
+postgres://postgres@127.0.0.1:5432/postgres), a fresh schema per workload, dropped after.
+A peer that cannot be started is skipped with the reason. "floor" is not a queue:
+bench/floor_server.ts speaks the same protocol as tegami and stores nothing, to show what the
+runtime alone costs.`;
 
 /** A command-line mistake: printed with the help hint, exit code 2. */
 class UsageError extends Error {}
@@ -113,7 +139,8 @@ function parseOptions(args: string[]): Options | null {
       backlog: { type: "string", default: "50000" },
       samples: { type: "string", default: "2000" },
       repeat: { type: "string", default: "1" },
-      peers: { type: "string", default: "all" },
+      peers: { type: "string" },
+      pg: { type: "boolean", default: false },
       scale: { type: "boolean", default: false },
       "scale-sizes": { type: "string", default: "100000,1000000" },
       sync: { type: "string", default: "full" },
@@ -137,7 +164,11 @@ function parseOptions(args: string[]): Options | null {
   }
   if (values.scale) only.add("scale");
   const peers = new Set<string>();
-  for (const name of values.peers.split(",").map((s) => s.trim().toLowerCase())) {
+  if (values.pg && values.peers !== undefined) {
+    throw new UsageError("--pg and --peers are exclusive (--pg = --peers " + PG_PEERS + ")");
+  }
+  const peerList = values.pg ? PG_PEERS.join(",") : values.peers ?? "all";
+  for (const name of peerList.split(",").map((s) => s.trim().toLowerCase())) {
     if (name === "all") PEER_KEYS.forEach((key) => peers.add(key));
     else if (name === "none" || name === "") continue;
     else if ((PEER_KEYS as readonly string[]).includes(name)) peers.add(name);
@@ -244,6 +275,14 @@ async function main(): Promise<number> {
   if (o.peers.has("rabbitmq")) peers.push(rabbitmqPeer(amqpUrl));
   if (o.peers.has("beanstalkd")) peers.push(beanstalkdPeer(0), beanstalkdPeer(50));
   if (o.peers.has("bullmq")) peers.push(bullmqPeer());
+  const pgOptions = {
+    serveArgs: o.serveArgs,
+    http: o.fetch ? "fetch" as const : "lean" as const,
+    cpuProfileDir: o.cpuProfileDir,
+  };
+  if (o.peers.has("pg")) peers.push(tegamiPgPeer(benchPgUrl(), 1, pgOptions));
+  if (o.peers.has("pg2")) peers.push(tegamiPgPeer(benchPgUrl(), 2, pgOptions));
+  if (o.peers.has("pgboss")) peers.push(pgBossPeer());
 
   const runner = new Runner(progress, !o.cold);
   const timings: Record<string, number> = {};
@@ -252,7 +291,8 @@ async function main(): Promise<number> {
   const w2 = { queue: "w2", backlog: o.backlog };
   let filled: Filled | undefined;
   const plan: [Exclude<WorkloadKey, "scale">, Peer[], Workload][] = [
-    ["RSS", everyone.filter((p) => p.key !== "sdk"), {
+    // pg-boss runs inside this process; its server is the shared PostgreSQL.
+    ["RSS", everyone.filter((p) => p.key !== "sdk" && p.key !== "pgboss"), {
       label: "RSS idle",
       throughput: false,
       warm: false,

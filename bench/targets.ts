@@ -10,7 +10,7 @@
 import type { Measurement } from "./measurement.ts";
 import type { Row } from "./report.ts";
 import { PLACEMENTS } from "./workloads/scaling.ts";
-import { SDK_NAME } from "./peers/tegami.ts";
+import { pgName, SDK_NAME } from "./peers/tegami.ts";
 
 /** One target and how this run fares. */
 export interface TargetCheck {
@@ -66,6 +66,25 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
   ratio("W2 drain", "RabbitMQ", "W2 ≥ 1.5× RabbitMQ", 1.5);
   ratio("W2 drain", "RabbitMQ", "W2 through the SDK ≥ 1.5× RabbitMQ", 1.5, SDK_NAME);
   ratio("W1 end to end", "runtime floor", "W1 with raw HTTP enqueue ≥ 0.8× the runtime floor", 0.8);
+
+  // On PostgreSQL: against pg-boss, one instance against two, and the push across instances.
+  ratio("W1 end to end", "pg-boss", "W1 on PostgreSQL ≥ 5× pg-boss", 5, pgName(1));
+  ratio("W2 drain", "pg-boss", "W2 on PostgreSQL ≥ 5× pg-boss", 5, pgName(1));
+  ratio(
+    "W1 end to end",
+    pgName(1),
+    "W1 on PostgreSQL with 2 instances ≥ 1.3× one instance",
+    1.3,
+    pgName(2),
+  );
+  const cross = find(rows, "W5 idle push latency", pgName(2))?.latency;
+  checks.push({
+    target: "W5 across instances on PostgreSQL: p50 < 20 ms and p99 < 100 ms",
+    measured: cross === undefined
+      ? "not measured"
+      : `${cross.p50.toFixed(2)} / ${cross.p99.toFixed(2)} ms`,
+    met: cross === undefined ? null : cross.p50 < 20 && cross.p99 < 100,
+  });
 
   for (const system of ["tegami", SDK_NAME]) {
     const w1 = find(rows, "W1 end to end", system);

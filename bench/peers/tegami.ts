@@ -12,6 +12,7 @@ import { type CommitBatches, parseCommitBatches } from "../commit_batches.ts";
 import type { Stamp } from "../payload.ts";
 import { consume, TegamiClient } from "../../lib/client/mod.ts";
 import { AckTracker } from "./ack_tracker.ts";
+import { dropSchema, freshSchema } from "./pg_schema.ts";
 import { Http1Client } from "./http1_client.ts";
 import type { Consumer, Peer, Producer, Target } from "./peer.ts";
 
@@ -36,6 +37,19 @@ export interface TegamiOptions {
    * and `consume`, which coalesce each tick's calls and speak protocol v2). @default "raw"
    */
   client?: "raw" | "sdk";
+  /**
+   * Run on PostgreSQL instead of SQLite: `instances` servers on a fresh schema of `url`, dropped
+   * after; producers and fills go to the first, consumers to the last, so with 2 every job crosses
+   * from one instance to the other.
+   */
+  pg?: { url: string; instances: number };
+}
+
+/** The name in the table of tegami on PostgreSQL with `instances` servers. */
+export function pgName(instances: number): string {
+  return instances === 1
+    ? "tegami on PostgreSQL"
+    : `tegami on PostgreSQL × ${instances} (enqueue on one, push from another)`;
 }
 
 /** POSTs JSON text to a fixed URL; fails on any status but 2xx. */
@@ -102,6 +116,9 @@ export class TegamiTarget implements Target {
   readonly name: string;
   readonly #floor: boolean;
   #server: ServerProcess;
+  /** The other instances on PostgreSQL; the last one serves the consumers. */
+  readonly #others: ServerProcess[];
+  readonly #schema: string | null;
   readonly #dir: string;
   readonly #args: string[];
   readonly #http: "lean" | "fetch";
@@ -119,11 +136,14 @@ export class TegamiTarget implements Target {
     runtimeFlags: string[],
     floor: boolean,
     sdk: boolean,
+    pg: { others: ServerProcess[]; schema: string; instances: number } | null,
   ) {
+    this.#others = pg?.others ?? [];
+    this.#schema = pg?.schema ?? null;
     this.#runtimeFlags = runtimeFlags;
     this.#floor = floor;
     this.#sdk = sdk;
-    this.name = floor ? FLOOR_NAME : sdk ? SDK_NAME : "tegami";
+    this.name = floor ? FLOOR_NAME : sdk ? SDK_NAME : pg !== null ? pgName(pg.instances) : "tegami";
     this.#server = server;
     this.#http = http;
     this.#dir = dir;
@@ -134,13 +154,10 @@ export class TegamiTarget implements Target {
   /** Starts a server on a fresh database in a new temp directory. */
   static async start(options: TegamiOptions = {}): Promise<TegamiTarget> {
     const dir = await Deno.makeTempDir({ prefix: "tegami-bench-" });
-    const args = [
-      "--db",
-      `${dir}/bench.db`,
-      "--sync",
-      options.sync ?? "full",
-      ...options.serveArgs ?? [],
-    ];
+    const schema = options.pg === undefined ? null : freshSchema("tegami");
+    const args = options.pg === undefined
+      ? ["--db", `${dir}/bench.db`, "--sync", options.sync ?? "full", ...options.serveArgs ?? []]
+      : ["--db", options.pg.url, "--pg-schema", schema!, ...options.serveArgs ?? []];
     const startedAt = performance.now();
     try {
       const runtimeFlags = options.cpuProfileDir === undefined
@@ -148,6 +165,11 @@ export class TegamiTarget implements Target {
         : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`];
       const script = options.floor ? FLOOR_SCRIPT : undefined;
       const server = await spawnServer(args, { runtimeFlags, script });
+      // One after the other: the first creates the schema.
+      const others: ServerProcess[] = [];
+      for (let i = 1; i < (options.pg?.instances ?? 1); i++) {
+        others.push(await spawnServer(args, { runtimeFlags }));
+      }
       return new TegamiTarget(
         server,
         dir,
@@ -157,9 +179,11 @@ export class TegamiTarget implements Target {
         runtimeFlags,
         options.floor ?? false,
         options.client === "sdk",
+        schema === null ? null : { others, schema, instances: options.pg!.instances },
       );
     } catch (error) {
       await Deno.remove(dir, { recursive: true });
+      if (schema !== null) await dropSchema(schema).catch(() => {});
       throw error;
     }
   }
@@ -169,9 +193,14 @@ export class TegamiTarget implements Target {
     return this.#server.url;
   }
 
-  /** The server process. */
+  /** The server processes (PostgreSQL's own are not counted). */
   get pids(): readonly number[] {
-    return [this.#server.child.pid];
+    return [this.#server.child.pid, ...this.#others.map((o) => o.child.pid)];
+  }
+
+  /** Where consumers connect: the last instance (with 2 on PostgreSQL, not the producers'). */
+  get consumerUrl(): string {
+    return this.#others.at(-1)?.url ?? this.url;
   }
 
   /**
@@ -242,7 +271,7 @@ export class TegamiTarget implements Target {
     if (this.#sdk) {
       const worker = consume<Stamp>(queue, (payload) => {
         onJob(payload);
-      }, { url: this.url, prefetch, concurrency: prefetch });
+      }, { url: this.consumerUrl, prefetch, concurrency: prefetch });
       await worker.ready();
       return {
         // A handler counts as running until its ack is answered.
@@ -252,7 +281,7 @@ export class TegamiTarget implements Target {
         close: () => worker.close(),
       };
     }
-    const ws = await openSocket(this.url);
+    const ws = await openSocket(this.consumerUrl);
     const acks = new AckTracker();
     let errors = 0;
     let ref = 0;
@@ -332,14 +361,17 @@ export class TegamiTarget implements Target {
     return { shutdownMs, startupMs: performance.now() - startAt };
   }
 
-  /** Stops the server and removes its database. */
+  /** Stops the servers and removes their database (or schema). */
   async stop(): Promise<void> {
     try {
-      this.#server.kill("SIGTERM");
-      const { code, stderr } = await this.#server.exited();
-      if (code !== 0) console.error(`tegami exited with ${code}:\n${stderr.slice(-2000)}`);
+      await Promise.all([this.#server, ...this.#others].map(async (server) => {
+        server.kill("SIGTERM");
+        const { code, stderr } = await server.exited();
+        if (code !== 0) console.error(`tegami exited with ${code}:\n${stderr.slice(-2000)}`);
+      }));
     } finally {
       await Deno.remove(this.#dir, { recursive: true });
+      if (this.#schema !== null) await dropSchema(this.#schema);
     }
   }
 }
@@ -378,6 +410,19 @@ export function tegamiSdkPeer(options: TegamiOptions = {}): TegamiPeer {
     key: "sdk",
     name: SDK_NAME,
     start: () => TegamiTarget.start({ ...options, client: "sdk" }),
+  };
+}
+
+/** Starts `instances` fresh tegami servers on a fresh schema of the PostgreSQL at `url`. */
+export function tegamiPgPeer(
+  url: string,
+  instances: number,
+  options: TegamiOptions = {},
+): TegamiPeer {
+  return {
+    key: instances === 1 ? "pg" : `pg${instances}`,
+    name: pgName(instances),
+    start: () => TegamiTarget.start({ ...options, pg: { url, instances } }),
   };
 }
 

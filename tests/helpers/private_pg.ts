@@ -51,15 +51,39 @@ async function run(args: string[], asPostgres: boolean): Promise<string> {
   return text;
 }
 
+/** Options of {@linkcode startPrivatePg}. */
+export interface PrivatePgOptions {
+  /**
+   * More server settings (`-c name=value`), e.g. `{ ssl: "on" }`. A value naming a file written
+   * by `files` may use `{dir}`, the server's own directory.
+   */
+  settings?: Record<string, string>;
+  /**
+   * Files to write into the server's directory before it starts (name → content), owned by the
+   * server's user with mode 0600 — what PostgreSQL demands of `ssl_key_file`.
+   */
+  files?: Record<string, string>;
+}
+
 /** Creates and starts a private server on `port`. */
-export async function startPrivatePg(port = 5433): Promise<PrivatePg> {
+export async function startPrivatePg(
+  port = 5433,
+  { settings = {}, files = {} }: PrivatePgOptions = {},
+): Promise<PrivatePg> {
   const bin = binDir();
   const root = Deno.uid() === 0;
   const dir = await Deno.makeTempDir({ prefix: "tegami-pg-" });
+  for (const [name, content] of Object.entries(files)) {
+    await Deno.writeTextFile(`${dir}/${name}`, content, { mode: 0o600 });
+    if (root) await run(["chown", "postgres", `${dir}/${name}`], false);
+  }
   if (root) await run(["chown", "postgres", dir], false);
   const data = `${dir}/data`;
   await run([`${bin}initdb`, "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"], root);
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=on`;
+  const extra = Object.entries(settings).map(([name, value]) =>
+    ` -c ${name}=${value.replaceAll("{dir}", dir)}`
+  ).join("");
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=on${extra}`;
   const ctl = (...args: string[]) =>
     run([`${bin}pg_ctl`, "-D", data, "-l", `${dir}/log`, "-w", "-o", options, ...args], root);
   await ctl("start");

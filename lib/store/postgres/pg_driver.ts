@@ -98,6 +98,29 @@ export function describePgError(error: unknown): string {
   return String(error);
 }
 
+/**
+ * Why connecting to `url` failed, in one line. The driver answers a server that refuses TLS
+ * under `sslmode=require` by starting the handshake anyway, so the server closes the socket and
+ * all the driver says is ECONNRESET; this names the real cause instead.
+ */
+export function describeConnectError(url: string, error: unknown): string {
+  let sslmode: string | null = null;
+  try {
+    sslmode = new URL(url).searchParams.get("sslmode");
+  } catch {
+    // not a URL the driver would have accepted either
+  }
+  const text = describePgError(error);
+  if (
+    sslmode !== null && /^(require|verify-ca|verify-full)$/.test(sslmode) &&
+    /ECONNRESET/.test(text) && /TLS/.test(text)
+  ) {
+    return `the server does not accept TLS connections, which sslmode=${sslmode} demands ` +
+      "(it closed the connection at the TLS handshake)";
+  }
+  return text;
+}
+
 /** `error` as the store reports it: a `TegamiError` unchanged, anything else `unavailable`. */
 export function asStoreError(error: unknown, action: string): TegamiError {
   if (error instanceof TegamiError) return error;

@@ -61,6 +61,7 @@ import {
 import {
   asStoreError,
   connectPg,
+  describeConnectError,
   describePgError,
   type Sql,
   type TxSql,
@@ -242,7 +243,7 @@ export class PgStore implements Store {
       } catch (error) {
         throw new Error(
           `Cannot connect to PostgreSQL at ${describeTarget(options.url)}: ${
-            describePgError(error)
+            describeConnectError(options.url, error)
           }`,
         );
       }
