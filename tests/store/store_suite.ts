@@ -284,7 +284,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const id = await enqueueOne(a, "q");
     await claimOne(a, "q", T0, 1_000);
     await a.close();
-    assert.deepEqual(await b.tick(T0 + 999), { woken: [], expired: [] });
+    assert.deepEqual(await b.tick(T0 + 999), { woken: [], expired: [], more: false });
     assert.equal(await b.nextDeadline(), T0 + 1_000);
     const result = await b.tick(T0 + 1_000);
     assert.deepEqual(result.woken, ["q"]);
