@@ -196,7 +196,7 @@ export const SERVE_FLAGS = {
   maxQueues: flag.int(
     "max-queues",
     10_000,
-    "most distinct queues; enqueueing to a new queue past it answers 409",
+    "most distinct queues (SQLite); enqueueing to a new queue past it answers 409",
     { min: 1, max: 10_000_000 },
   ),
   /** Queues given their own series in `/metrics`: the busiest; all are in the totals. */
