@@ -77,6 +77,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const store = await (options.openStore ?? openStore)(config, {
     policy: policyOf(config),
     onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
+    onBackgroundError: (what, error) =>
+      log.error(`Background ${what} failed`, { cause: describeCause(error) }),
   });
   const broker = new Broker({
     store,

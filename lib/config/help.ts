@@ -72,8 +72,9 @@ export function serveHelp(): string {
     "Usage: tegami serve [flags]",
     "",
     wrap(
-      "Runs the tegami job queue server. It keeps jobs in one SQLite file, takes them in " +
-        "over HTTP, and pushes each to one " +
+      "Runs the tegami job queue server. It keeps jobs in one SQLite file, or in PostgreSQL " +
+        "(--db postgres://…), where any number of servers may share one database; it takes " +
+        "them in over HTTP, and pushes each to one " +
         "consumer at a time over a WebSocket, under a lease, until the consumer acks it; a job " +
         "whose lease runs out, or that fails, is retried with exponential backoff. With " +
         "--sync full, every acknowledged write is fsynced before the answer. It stops cleanly on SIGINT " +
@@ -103,6 +104,8 @@ export function serveHelp(): string {
     "      Serve on every interface; callers need a token from tokens.json.",
     "  TEGAMI_SYNC=normal tegami serve",
     "      Trade the last commits on power loss for faster writes.",
+    "  tegami serve --db postgres://tegami:secret@db.internal:5432/jobs?sslmode=require",
+    "      Keep jobs in PostgreSQL (schema tegami); start as many such servers as you like.",
     "",
   ].join("\n");
 }

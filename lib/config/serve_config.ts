@@ -58,8 +58,29 @@ function allowedOrigins(
 
 /** Every flag of `tegami serve`, in help order, by the setting it resolves to. */
 export const SERVE_FLAGS = {
-  /** The database: a SQLite file path. */
-  db: flag.string("db", "tegami.db", "path to the SQLite file", { placeholder: "PATH" }),
+  /** SQLite file path, or a `postgres://` / `postgresql://` URL. */
+  db: flag.string("db", "tegami.db", "path to the SQLite file, or postgres://… URL", {
+    placeholder: "PATH|URL",
+  }),
+  /** The PostgreSQL schema holding tegami's tables. */
+  pgSchema: flag.string(
+    "pg-schema",
+    "tegami",
+    "PostgreSQL schema for tegami's tables (created if missing)",
+    { placeholder: "NAME" },
+  ),
+  /** Most PostgreSQL connections per server. */
+  pgPool: flag.int("pg-pool", 10, "most PostgreSQL connections per server (plus one for LISTEN)", {
+    min: 1,
+    max: 1000,
+  }),
+  /** How often, in ms, a PostgreSQL-backed server looks for work a lost notification hid. */
+  pgPollMs: flag.duration(
+    "pg-poll",
+    SECOND,
+    "on PostgreSQL, how often to look for work a lost notification hid",
+    { min: 50, max: MINUTE },
+  ),
   /** Interface to listen on. */
   host: flag.string("host", "127.0.0.1", "interface to listen on", { placeholder: "HOST" }),
   /** Port to listen on; 0 picks any free port. */
@@ -218,6 +239,13 @@ export function resolveServeConfig(
   }
   if (values.tlsKey !== null && values.tlsCert === null) {
     throw invalidFlag(SERVE_FLAGS.tlsCert, "missing; --tls-key needs it");
+  }
+
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(values.pgSchema)) {
+    throw invalidFlag(
+      SERVE_FLAGS.pgSchema,
+      `expected a plain identifier (letters, digits, _; at most 63), got "${values.pgSchema}"`,
+    );
   }
 
   if (!isLoopbackHost(values.host) && values.tokensFile === null && !values.insecure) {

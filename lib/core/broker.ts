@@ -26,6 +26,7 @@ import type {
   QueueCounts,
   RunNowResult,
   Store,
+  StoreEvent,
 } from "../store/store.ts";
 
 /** Why a lease ended, as told to its holder. */
@@ -116,6 +117,7 @@ export class Broker {
   #timerAt = Infinity;
   #sweepTimer: TimerHandle | null = null;
   #closed = false;
+  #unlisten: (() => void) | null = null;
 
   /** Makes a broker over a store; call {@linkcode Broker.start} to arm its timers. */
   constructor(options: BrokerOptions) {
@@ -140,6 +142,7 @@ export class Broker {
 
   /** Recovers whatever the last stop left (due jobs, expired leases) and arms the timers. */
   async start(): Promise<void> {
+    this.#unlisten = this.#store.listen((event) => this.#heard(event));
     await this.#tick();
     this.#armSweep(0);
   }
@@ -147,6 +150,8 @@ export class Broker {
   /** Stops timers, answers long-polls with nothing, and refuses further work. */
   close(): void {
     this.#closed = true;
+    this.#unlisten?.();
+    this.#unlisten = null;
     if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
     if (this.#sweepTimer !== null) this.#clock.clearTimer(this.#sweepTimer);
     this.#timer = null;
@@ -274,6 +279,7 @@ export class Broker {
     const list = this.#subscribers.get(subscriber.queue);
     if (list === undefined) this.#subscribers.set(subscriber.queue, [subscriber]);
     else list.push(subscriber);
+    this.#store.setConsumers(subscriber.queue, list?.length ?? 1);
     this.wake(subscriber.queue);
   }
 
@@ -283,6 +289,7 @@ export class Broker {
     if (list === undefined) return;
     const at = list.indexOf(subscriber);
     if (at >= 0) list.splice(at, 1);
+    this.#store.setConsumers(subscriber.queue, list.length);
     if (list.length === 0) {
       this.#subscribers.delete(subscriber.queue);
       this.#rotation.delete(subscriber.queue);
@@ -290,14 +297,19 @@ export class Broker {
     this.#gate.recheck(subscriber.queue);
   }
 
-  /** How many consumers (subscriptions and waiting long-polls) a queue has. */
+  /**
+   * How many consumers (subscriptions and waiting long-polls) a queue has, on every server
+   * sharing the store.
+   */
   consumerCount(queue: string): number {
-    return this.#subscribers.get(queue)?.length ?? 0;
+    return this.#store.consumers(queue);
   }
 
   /** Completes a leased job. */
   async ack(id: number, token: string, result: string | null): Promise<{ id: number }> {
     const out = await this.#store.ack(id, token, result, this.#clock.now());
+    // A lease this server did not hand out is held, if at all, through another one.
+    if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
     this.#over(token, out.queue, "acked", "settled");
     return out;
   }
@@ -305,6 +317,7 @@ export class Broker {
   /** Fails a leased job: retry later (backoff or `delay_ms`) or dead. */
   async nack(id: number, token: string, request: NackRequest): Promise<NackResult> {
     const out = await this.#store.nack(id, token, request, this.#clock.now());
+    if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
     this.#over(token, out.queue, out.state === "dead" ? "dead" : "nacked", "settled");
     if (out.state === "pending") this.wake(out.queue);
     else if (out.state === "delayed") this.#armAt(out.run_at);
@@ -495,6 +508,29 @@ export class Broker {
       );
     }
     if (tell !== null && live?.holder) live.holder.leaseEnded(live.id, token, tell);
+  }
+
+  /** News from other servers sharing the store. */
+  #heard(event: StoreEvent): void {
+    if (this.#closed) return;
+    switch (event.kind) {
+      case "ready":
+        this.wake(event.queue);
+        return;
+      case "lease_ended": {
+        // Counted by the server that ended it; here only its holder, if this server has it,
+        // is told.
+        const live = this.#live.get(event.token);
+        if (live === undefined) return;
+        this.#live.delete(event.token);
+        live.holder?.leaseEnded(live.id, event.token, event.why);
+        return;
+      }
+      case "resync":
+        this.#tick().catch((error) => this.#onError("tick", error));
+        for (const queue of this.#subscribers.keys()) this.wake(queue);
+        return;
+    }
   }
 
   /** Forgets holders' leases without telling them (the holder is gone). */

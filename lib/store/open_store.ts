@@ -18,6 +18,8 @@ export interface StoreContext {
   policy: LifecyclePolicy;
   /** Sees every commit (batch size, duration, failure), for metrics. */
   onCommit: CommitObserver;
+  /** Reports failures of a store's own background work (PostgreSQL's heartbeats). */
+  onBackgroundError?: (what: string, error: unknown) => void;
 }
 
 /** Opens the store for a configuration; throws (or rejects) with a one-line reason. */
@@ -37,10 +39,45 @@ export function redactUrl(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
 }
 
-/** Opens the SQLite file named by `config.db`; a URL is refused rather than taken as a path. */
-export const openStore: StoreFactory = (config, context) => {
+/** Whether `db` names a PostgreSQL database rather than a SQLite file. */
+export function isPostgresUrl(db: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(db);
+}
+
+/** The command that installs the PostgreSQL driver next to a source checkout. */
+export const INSTALL_DRIVER = "npx --yes deno@2.9.6 install";
+
+/**
+ * Opens the store `config.db` names: a `postgres://` URL opens the PostgreSQL store (loaded
+ * here, on demand, so a SQLite server never loads its driver), any other URL is refused, and
+ * anything else is a SQLite file.
+ */
+export const openStore: StoreFactory = async (config, context) => {
+  if (isPostgresUrl(config.db)) {
+    let module: typeof import("./postgres/pg_store.ts");
+    try {
+      module = await import("./postgres/pg_store.ts");
+    } catch (error) {
+      throw new Error(
+        `Cannot open database "${redactUrl(config.db)}": the PostgreSQL driver is not ` +
+          `installed (${(error as Error).message.split("\n")[0]}); run: ${INSTALL_DRIVER}`,
+      );
+    }
+    return await module.PgStore.open({
+      url: config.db,
+      schema: config.pgSchema,
+      poolSize: config.pgPool,
+      pollMs: config.pgPollMs,
+      policy: context.policy,
+      onCommit: context.onCommit,
+      onBackgroundError: context.onBackgroundError,
+    });
+  }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(config.db)) {
-    throw new Error(`Cannot open database "${redactUrl(config.db)}": expected a SQLite file path`);
+    throw new Error(
+      `Cannot open database "${redactUrl(config.db)}": expected a SQLite file path or a ` +
+        "postgres:// URL",
+    );
   }
   return SqliteStore.open({
     path: config.db,

@@ -1,12 +1,18 @@
 /**
  * The storage seam. Every method is one atomic state transition; SQL lives only in the
- * adapters behind it (SQLite now, PostgreSQL later). Policy lives above it: who gets which job
+ * adapters behind it (SQLite, PostgreSQL). Policy lives above it: who gets which job
  * in the broker, and what each transition does (lease lengths, retries, dead jobs, dealing a
  * claim) in the pure rules of `core/lifecycle.ts`, which every adapter applies inside its
  * transaction with the `LifecyclePolicy` it was built with.
  *
  * Every method that changes state resolves only after the change is committed; a failed commit
  * rejects with `unavailable`.
+ *
+ * A store may be shared by several servers (PostgreSQL). Everything the broker must hear about
+ * what the others did comes through the seam too, as {@linkcode StoreEvent}s: jobs that became
+ * ready, leases that ended elsewhere, and a `resync` when news may have been missed. Consumer
+ * counts go through it as well, so stats count every server's consumers. A store used by one
+ * server alone (SQLite) never emits anything: the broker already knows all that happens.
  *
  * @module
  */
@@ -133,6 +139,31 @@ export function copyCommitStats(stats: CommitStats): CommitStats {
   return { ...stats, batch_histogram: [...stats.batch_histogram] };
 }
 
+/** What a store can do beyond the common contract; conformance cases are gated on these. */
+export interface StoreCapabilities {
+  /** Several servers may use the database at once, each with its own store. */
+  readonly shared: boolean;
+  /** The database lives in local files, which {@linkcode Store.fileSizes} reports. */
+  readonly localFiles: boolean;
+}
+
+/** Why a lease ended somewhere else, as another server's store reports it. */
+export type RemoteLeaseEnd = "settled" | "cancelled" | "expired";
+
+/** News from the store about what other servers sharing its database did. */
+export type StoreEvent =
+  /** Jobs of `queue` may have become ready (enqueued, retried, promoted, resumed). */
+  | { readonly kind: "ready"; readonly queue: string }
+  /** The lease `token` on job `id` was ended by another server. */
+  | {
+    readonly kind: "lease_ended";
+    readonly id: number;
+    readonly token: string;
+    readonly why: RemoteLeaseEnd;
+  }
+  /** News may have been missed (a reconnect, the polling interval): look at everything again. */
+  | { readonly kind: "resync" };
+
 /** Which page of a queue's jobs in one state {@linkcode Store.listJobs} answers. */
 export interface JobPage {
   /** The state listed. */
@@ -164,6 +195,23 @@ export interface RunNowResult {
 export interface Store {
   /** The database engine and version, for the startup log (`SQLite 3.53.2`). */
   readonly engine: string;
+  /** What this store can do beyond the common contract. */
+  readonly capabilities: StoreCapabilities;
+  /**
+   * Calls `listener` with news of what other servers did; answers a function that stops it.
+   * A store no other server shares never calls it.
+   */
+  listen(listener: (event: StoreEvent) => void): () => void;
+  /**
+   * Tells the other servers that a lease ended here which one of them may hold (an ack by HTTP
+   * of a job pushed over another server's WebSocket). Best effort: a lost message only delays
+   * the holder, who learns at the lease's expiry.
+   */
+  announce(id: number, token: string, why: RemoteLeaseEnd): void;
+  /** Records how many consumers this server has on `queue`. */
+  setConsumers(queue: string, n: number): void;
+  /** How many consumers `queue` has on every server sharing the database, as last heard. */
+  consumers(queue: string): number;
   /** Stores jobs all-or-nothing; duplicates by key answer the existing id. */
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]>;
   /**

@@ -111,9 +111,25 @@ Deno.test("formatDuration() picks the largest exact unit, and parses back", () =
   }
 });
 
+Deno.test("resolveServeConfig() refuses a --pg-schema that is not a plain identifier", () => {
+  assert.throws(
+    () => resolveServeConfig(["--pg-schema", "a-b"], {}),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, /--pg-schema/);
+      assert.match(error.message, /plain identifier/);
+      return true;
+    },
+  );
+  assert.equal(resolveServeConfig(["--pg-schema", "jobs_2"], {}).pgSchema, "jobs_2");
+});
+
 Deno.test("resolveServeConfig() fills every default", () => {
   const expected: ServeConfig = {
     db: "tegami.db",
+    pgSchema: "tegami",
+    pgPool: 10,
+    pgPollMs: 1000,
     host: "127.0.0.1",
     port: 7700,
     tokensFile: null,
@@ -164,6 +180,9 @@ Deno.test("resolveServeConfig() prefers an env var over the default", () => {
 Deno.test("resolveServeConfig() reads every flag from its env var", () => {
   const env: Record<string, string> = {
     TEGAMI_DB: "/tmp/x.db",
+    TEGAMI_PG_SCHEMA: "queue_jobs",
+    TEGAMI_PG_POOL: "3",
+    TEGAMI_PG_POLL: "250ms",
     TEGAMI_HOST: "0.0.0.0",
     TEGAMI_PORT: "0",
     TEGAMI_TOKENS: "tokens.json",
@@ -187,6 +206,9 @@ Deno.test("resolveServeConfig() reads every flag from its env var", () => {
   assert.deepEqual(Object.keys(env).sort(), SERVE_FLAGS.map((s) => s.env).sort());
   assert.deepEqual(resolveServeConfig([], env), {
     db: "/tmp/x.db",
+    pgSchema: "queue_jobs",
+    pgPool: 3,
+    pgPollMs: 250,
     host: "0.0.0.0",
     port: 0,
     tokensFile: "tokens.json",
@@ -592,4 +614,13 @@ Deno.test("topLevelHelp() lists the commands, the version and the client flags",
   }
   assert.ok(help.includes("default http://127.0.0.1:7700"));
   for (const line of help.split("\n")) assert.ok(line.length <= 100, line);
+});
+
+Deno.test("serveHelp() offers PostgreSQL: the URL form of --db and its --pg-* flags", () => {
+  const help = serveHelp();
+  assert.match(help, /--db PATH\|URL/);
+  assert.match(help, /postgres:\/\//);
+  for (const flag of ["--pg-schema", "--pg-pool", "--pg-poll"]) {
+    assert.ok(help.includes(flag), flag);
+  }
 });

@@ -14,10 +14,18 @@ import assert from "node:assert/strict";
 import { type ErrorCode, TegamiError } from "../../lib/core/errors.ts";
 import type { Delivery, JobState, NewJob } from "../../lib/core/job.ts";
 import type { LifecyclePolicy } from "../../lib/core/lifecycle.ts";
-import type { StateCounts, Store } from "../../lib/store/store.ts";
+import type { StateCounts, Store, StoreCapabilities, StoreEvent } from "../../lib/store/store.ts";
 
-/** A fresh, empty store and a way to dispose of it (which must also accept a closed store). */
-export type OpenStore = () => Promise<{ store: Store; cleanup(): Promise<void> }>;
+/**
+ * A fresh, empty store and a way to dispose of it (which must also accept a closed store).
+ * A store with the `shared` capability also answers `peer`: another store on the same
+ * database, as a second server would open it, closed by `cleanup` too.
+ */
+export type OpenStore = () => Promise<{
+  store: Store;
+  cleanup(): Promise<void>;
+  peer?: () => Promise<Store>;
+}>;
 
 /**
  * The policy the store under test must be built with. The retry delay is deterministic and
@@ -113,18 +121,209 @@ async function makeDead(store: Store, queue: string, n: number, now = T0): Promi
   return ids;
 }
 
+/** Options of {@linkcode exerciseStore}. */
+export interface ExerciseOptions {
+  /**
+   * What the store can do. Cases that need a capability the store lacks are registered as
+   * ignored, their name saying which capability (`[needs shared]`), so the run shows them.
+   */
+  capabilities: StoreCapabilities;
+  /** Registers every case as ignored (the engine is not reachable here). @default false */
+  ignore?: boolean;
+}
+
+/** Waits until `check` answers true, trying every 10 ms for at most `ms`. */
+async function eventually(what: string, check: () => boolean, ms = 5_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) assert.fail(`${what} did not happen within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 /** Registers the behaviour suite for a store; every test name starts with `name`. */
-export function exerciseStore(name: string, open: OpenStore): void {
+export function exerciseStore(name: string, open: OpenStore, options: ExerciseOptions): void {
   function test(title: string, fn: (store: Store) => Promise<void>): void {
-    Deno.test(`${name}: ${title}`, async () => {
-      const { store, cleanup } = await open();
-      try {
-        await fn(store);
-      } finally {
-        await cleanup();
-      }
+    Deno.test({
+      name: `${name}: ${title}`,
+      ignore: options.ignore ?? false,
+      fn: async () => {
+        const { store, cleanup } = await open();
+        try {
+          await fn(store);
+        } finally {
+          await cleanup();
+        }
+      },
     });
   }
+
+  /** A case for two stores on one database, as two servers would use it. */
+  function sharedTest(title: string, fn: (a: Store, b: Store) => Promise<void>): void {
+    const lacking = !options.capabilities.shared;
+    Deno.test({
+      name: `${name}: ${lacking ? "[needs shared] " : ""}${title}`,
+      ignore: (options.ignore ?? false) || lacking,
+      fn: async () => {
+        const { store, cleanup, peer } = await open();
+        try {
+          assert.ok(peer !== undefined, "a shared store must offer a peer");
+          await fn(store, await peer());
+        } finally {
+          await cleanup();
+        }
+      },
+    });
+  }
+
+  // ---- capabilities ----
+
+  test("capabilities are the ones the suite was told", async (store) => {
+    assert.deepEqual({ ...store.capabilities }, { ...options.capabilities });
+    assert.equal(store.fileSizes() !== null, store.capabilities.localFiles);
+    await Promise.resolve();
+  });
+
+  test("consumers() answers what setConsumers() recorded on this store", async (store) => {
+    assert.equal(store.consumers("q"), 0);
+    store.setConsumers("q", 3);
+    assert.equal(store.consumers("q"), 3);
+    store.setConsumers("q", 0);
+    assert.equal(store.consumers("q"), 0);
+    await Promise.resolve();
+  });
+
+  // ---- several servers on one database ----
+
+  sharedTest("8 claimers on two stores lease each of 80,000 jobs exactly once", async (a, b) => {
+    const perClaimer = 10_000;
+    const claimers = 8;
+    for (let i = 0; i < (perClaimer * claimers) / 1000; i++) {
+      const jobs = Array.from({ length: 1000 }, (_, j) => newJob({ payload: `${i * 1000 + j}` }));
+      await (i % 2 === 0 ? a : b).enqueue("q", jobs, T0);
+    }
+    const seen = new Map<number, number>();
+    await Promise.all(Array.from({ length: claimers }, async (_, c) => {
+      const store = c % 2 === 0 ? a : b;
+      for (;;) {
+        const got = await store.claim("q", 100, null, T0);
+        if (got.length === 0) return;
+        for (const d of got) seen.set(d.job.id, (seen.get(d.job.id) ?? 0) + 1);
+      }
+    }));
+    assert.equal(seen.size, perClaimer * claimers);
+    assert.ok([...seen.values()].every((n) => n === 1), "some job was leased twice");
+    assert.deepEqual(await countsOf(b, "q"), counts({ leased: perClaimer * claimers }));
+  });
+
+  sharedTest(
+    "a job enqueued through one store is news of a ready queue on the other",
+    async (a, b) => {
+      const heard: StoreEvent[] = [];
+      const stop = b.listen((event) => heard.push(event));
+      try {
+        await enqueueOne(a, "q");
+        await eventually(
+          "the ready news",
+          () => heard.some((e) => e.kind === "ready" && e.queue === "q"),
+        );
+        assert.equal((await claimOne(b, "q")).job.queue, "q");
+      } finally {
+        stop();
+      }
+    },
+  );
+
+  sharedTest("a cancel through one store reaches the other as its lease ending", async (a, b) => {
+    const id = await enqueueOne(a, "q");
+    const { lease } = await claimOne(a, "q");
+    const heard: StoreEvent[] = [];
+    const stop = a.listen((event) => heard.push(event));
+    try {
+      await b.cancel(id, T0 + 1);
+      await eventually(
+        "the cancel news",
+        () =>
+          heard.some((e) =>
+            e.kind === "lease_ended" && e.id === id && e.token === lease.token &&
+            e.why === "cancelled"
+          ),
+      );
+      await rejectsWith(a.ack(id, lease.token, null, T0 + 2), "lease_lost");
+    } finally {
+      stop();
+    }
+  });
+
+  sharedTest(
+    "a lease expiring through one store reaches the other as its lease ending",
+    async (a, b) => {
+      const id = await enqueueOne(a, "q");
+      const { lease } = await claimOne(a, "q", T0, 1_000);
+      const heard: StoreEvent[] = [];
+      const stop = a.listen((event) => heard.push(event));
+      try {
+        const result = await b.tick(T0 + 1_000);
+        assert.deepEqual(result.expired, [{
+          id,
+          queue: "q",
+          token: lease.token,
+          state: "pending",
+        }]);
+        await eventually(
+          "the expiry news",
+          () => heard.some((e) => e.kind === "lease_ended" && e.id === id && e.why === "expired"),
+        );
+      } finally {
+        stop();
+      }
+    },
+  );
+
+  sharedTest("a lease held through a store that is gone ends at its expiry", async (a, b) => {
+    const id = await enqueueOne(a, "q");
+    await claimOne(a, "q", T0, 1_000);
+    await a.close();
+    assert.deepEqual(await b.tick(T0 + 999), { woken: [], expired: [] });
+    assert.equal(await b.nextDeadline(), T0 + 1_000);
+    const result = await b.tick(T0 + 1_000);
+    assert.deepEqual(result.woken, ["q"]);
+    const again = await claimOne(b, "q", T0 + 1_000);
+    assert.equal(again.job.id, id);
+    assert.equal(again.job.attempts, 2);
+  });
+
+  sharedTest("two stores ending the same expired leases end each once", async (a, b) => {
+    for (let i = 0; i < 200; i++) await enqueueOne(a, "q");
+    await a.claim("q", 200, 1_000, T0);
+    const [x, y] = await Promise.all([a.tick(T0 + 1_000), b.tick(T0 + 1_000)]);
+    assert.equal(x.expired.length + y.expired.length, 200);
+    const ids = new Set([...x.expired, ...y.expired].map((e) => e.id));
+    assert.equal(ids.size, 200);
+    assert.deepEqual(await countsOf(a, "q"), counts({ pending: 200 }));
+  });
+
+  sharedTest("consumers() counts the consumers recorded on every store", async (a, b) => {
+    a.setConsumers("q", 2);
+    b.setConsumers("q", 1);
+    await eventually("both counts", () => a.consumers("q") === 3 && b.consumers("q") === 3);
+    b.setConsumers("q", 0);
+    await eventually("the drop", () => a.consumers("q") === 2 && b.consumers("q") === 2);
+  });
+
+  sharedTest("an announced lease end reaches the other store", async (a, b) => {
+    const heard: StoreEvent[] = [];
+    const stop = a.listen((event) => heard.push(event));
+    try {
+      b.announce(7, "tok", "settled");
+      await eventually(
+        "the announcement",
+        () => heard.some((e) => e.kind === "lease_ended" && e.id === 7 && e.token === "tok"),
+      );
+    } finally {
+      stop();
+    }
+  });
 
   // ---- enqueue ----
 
@@ -1305,6 +1504,22 @@ export function exerciseStore(name: string, open: OpenStore): void {
     assert.equal((await store.get(c.job.id))?.state, "pending");
     assert.equal((await store.get(d.job.id))?.lease_expires_at, T0 + 60_001);
     assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1, leased: 2, done: 1 }));
+  });
+
+  test("acks of one job submitted together: the holder's wins, a stale one is lease_lost", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const first = await claimOne(store, "q", T0, 1_000);
+    await store.tick(T0 + 1_000);
+    const second = await claimOne(store, "q", T0 + 1_000);
+    const results = await Promise.allSettled([
+      store.ack(id, first.lease.token, '"old"', T0 + 1_001),
+      store.ack(id, second.lease.token, '"new"', T0 + 1_001),
+      store.ack(id, second.lease.token, '"new"', T0 + 1_001),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), ["rejected", "fulfilled", "fulfilled"]);
+    assert.equal(((results[0] as PromiseRejectedResult).reason as TegamiError).code, "lease_lost");
+    assert.equal((await store.get(id))?.result, '"new"');
+    assert.deepEqual(await countsOf(store, "q"), counts({ done: 1 }));
   });
 
   test("close() answers the writes submitted before it", async (store) => {

@@ -56,6 +56,7 @@ import {
   type RunNowResult,
   type StateCounts,
   type Store,
+  type StoreCapabilities,
   type TickResult,
 } from "../store.ts";
 
@@ -185,6 +186,9 @@ export class SqliteStore implements Store {
   readonly #statementsRun: StatementCount = { n: 0 };
   /** The engine and its version. */
   readonly engine: string;
+  /** One server per file, in local files. */
+  readonly capabilities: StoreCapabilities = { shared: false, localFiles: true };
+  readonly #consumers = new Map<string, number>();
 
   private constructor(
     db: DatabaseSync,
@@ -320,6 +324,24 @@ export class SqliteStore implements Store {
   }
 
   // ---- Store ----
+
+  listen(): () => void {
+    // Nobody else writes this file: there is never news from elsewhere.
+    return () => {};
+  }
+
+  announce(): void {
+    // No other server can hold a lease on this file.
+  }
+
+  setConsumers(queue: string, n: number): void {
+    if (n === 0) this.#consumers.delete(queue);
+    else this.#consumers.set(queue, n);
+  }
+
+  consumers(queue: string): number {
+    return this.#consumers.get(queue) ?? 0;
+  }
 
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
     return this.#write(() => {

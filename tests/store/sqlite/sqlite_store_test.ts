@@ -30,7 +30,7 @@ exerciseStore("sqlite", async () => {
       await Deno.remove(dir, { recursive: true });
     },
   };
-});
+}, { capabilities: { shared: false, localFiles: true } });
 
 const job = newJob({ payload: '{"n":1}' });
 

@@ -1,0 +1,240 @@
+/**
+ * What the servers sharing one PostgreSQL database tell each other: NOTIFYs on one channel
+ * per schema, a polling fallback, and consumer counts.
+ *
+ * - A batch's news goes out as `pg_notify` inside its own transaction (see pg_group_commit.ts):
+ *   one message per batch (split only past PostgreSQL's 8,000-byte payload limit), never one
+ *   per job, because every NOTIFY takes a cluster-wide lock at COMMIT.
+ * - Each server LISTENs on a dedicated connection. The driver re-establishes it after a loss;
+ *   every (re)connect, and every poll interval, emits `resync`, so a lost message only delays.
+ * - Consumer counts: each server writes its own rows in `consumers` on the poll interval and
+ *   reads the others' (rows not refreshed for {@linkcode PRESENCE_TTL_MS} belong to a server
+ *   that is gone and are ignored).
+ *
+ * @module
+ */
+
+import type { StoreEvent } from "../store.ts";
+import type { BatchNews } from "./pg_group_commit.ts";
+import { describePgError, type Sql, type TxSql } from "./pg_driver.ts";
+
+/** A server's consumer rows older than this are ignored, ms. */
+export const PRESENCE_TTL_MS = 10_000;
+
+/** Largest NOTIFY payload sent (PostgreSQL refuses more than 8,000 bytes). */
+const MAX_PAYLOAD = 7_000;
+
+/** One NOTIFY's body. */
+interface Message {
+  /** The sending server. */
+  i: string;
+  /** Queues that gained ready jobs. */
+  r?: string[];
+  /** Leases ended: `[id, token, why]`. */
+  e?: [number, string, string][];
+}
+
+/** The channel name for a schema. */
+export function channelOf(schema: string): string {
+  return `tegami_${schema}`;
+}
+
+/** Sends a batch's news inside its transaction. */
+export async function publishNews(
+  tx: TxSql,
+  channel: string,
+  instance: string,
+  news: BatchNews,
+): Promise<void> {
+  for (const payload of encodeNews(instance, news)) {
+    await tx`SELECT pg_notify(${channel}, ${payload})`;
+  }
+}
+
+/** The news as NOTIFY payloads, each under the size limit. */
+export function encodeNews(instance: string, news: BatchNews): string[] {
+  const out: string[] = [];
+  let message: Message = { i: instance };
+  let size = 16;
+  const flush = () => {
+    if (message.r !== undefined || message.e !== undefined) out.push(JSON.stringify(message));
+    message = { i: instance };
+    size = 16;
+  };
+  for (const queue of news.ready) {
+    if (size + queue.length + 4 > MAX_PAYLOAD) flush();
+    (message.r ??= []).push(queue);
+    size += queue.length + 4;
+  }
+  for (const ended of news.ended) {
+    const cost = ended[1].length + 40;
+    if (size + cost > MAX_PAYLOAD) flush();
+    (message.e ??= []).push(ended);
+    size += cost;
+  }
+  flush();
+  return out;
+}
+
+/** The events in a payload from another server; null for one of ours or a bad payload. */
+export function decodeNews(payload: string, instance: string): StoreEvent[] | null {
+  let message: Message;
+  try {
+    message = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  if (typeof message !== "object" || message === null || message.i === instance) return null;
+  const events: StoreEvent[] = [];
+  for (const queue of message.r ?? []) {
+    if (typeof queue === "string") events.push({ kind: "ready", queue });
+  }
+  for (const entry of message.e ?? []) {
+    const [id, token, why] = entry;
+    if (
+      typeof id === "number" && typeof token === "string" &&
+      (why === "settled" || why === "cancelled" || why === "expired")
+    ) events.push({ kind: "lease_ended", id, token, why });
+  }
+  return events;
+}
+
+/** Options of {@linkcode PgEvents}. */
+export interface PgEventsOptions {
+  /** The pool (the listener takes its own connection from the driver). */
+  sql: Sql;
+  /** The schema, for the channel and the consumer rows. */
+  schema: string;
+  /** This server's id. */
+  instance: string;
+  /** The polling fallback, ms. */
+  pollMs: number;
+  /** Reports failures (a refused heartbeat); must not throw. */
+  onError: (what: string, error: unknown) => void;
+}
+
+/** The listening half and the consumer counts of one server. */
+export class PgEvents {
+  readonly #o: PgEventsOptions;
+  readonly #listeners = new Set<(event: StoreEvent) => void>();
+  readonly #local = new Map<string, number>();
+  /** Queues whose local count changed since the last heartbeat. */
+  readonly #dirty = new Set<string>();
+  #others = new Map<string, number>();
+  #unlisten: (() => Promise<void>) | null = null;
+  #timer: ReturnType<typeof setInterval> | null = null;
+  #lastFull = 0;
+  #beating: Promise<void> | null = null;
+  #closed = false;
+
+  /** Makes the listening half; {@linkcode PgEvents.start} connects it. */
+  constructor(options: PgEventsOptions) {
+    this.#o = options;
+  }
+
+  /** LISTENs (rejects if that fails) and starts the poll timer. */
+  async start(): Promise<void> {
+    const channel = channelOf(this.#o.schema);
+    const meta = await this.#o.sql.listen(
+      channel,
+      (payload) => this.#received(payload),
+      // After every reconnect: whatever was sent meanwhile is lost, look again.
+      () => this.#emit({ kind: "resync" }),
+    );
+    this.#unlisten = meta.unlisten;
+    this.#timer = setInterval(() => this.#poll(), this.#o.pollMs);
+    await this.#heartbeat();
+  }
+
+  /** Adds a listener; answers a function that removes it. */
+  listen(listener: (event: StoreEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Tells the listeners to look at everything again (news may have been missed). */
+  resync(): void {
+    this.#emit({ kind: "resync" });
+  }
+
+  /** Records this server's consumers of a queue (written at the next heartbeat). */
+  setConsumers(queue: string, n: number): void {
+    if ((this.#local.get(queue) ?? 0) === n) return;
+    if (n === 0) this.#local.delete(queue);
+    else this.#local.set(queue, n);
+    this.#dirty.add(queue);
+  }
+
+  /** Consumers of a queue: this server's now, the others' as of the last heartbeat. */
+  consumers(queue: string): number {
+    return (this.#local.get(queue) ?? 0) + (this.#others.get(queue) ?? 0);
+  }
+
+  /** Stops listening and polling and removes this server's consumer rows. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.#beating;
+    try {
+      await this.#unlisten?.();
+      await this.#o.sql`DELETE FROM consumers WHERE instance = ${this.#o.instance}`;
+    } catch {
+      // The rows age out on their own (PRESENCE_TTL_MS).
+    }
+  }
+
+  #received(payload: string): void {
+    const events = decodeNews(payload, this.#o.instance);
+    if (events === null) return;
+    for (const event of events) this.#emit(event);
+  }
+
+  #emit(event: StoreEvent): void {
+    if (this.#closed) return;
+    for (const listener of this.#listeners) listener(event);
+  }
+
+  #poll(): void {
+    this.#emit({ kind: "resync" });
+    if (this.#beating === null) {
+      this.#beating = this.#heartbeat()
+        .catch((error) => this.#o.onError("heartbeat", error))
+        .finally(() => this.#beating = null);
+    }
+  }
+
+  /** Writes this server's changed counts (all of them now and then) and reads the others'. */
+  async #heartbeat(): Promise<void> {
+    const { sql, instance } = this.#o;
+    const now = Date.now();
+    const full = now - this.#lastFull >= PRESENCE_TTL_MS / 3;
+    const queues = full ? [...new Set([...this.#local.keys(), ...this.#dirty])] : [...this.#dirty];
+    this.#dirty.clear();
+    try {
+      if (queues.length > 0) {
+        const counts = queues.map((q) => this.#local.get(q) ?? 0);
+        await sql`
+          INSERT INTO consumers (instance, queue, n, seen_at)
+          SELECT ${instance}, q, n, ${now}::bigint
+          FROM unnest(${queues}::text[], ${counts}::int[]) AS t(q, n)
+          ON CONFLICT (instance, queue) DO UPDATE SET n = excluded.n, seen_at = excluded.seen_at`;
+        await sql`DELETE FROM consumers WHERE instance = ${instance} AND n = 0`;
+      }
+      if (full) {
+        this.#lastFull = now;
+        await sql`DELETE FROM consumers WHERE seen_at < ${now - 6 * PRESENCE_TTL_MS}`;
+      }
+      const rows = await sql<{ queue: string; n: number }[]>`
+        SELECT queue, sum(n)::bigint AS n FROM consumers
+        WHERE instance <> ${instance} AND seen_at >= ${now - PRESENCE_TTL_MS}
+        GROUP BY queue`;
+      this.#others = new Map(rows.map((row) => [row.queue, row.n]));
+    } catch (error) {
+      for (const queue of queues) this.#dirty.add(queue);
+      throw new Error(`Cannot refresh consumer counts: ${describePgError(error)}`, {
+        cause: error,
+      });
+    }
+  }
+}
