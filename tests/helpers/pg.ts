@@ -56,6 +56,7 @@ async function create(): Promise<PgTestDatabase | null> {
     );
     return null;
   }
+  await dropForgotten(root);
   const url = new URL(base);
   url.pathname = `/${name}`;
   const admin = postgres(url.href, { max: 2, onnotice: () => {} });
@@ -74,6 +75,22 @@ async function create(): Promise<PgTestDatabase | null> {
       made = null;
     },
   };
+}
+
+/**
+ * Drops test databases a killed run left behind: named like ours, made over two hours ago, and
+ * with nobody connected.
+ */
+async function dropForgotten(root: postgres.Sql): Promise<void> {
+  const stale = await root<{ datname: string }[]>`
+    SELECT d.datname FROM pg_database d
+    WHERE d.datname LIKE 'pg\_test\_%'
+      AND (pg_stat_file('base/' || d.oid || '/PG_VERSION')).modification < now() - interval '2 hours'
+      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)`
+    .catch(() => []);
+  for (const { datname } of stale) {
+    await root.unsafe(`DROP DATABASE IF EXISTS "${datname}"`).catch(() => {});
+  }
 }
 
 function redact(url: string): string {

@@ -99,6 +99,9 @@ Deno.test("a client that answers pings stays connected and keeps its lease while
   await ws.ok({ op: "ack", id, token: job.lease.token });
 });
 
+/** How long the 90 MB slow-consumer case may take to claim, frame and give up. */
+const SLOW_MS = 15_000;
+
 Deno.test("a consumer that never reads is cut off and its leases go back to pending", async () => {
   await using server = await startTestServer();
   const big = "x".repeat(900_000);
@@ -111,12 +114,21 @@ Deno.test("a consumer that never reads is cut off and its leases go back to pend
   }
   await using raw = await RawWs.connect(wsUrl(server.url));
   await raw.send({ op: "subscribe", queue: "w", prefetch: 1000 });
-  // The consumer reads nothing; the server must give up on it rather than buffer 90 MB.
-  await eventually(async () => (await getJob(server, ids[0])).attempts === 1, "a delivery");
-  await eventually(async () => {
-    const { counts, consumers } = (await server.request("GET", "/v1/queues/w")).body;
-    return counts.pending === 100 && counts.leased === 0 && consumers === 0;
-  }, "the slow consumer's leases to come back");
+  // The consumer reads nothing; the server must give up on it rather than buffer 90 MB. Claiming
+  // and framing 90 MB takes seconds on a loaded machine, hence the longer waits.
+  await eventually(
+    async () => (await getJob(server, ids[0])).attempts === 1,
+    "a delivery",
+    SLOW_MS,
+  );
+  await eventually(
+    async () => {
+      const { counts, consumers } = (await server.request("GET", "/v1/queues/w")).body;
+      return counts.pending === 100 && counts.leased === 0 && consumers === 0;
+    },
+    "the slow consumer's leases to come back",
+    SLOW_MS,
+  );
   assert.equal((await getJob(server, ids[99])).state, "pending");
 });
 

@@ -36,8 +36,30 @@ export interface PgConnectOptions {
   connectTimeoutS?: number;
 }
 
+let guarded = false;
+
+/**
+ * The driver (3.4.9) can throw from a timer after its connection closed — a write it had
+ * scheduled finds the socket gone (`Cannot read properties of null (reading 'write')` in
+ * connection.js) — and an uncaught exception ends the process. The query it belonged to has
+ * already failed and been answered, so that one error, from that one file, is dropped; every
+ * other uncaught error still ends the process as before.
+ */
+function guardDriverTimers(): void {
+  if (guarded) return;
+  guarded = true;
+  globalThis.addEventListener("error", (event) => {
+    const error = (event as ErrorEvent).error;
+    if (
+      error instanceof TypeError && /reading 'write'/.test(error.message) &&
+      /\/postgres\/src\/connection\.js/.test(String(error.stack))
+    ) event.preventDefault();
+  });
+}
+
 /** Opens a pool on `url` (nothing connects until the first query). */
 export function connectPg(url: string, options: PgConnectOptions): Sql {
+  guardDriverTimers();
   return postgres(url, {
     max: options.max,
     connect_timeout: options.connectTimeoutS ?? 5,
