@@ -65,9 +65,17 @@ export interface PrivatePgOptions {
   files?: Record<string, string>;
 }
 
-/** Creates and starts a private server on `port`. */
+/** A TCP port free on loopback now (the kernel's pick), so a private server never meets a service. */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Creates and starts a private server on `port` (by default one that is free). */
 export async function startPrivatePg(
-  port = 5433,
+  port = freePort(),
   { settings = {}, files = {} }: PrivatePgOptions = {},
 ): Promise<PrivatePg> {
   const bin = binDir();

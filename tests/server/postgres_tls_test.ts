@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { connectPg } from "../../lib/store/postgres/pg_driver.ts";
-import { startPrivatePg } from "../helpers/private_pg.ts";
+import { freePort, startPrivatePg } from "../helpers/private_pg.ts";
 import { runProgram, spawnServer } from "../helpers/process_server.ts";
 
 /** Whether `command` runs here. */
@@ -32,14 +32,6 @@ function postgresInstalled(): boolean {
 }
 
 const missing = !available("openssl") || !postgresInstalled();
-
-/** A free TCP port on loopback. */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
 
 /** A self-signed certificate and its key for CN=127.0.0.1, as PEM texts. */
 async function selfSigned(): Promise<{ cert: string; key: string }> {

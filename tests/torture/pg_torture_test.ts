@@ -88,7 +88,7 @@ Deno.test({
   sanitizeResources: false,
   fn: async () => {
     // A private server (its own port and directory), so the shared one is never restarted.
-    await using pg = await startPrivatePg(5400 + Math.floor(Math.random() * 400));
+    await using pg = await startPrivatePg();
     const result = await runCampaign({
       db: pg.url,
       instances: 2,
