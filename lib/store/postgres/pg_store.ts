@@ -20,13 +20,13 @@
  * @module
  */
 
+import { attempted, type JobRow, rowToJob, zeroCounts } from "../job_row.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
-import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
+import type { Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
 import {
   afterLeaseEnd,
   afterNack,
-  type AttemptedRow,
   cancelRemoves,
   claimTotal,
   dealRoundRobin,
@@ -52,7 +52,6 @@ import {
   type QueueCounts,
   type RemoteLeaseEnd,
   type RunNowResult,
-  type StateCounts,
   type Store,
   type StoreCapabilities,
   type StoreEvent,
@@ -103,71 +102,6 @@ const READ_DEADLINE_MS = 15_000;
 
 /** How many rows one maintenance statement changes at most (keeps each commit short). */
 const CHUNK = 5000;
-
-interface JobRow {
-  id: number;
-  queue: string;
-  state: JobState;
-  priority: number;
-  key: string | null;
-  payload: string;
-  attempts: number;
-  max_attempts: number;
-  run_at: number;
-  lease_ms: number | null;
-  backoff_base_ms: number | null;
-  backoff_max_ms: number | null;
-  created_at: number;
-  checkpoint: string | null;
-  result: string | null;
-  last_error: string | null;
-  lease_token: string | null;
-  lease_len_ms: number | null;
-  lease_expires_at: number | null;
-  finished_at: number | null;
-}
-
-function rowBackoff(row: JobRow): Backoff | null {
-  return row.backoff_base_ms === null || row.backoff_max_ms === null
-    ? null
-    : { base_ms: row.backoff_base_ms, max_ms: row.backoff_max_ms };
-}
-
-function rowToJob(row: JobRow): Job {
-  return {
-    id: row.id,
-    queue: row.queue,
-    state: row.state,
-    payload: row.payload,
-    priority: row.priority,
-    key: row.key,
-    attempts: row.attempts,
-    max_attempts: row.max_attempts,
-    run_at: row.run_at,
-    lease_ms: row.lease_ms,
-    backoff: rowBackoff(row),
-    created_at: row.created_at,
-    checkpoint: row.checkpoint,
-    result: row.result,
-    last_error: row.last_error,
-    lease_expires_at: row.state === "leased" ? row.lease_expires_at : null,
-    finished_at: row.finished_at,
-  };
-}
-
-function zeroCounts(): StateCounts {
-  return { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
-}
-
-/** The fields the retry rules read. */
-function attempted(row: JobRow): AttemptedRow {
-  return {
-    attempts: row.attempts,
-    max_attempts: row.max_attempts,
-    last_error: row.last_error,
-    backoff: rowBackoff(row),
-  };
-}
 
 /** The PostgreSQL implementation of {@linkcode Store}. */
 export class PgStore implements Store {

@@ -11,15 +11,15 @@
  * @module
  */
 
+import { attempted, type JobRow, rowToJob, zeroCounts } from "../job_row.ts";
 import { DatabaseSync } from "node:sqlite";
 import { CountedStatement, type StatementCount } from "./counted_statement.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
-import type { Backoff, Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
+import type { Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
 import {
   afterLeaseEnd,
   afterNack,
-  type AttemptedRow,
   cancelRemoves,
   claimLeaseMs,
   claimTotal,
@@ -76,72 +76,6 @@ export interface SqliteStoreOptions {
    * @default a {@linkcode GroupCommit}
    */
   committer?: CommitterFactory;
-}
-
-interface JobRow {
-  id: number;
-  queue: string;
-  state: JobState;
-  priority: number;
-  key: string | null;
-  payload: string;
-  attempts: number;
-  max_attempts: number;
-  run_at: number;
-  lease_ms: number | null;
-  backoff_base_ms: number | null;
-  backoff_max_ms: number | null;
-  created_at: number;
-  checkpoint: string | null;
-  result: string | null;
-  last_error: string | null;
-  lease_token: string | null;
-  lease_len_ms: number | null;
-  lease_expires_at: number | null;
-  finished_at: number | null;
-}
-
-/** The job's own retry backoff, or null for the server's. */
-function rowBackoff(row: JobRow): Backoff | null {
-  return row.backoff_base_ms === null || row.backoff_max_ms === null
-    ? null
-    : { base_ms: row.backoff_base_ms, max_ms: row.backoff_max_ms };
-}
-
-/** The fields the retry rules read. */
-function attempted(row: JobRow): AttemptedRow {
-  return {
-    attempts: row.attempts,
-    max_attempts: row.max_attempts,
-    last_error: row.last_error,
-    backoff: rowBackoff(row),
-  };
-}
-
-function rowToJob(row: JobRow): Job {
-  return {
-    id: row.id,
-    queue: row.queue,
-    state: row.state,
-    payload: row.payload,
-    priority: row.priority,
-    key: row.key,
-    attempts: row.attempts,
-    max_attempts: row.max_attempts,
-    run_at: row.run_at,
-    lease_ms: row.lease_ms,
-    backoff: rowBackoff(row),
-    created_at: row.created_at,
-    checkpoint: row.checkpoint,
-    result: row.result,
-    last_error: row.last_error,
-    lease_expires_at: row.state === "leased" ? row.lease_expires_at : null,
-    finished_at: row.finished_at,
-  };
-}
-
-function zeroCounts(): StateCounts {
-  return { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
 }
 
 type Move = [queue: string, from: JobState | null, to: JobState | null];
