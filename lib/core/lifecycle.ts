@@ -10,6 +10,7 @@
  * @module
  */
 
+import { TegamiError } from "./errors.ts";
 import type { Backoff, JobState } from "./job.ts";
 
 /** The server's policy the rules apply (built from the configuration). */
@@ -180,4 +181,16 @@ export function dealRoundRobin(jobs: number, wants: readonly { max: number }[]):
     w = (w + 1) % wants.length;
   }
   return out;
+}
+
+/**
+ * Whether running job `id` now changes it: a delayed job becomes pending (true), a pending one
+ * stays as it is (false), and any other state is a `conflict`.
+ */
+export function runNowPromotes(id: number, state: JobState): boolean {
+  if (state === "pending") return false;
+  if (state === "delayed") return true;
+  throw new TegamiError("conflict", `Cannot run job ${id} now: it is ${state}, not delayed`, {
+    id,
+  });
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { TegamiError } from "../../lib/core/errors.ts";
 import {
   afterLeaseEnd,
   afterNack,
@@ -13,6 +14,7 @@ import {
   holdsLease,
   initialState,
   type LifecyclePolicy,
+  runNowPromotes,
 } from "../../lib/core/lifecycle.ts";
 
 const POLICY: LifecyclePolicy = {
@@ -154,4 +156,15 @@ Deno.test("dealRoundRobin() never overfills a want and spreads a burst within on
       for (const n of taken) assert.ok(counts.length === 0 || n <= least + 1);
     },
   ));
+});
+
+Deno.test("runNowPromotes() promotes a delayed job, leaves a pending one and refuses the rest", () => {
+  assert.equal(runNowPromotes(7, "delayed"), true);
+  assert.equal(runNowPromotes(7, "pending"), false);
+  for (const state of ["leased", "done", "dead", "cancelled"] as const) {
+    assert.throws(
+      () => runNowPromotes(7, state),
+      (error: unknown) => error instanceof TegamiError && error.code === "conflict",
+    );
+  }
 });

@@ -36,6 +36,7 @@ import {
   type LeaseEndCause,
   type LifecyclePolicy,
   type NackRequest,
+  runNowPromotes,
   type Transition,
 } from "../../core/lifecycle.ts";
 import {
@@ -490,15 +491,8 @@ export class PgStore implements Store {
   runNow(id: number, now: number): Promise<RunNowResult> {
     return this.#write(async (tx, news) => {
       const row = await this.#lockRow(tx, id);
-      if (row.state === "pending") {
+      if (!runNowPromotes(id, row.state)) {
         return { id, queue: row.queue, state: row.state, run_at: row.run_at };
-      }
-      if (row.state !== "delayed") {
-        throw new TegamiError(
-          "conflict",
-          `Cannot run job ${id} now: it is ${row.state}, not delayed`,
-          { id },
-        );
       }
       await tx`UPDATE jobs SET state = 'pending', run_at = ${now} WHERE id = ${id}`;
       news.ready.add(row.queue);

@@ -30,6 +30,7 @@ import {
   type LeaseEndCause,
   type LifecyclePolicy,
   type NackRequest,
+  runNowPromotes,
   type Transition,
 } from "../../core/lifecycle.ts";
 import {
@@ -531,15 +532,8 @@ export class SqliteStore implements Store {
   runNow(id: number, now: number): Promise<RunNowResult> {
     return this.#write(() => {
       const row = this.#row(id);
-      if (row.state === "pending") {
+      if (!runNowPromotes(id, row.state)) {
         return { id, queue: row.queue, state: row.state, run_at: row.run_at };
-      }
-      if (row.state !== "delayed") {
-        throw new TegamiError(
-          "conflict",
-          `Cannot run job ${id} now: it is ${row.state}, not delayed`,
-          { id },
-        );
       }
       this.#statements.runNow.run(now, id);
       this.#moves.push([row.queue, "delayed", "pending"]);
