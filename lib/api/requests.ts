@@ -9,7 +9,15 @@
 
 import { invalid, TegamiError } from "../core/errors.ts";
 import { elementSpans, memberSpan, type Span } from "./json_spans.ts";
-import { type Backoff, JOB_STATES, type JobState, type NewJob } from "../core/job.ts";
+import {
+  type Backoff,
+  type Enqueued,
+  JOB_STATES,
+  type JobState,
+  type NewJob,
+  ON_DUPLICATE,
+  type OnDuplicate,
+} from "../core/job.ts";
 import type { JobPage } from "../store/store.ts";
 import {
   DEFAULT_MAX_ATTEMPTS,
@@ -17,10 +25,12 @@ import {
   MAX_DELAY_MS,
   MAX_ERROR_CHARS,
   MAX_KEY_BYTES,
+  MAX_KEY_TTL_MS,
   MAX_LEASE_BATCH,
   MAX_LEASE_MS,
   MAX_LIST_LIMIT,
   MAX_PREFETCH,
+  MAX_PROGRESS_BYTES,
   MAX_REQUEUE_IDS,
   MAX_WAIT_MS,
   MIN_LEASE_MS,
@@ -150,6 +160,8 @@ const JOB_FIELDS = new Set([
   "max_attempts",
   "lease_ms",
   "backoff",
+  "key_ttl_ms",
+  "on_duplicate",
 ]);
 const BACKOFF_FIELDS = new Set(["base_ms", "max_ms"]);
 const BATCH_FIELDS = new Set(["jobs", "atomic"]);
@@ -158,6 +170,7 @@ const ACK_FIELDS = new Set(["token", "result"]);
 const NACK_FIELDS = new Set(["token", "error", "delay_ms", "dead"]);
 const EXTEND_FIELDS = new Set(["token", "lease_ms"]);
 const CHECKPOINT_FIELDS = new Set(["token", "data"]);
+const PROGRESS_FIELDS = new Set(["token", "progress"]);
 const REQUEUE_FIELDS = new Set(["ids"]);
 const SUBSCRIBE_FIELDS = new Set(["prefetch", "lease_ms"]);
 const NO_FIELDS = new Set<string>();
@@ -208,6 +221,20 @@ export function parseJob(
   const maxAttempts = integer(body, "max_attempts", 1, MAX_ATTEMPTS, prefix) ??
     DEFAULT_MAX_ATTEMPTS;
   const leaseMs = integer(body, "lease_ms", MIN_LEASE_MS, MAX_LEASE_MS, prefix) ?? null;
+  const keyTtl = integer(body, "key_ttl_ms", 1, MAX_KEY_TTL_MS, prefix) ?? null;
+  if (keyTtl !== null && key === null) {
+    throw invalid(prefix + "key_ttl_ms", "needs a key: it is how long the key blocks duplicates");
+  }
+  let onDuplicate: OnDuplicate = "ignore";
+  if (has(body, "on_duplicate") && body.on_duplicate !== null) {
+    if (!(ON_DUPLICATE as readonly unknown[]).includes(body.on_duplicate)) {
+      throw invalid(prefix + "on_duplicate", `expected one of ${ON_DUPLICATE.join(", ")}`);
+    }
+    onDuplicate = body.on_duplicate as OnDuplicate;
+    if (key === null && onDuplicate !== "ignore") {
+      throw invalid(prefix + "on_duplicate", "needs a key: duplicates are found by key");
+    }
+  }
   let backoff: Backoff | null = null;
   if (has(body, "backoff") && body.backoff !== null) {
     const b = asObject(body.backoff, prefix + "backoff");
@@ -227,6 +254,8 @@ export function parseJob(
     max_attempts: maxAttempts,
     lease_ms: leaseMs,
     backoff,
+    key_ttl_ms: keyTtl,
+    on_duplicate: onDuplicate,
   };
 }
 
@@ -295,24 +324,26 @@ export function parseEnqueue(
 }
 
 /**
- * The answer to an enqueue: `{id, deduplicated}` for one job, else `{jobs: [...]}` with one entry
- * per job sent — `{id, deduplicated}`, or `{error: {code, message}}` for a job an
+ * The answer to an enqueue: `{id, deduplicated, duplicate}` for one job, else `{jobs: [...]}` with
+ * one entry per job sent — `{id, deduplicated, duplicate}`, or `{error: {code, message}}` for a job an
  * `atomic: false` batch refused. `out` answers `request.jobs`, in order.
  */
 export function enqueueAnswer(
   request: EnqueueRequest,
-  out: readonly { id: number; deduplicated: boolean }[],
+  out: readonly Pick<Enqueued, "id" | "deduplicated" | "duplicate">[],
 ): Record<string, unknown> {
-  if (!request.batch) return { id: out[0].id, deduplicated: out[0].deduplicated };
-  if (request.refused === null) {
-    return { jobs: out.map((e) => ({ id: e.id, deduplicated: e.deduplicated })) };
-  }
+  const one = (e: Pick<Enqueued, "id" | "deduplicated" | "duplicate">) => ({
+    id: e.id,
+    deduplicated: e.deduplicated,
+    duplicate: e.duplicate,
+  });
+  if (!request.batch) return one(out[0]);
+  if (request.refused === null) return { jobs: out.map(one) };
   let next = 0;
   return {
     jobs: request.refused.map((error) => {
       if (error !== null) return { error: { code: error.code, message: error.message } };
-      const e = out[next++];
-      return { id: e.id, deduplicated: e.deduplicated };
+      return one(out[next++]);
     }),
   };
 }
@@ -406,6 +437,17 @@ export function parseCheckpoint(
   rejectUnknown(body, CHECKPOINT_FIELDS);
   if (!Object.hasOwn(body, "data")) throw invalid("data", "is required");
   return { token: token(body), data: jsonText(body.data, "data", limits.maxPayload) };
+}
+
+/** Parses a progress report body: `{token, progress}`, `progress` any JSON value up to 4 KiB. */
+export function parseProgress(value: unknown): { token: string; progress: string } {
+  const body = asObject(value);
+  rejectUnknown(body, PROGRESS_FIELDS);
+  if (!Object.hasOwn(body, "progress")) throw invalid("progress", "is required");
+  return {
+    token: token(body),
+    progress: jsonText(body.progress, "progress", MAX_PROGRESS_BYTES),
+  };
 }
 
 /** Parses a dead-letter requeue body: `{ids?}`. */

@@ -18,7 +18,7 @@ export const OPERATIONS = {
   enqueue: "produce",
   /** Take jobs from a queue (`POST /v1/queues/:queue/leases`, the `subscribe` frame). */
   lease: "consume",
-  /** Settle or touch a held lease (ack, nack, extend, checkpoint; HTTP and frames). */
+  /** Settle or touch a held lease (ack, nack, extend, checkpoint, progress; HTTP and frames). */
   settle: "consume",
   /** Read one job (`GET /v1/jobs/:id`). */
   readJob: "job",

@@ -191,12 +191,13 @@ export class Broker {
     let earliest = Infinity;
     let deduplicated = 0;
     for (let i = 0; i < out.length; i++) {
-      if (out[i].deduplicated) {
-        deduplicated++;
-        continue;
-      }
-      if (out[i].state === "pending") pending = true;
-      else if (jobs[i].run_at < earliest) earliest = jobs[i].run_at;
+      const e = out[i];
+      if (e.deduplicated) deduplicated++;
+      // An ignored duplicate changed nothing; a new, replaced or extended job may now be ready,
+      // or due at another time.
+      if (e.duplicate === "ignored") continue;
+      if (e.state === "pending") pending = true;
+      else if (e.state === "delayed" && e.run_at < earliest) earliest = e.run_at;
     }
     this.#observer?.enqueued(queue, out.length - deduplicated, deduplicated);
     if (pending) this.wake(queue);
@@ -344,6 +345,11 @@ export class Broker {
   /** Records a checkpoint (JSON text) on a leased job. */
   checkpoint(id: number, token: string, data: string): Promise<{ id: number }> {
     return this.#store.checkpoint(id, token, data, this.#clock.now());
+  }
+
+  /** Records a progress report (JSON text) on a leased job. */
+  progress(id: number, token: string, progress: string): Promise<{ id: number }> {
+    return this.#store.progress(id, token, progress, this.#clock.now());
   }
 
   /** Gives back leases whose holder went away: pending at once (or dead), then redelivered. */

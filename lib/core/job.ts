@@ -20,6 +20,15 @@ export const JOB_STATES: readonly JobState[] = [
   "cancelled",
 ];
 
+/** What a duplicate asks of the job holding its key (the rules are in `dedup.ts`). */
+export type OnDuplicate = "ignore" | "replace" | "extend";
+
+/** Every `on_duplicate` mode. */
+export const ON_DUPLICATE: readonly OnDuplicate[] = ["ignore", "replace", "extend"];
+
+/** What happened to a duplicate: the answer's `duplicate` field (null for a new job). */
+export type DuplicateOutcome = "ignored" | "replaced" | "extended";
+
 /** Per-job retry backoff. */
 export interface Backoff {
   /** The first retry's delay before jitter, in ms. */
@@ -40,8 +49,10 @@ export interface Job {
   payload: string;
   /** Higher first. */
   priority: number;
-  /** Dedup key, unique per queue among stored jobs. */
+  /** Dedup key, unique per queue among the stored jobs that still hold theirs. */
   key: string | null;
+  /** When the key stops blocking duplicates, or null: as long as the job is stored. */
+  key_expires_at: number | null;
   /** Deliveries so far. */
   attempts: number;
   /** Deliveries allowed before the job is dead. */
@@ -56,6 +67,10 @@ export interface Job {
   created_at: number;
   /** The last checkpoint as JSON text, or null. */
   checkpoint: string | null;
+  /** The last progress a lease holder reported, as JSON text, or null. */
+  progress: string | null;
+  /** When that progress was reported, or null. */
+  progress_at: number | null;
   /** The ack's result as JSON text, or null. */
   result: string | null;
   /** The last nack's error, or null. */
@@ -90,6 +105,10 @@ export interface NewJob {
   priority: number;
   /** Dedup key or null. */
   key: string | null;
+  /** How long after the enqueue the key blocks duplicates, ms. @default null (as long as stored) */
+  key_ttl_ms?: number | null;
+  /** What a duplicate of a job holding the key does to it. @default "ignore" */
+  on_duplicate?: OnDuplicate;
   /** When due, ms since the epoch; a value ≤ now means pending at once. */
   run_at: number;
   /** Deliveries allowed. */
@@ -106,8 +125,12 @@ export interface Enqueued {
   id: number;
   /** True when a job with the same key already existed and nothing was stored. */
   deduplicated: boolean;
+  /** For a duplicate, what it did to the job holding the key; null for a new job. */
+  duplicate: DuplicateOutcome | null;
   /** The state the job is in (used to wake consumers). */
   state: JobState;
+  /** When it is due (used to arm the timer of a delayed job). */
+  run_at: number;
 }
 
 function jsonOrNull(text: string | null): string {
@@ -118,9 +141,11 @@ function jsonOrNull(text: string | null): string {
 function jobMembers(job: Job): string {
   return `"id":${job.id},"queue":${JSON.stringify(job.queue)},"state":"${job.state}",` +
     `"payload":${job.payload},"priority":${job.priority},"key":${JSON.stringify(job.key)},` +
+    `"key_expires_at":${job.key_expires_at},` +
     `"attempts":${job.attempts},"max_attempts":${job.max_attempts},"run_at":${job.run_at},` +
     `"lease_ms":${job.lease_ms},"backoff":${JSON.stringify(job.backoff)},` +
     `"created_at":${job.created_at},"checkpoint":${jsonOrNull(job.checkpoint)},` +
+    `"progress":${jsonOrNull(job.progress)},"progress_at":${job.progress_at},` +
     `"result":${jsonOrNull(job.result)},"last_error":${JSON.stringify(job.last_error)},` +
     `"lease_expires_at":${job.lease_expires_at},"finished_at":${job.finished_at}`;
 }

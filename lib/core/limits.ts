@@ -36,7 +36,8 @@ export const MAX_LIST_LIMIT = 1000;
  * Room a job object takes besides its user JSON values (payload, checkpoint, result), in bytes:
  * member names and numbers (under 1 KiB), the queue name (128), the key (512 bytes, up to 3072
  * once JSON-escaped), `last_error` (8192 characters plus the cut marker, up to 6 bytes each once
- * escaped: under 48.1 KiB) and the lease. 64 KiB covers them all with room to spare.
+ * escaped: under 48.1 KiB), the progress report (4 KiB) and the lease. 64 KiB covers them all
+ * with room to spare.
  */
 export const JOB_OVERHEAD_BYTES = 64 * 1024;
 
@@ -56,3 +57,8 @@ export function largestDeliveryBytes(maxPayload: number): number {
 export function largestJobBytes(maxPayload: number): number {
   return 3 * maxPayload + JOB_OVERHEAD_BYTES;
 }
+
+/** The longest key window (`key_ttl_ms`), ms: as long as the longest delay. */
+export const MAX_KEY_TTL_MS = MAX_DELAY_MS;
+/** The largest progress report, in bytes of JSON. */
+export const MAX_PROGRESS_BYTES = 4096;

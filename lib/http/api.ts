@@ -29,6 +29,7 @@ import {
   parseJobsQuery,
   parseLease,
   parseNack,
+  parseProgress,
   parseRequeue,
   pathJobId,
   queueName,
@@ -196,6 +197,17 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         const req = parseCheckpoint(await body(ctx), limits);
         await jobAccess(ctx, id);
         return json(200, await broker.checkpoint(id, req.token, req.data));
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "jobs", ":id", "progress"],
+      access: OPERATIONS.settle,
+      handle: async (ctx) => {
+        const id = pathJobId(ctx.params[0]);
+        const req = parseProgress(await body(ctx));
+        await jobAccess(ctx, id);
+        return json(200, await broker.progress(id, req.token, req.progress));
       },
     },
     {

@@ -17,6 +17,10 @@ export interface JobRow {
   state: JobState;
   priority: number;
   key: string | null;
+  /** When the key window ends, or null (the key is held as long as the job is stored). */
+  key_expires_at: number | null;
+  /** The key a job gave up when its window passed and another job took it, else null. */
+  released_key: string | null;
   payload: string;
   attempts: number;
   max_attempts: number;
@@ -26,6 +30,8 @@ export interface JobRow {
   backoff_max_ms: number | null;
   created_at: number;
   checkpoint: string | null;
+  progress: string | null;
+  progress_at: number | null;
   result: string | null;
   last_error: string | null;
   lease_token: string | null;
@@ -59,7 +65,8 @@ export function rowToJob(row: JobRow): Job {
     state: row.state,
     payload: row.payload,
     priority: row.priority,
-    key: row.key,
+    key: row.key ?? row.released_key,
+    key_expires_at: row.key_expires_at,
     attempts: row.attempts,
     max_attempts: row.max_attempts,
     run_at: row.run_at,
@@ -67,6 +74,8 @@ export function rowToJob(row: JobRow): Job {
     backoff: rowBackoff(row),
     created_at: row.created_at,
     checkpoint: row.checkpoint,
+    progress: row.progress,
+    progress_at: row.progress_at,
     result: row.result,
     last_error: row.last_error,
     lease_expires_at: row.state === "leased" ? row.lease_expires_at : null,

@@ -222,7 +222,10 @@ export interface Store {
   setConsumers(queue: string, n: number): void;
   /** How many consumers `queue` has on every server sharing the database, as last heard. */
   consumers(queue: string): number;
-  /** Stores jobs all-or-nothing; duplicates by key answer the existing id. */
+  /**
+   * Stores jobs all-or-nothing; a job whose key is held answers the holder's id and applies its
+   * `on_duplicate` to it (the rules of `core/dedup.ts`), in batch order.
+   */
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]>;
   /**
    * Leases up to `max` pending jobs of a queue, highest priority first then oldest, unless the
@@ -253,6 +256,11 @@ export interface Store {
   ): Promise<{ id: number; expires_at: number }>;
   /** Records a checkpoint (JSON text) on a leased job. */
   checkpoint(id: number, token: string, data: string, now: number): Promise<{ id: number }>;
+  /**
+   * Records a progress report (JSON text) on a leased job, fenced like a checkpoint; the last
+   * one wins. Reports arriving together may share one statement.
+   */
+  progress(id: number, token: string, progress: string, now: number): Promise<{ id: number }>;
   /** The queue of a job, or null if there is no such job (cheaper than reading the job). */
   queueOf(id: number): Promise<string | null>;
   /** Reads a job, or null. */

@@ -31,6 +31,7 @@ import {
   parseEnqueue,
   parseExtend,
   parseNack,
+  parseProgress,
   parseSubscribe,
   type RequestLimits,
   utf8Length,
@@ -472,6 +473,11 @@ export class Connection implements LeaseHolder {
         const req = parseCheckpoint(body, limits);
         if (this.#options.tokens !== null) await this.#requireJob(frame.id);
         return await broker.checkpoint(frame.id, req.token, req.data);
+      }
+      case "progress": {
+        const req = parseProgress(body);
+        if (this.#options.tokens !== null) await this.#requireJob(frame.id);
+        return await broker.progress(frame.id, req.token, req.progress);
       }
       case "batch":
         // onMessage handles batches; a batch inside one is refused when it is decoded.

@@ -32,6 +32,7 @@ export type ClientOp =
   | "nack"
   | "extend"
   | "checkpoint"
+  | "progress"
   | "enqueue"
   | "batch";
 
@@ -49,12 +50,13 @@ const OPS: ReadonlySet<string> = new Set<ClientOp>([
   "nack",
   "extend",
   "checkpoint",
+  "progress",
   "enqueue",
   "batch",
 ]);
 
 /** Operations that name a job by `id`. */
-const JOB_OPS: ReadonlySet<string> = new Set(["ack", "nack", "extend", "checkpoint"]);
+const JOB_OPS: ReadonlySet<string> = new Set(["ack", "nack", "extend", "checkpoint", "progress"]);
 /** Operations that name a queue. */
 const QUEUE_OPS: ReadonlySet<string> = new Set(["subscribe", "unsubscribe", "enqueue"]);
 
@@ -64,7 +66,7 @@ export interface ClientFrame {
   op: ClientOp;
   /** The caller's reference, echoed in the reply. */
   ref: string | number | undefined;
-  /** The job, for ack/nack/extend/checkpoint. */
+  /** The job, for ack/nack/extend/checkpoint/progress. */
   id: number;
   /** The queue, for subscribe/unsubscribe/enqueue. */
   queue: string;

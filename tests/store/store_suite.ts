@@ -348,6 +348,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       payload: '{"a":1}',
       priority: 3,
       key: "k1",
+      key_expires_at: null,
       attempts: 0,
       max_attempts: 7,
       run_at: T0,
@@ -355,6 +356,8 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       backoff: null,
       created_at: T0,
       checkpoint: null,
+      progress: null,
+      progress_at: null,
       result: null,
       last_error: null,
       lease_expires_at: null,
@@ -409,7 +412,9 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const out = await store.enqueue("q", [
       newJob({ key: "order-1", payload: '"second"', priority: 9 }),
     ], T0 + 10);
-    assert.deepEqual(out, [{ id, deduplicated: true, state: "pending" }]);
+    assert.deepEqual(out, [
+      { id, deduplicated: true, duplicate: "ignored", state: "pending", run_at: T0 },
+    ]);
     const job = await store.get(id);
     assert.equal(job?.payload, '"first"');
     assert.equal(job?.priority, 0);
@@ -460,7 +465,11 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     ];
     for (const [key, id, state] of expected) {
       const [out] = await store.enqueue("q", [newJob({ key })], T0 + 1);
-      assert.deepEqual(out, { id, deduplicated: true, state }, `key "${key}"`);
+      assert.deepEqual(
+        [out.id, out.deduplicated, out.duplicate, out.state],
+        [id, true, "ignored", state],
+        `key "${key}"`,
+      );
     }
     assert.deepEqual(
       await countsOf(store, "q"),
@@ -482,6 +491,228 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.equal(await store.get(again), null);
     const third = await enqueueOne(store, "q", { key: "k" }, T0 + 5);
     assert.ok(third > again);
+  });
+
+  // ---- dedup windows and duplicate modes ----
+
+  test("enqueue() with key_ttl_ms blocks duplicates only until the window ends", async (store) => {
+    const first = await enqueueOne(store, "q", { key: "k", key_ttl_ms: 1_000, payload: '"a"' });
+    assert.equal((await store.get(first))?.key_expires_at, T0 + 1_000);
+    const [inside] = await store.enqueue("q", [newJob({ key: "k" })], T0 + 999);
+    assert.deepEqual([inside.id, inside.duplicate], [first, "ignored"]);
+    // The clock passes the window: the same key makes a new job, and the old one stays.
+    const [after] = await store.enqueue("q", [newJob({ key: "k", payload: '"b"' })], T0 + 1_000);
+    assert.equal(after.deduplicated, false);
+    assert.equal(after.duplicate, null);
+    assert.notEqual(after.id, first);
+    const old = await store.get(first);
+    assert.equal(old?.key, "k", "the old job still shows its key");
+    assert.equal(old?.payload, '"a"');
+    assert.equal(old?.state, "pending");
+    assert.equal((await store.get(after.id))?.key_expires_at, null);
+    // The new job holds the key for as long as it is stored (it has no window).
+    const [again] = await store.enqueue("q", [newJob({ key: "k" })], T0 + 1_000_000);
+    assert.deepEqual([again.id, again.duplicate], [after.id, "ignored"]);
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2 }));
+  });
+
+  test("enqueue() lets a key go after its window even while its job is leased or done", async (store) => {
+    const leased = await enqueueOne(store, "q", { key: "l", key_ttl_ms: 10 });
+    await claimOne(store, "q");
+    const done = await enqueueOne(store, "q", { key: "d", key_ttl_ms: 10 });
+    const d = await claimOne(store, "q");
+    await store.ack(done, d.lease.token, '"ok"', T0 + 1);
+    const [l, dd] = await store.enqueue("q", [newJob({ key: "l" }), newJob({ key: "d" })], T0 + 10);
+    assert.deepEqual([l.deduplicated, dd.deduplicated], [false, false]);
+    assert.equal((await store.get(leased))?.state, "leased");
+    assert.equal((await store.get(leased))?.key, "l");
+    assert.equal((await store.get(done))?.result, '"ok"');
+    assert.equal((await store.get(done))?.key, "d");
+    // Removing the old job later frees nothing: the key is the new job's.
+    await store.cancel(done, T0 + 11);
+    const [dup] = await store.enqueue("q", [newJob({ key: "d" })], T0 + 12);
+    assert.deepEqual([dup.id, dup.duplicate], [dd.id, "ignored"]);
+  });
+
+  test("enqueue() with on_duplicate replace rewrites a waiting job (debounce)", async (store) => {
+    const id = await enqueueOne(store, "q", { key: "k", payload: '"v1"', run_at: T0 + 5_000 });
+    const [out] = await store.enqueue("q", [
+      newJob({
+        key: "k",
+        payload: '"v2"',
+        run_at: T0 + 9_000,
+        priority: 4,
+        max_attempts: 2,
+        lease_ms: 7_000,
+        backoff: { base_ms: 5, max_ms: 50 },
+        on_duplicate: "replace",
+      }),
+    ], T0 + 1_000);
+    assert.deepEqual(out, {
+      id,
+      deduplicated: true,
+      duplicate: "replaced",
+      state: "delayed",
+      run_at: T0 + 9_000,
+    });
+    const job = await store.get(id);
+    assert.equal(job?.payload, '"v2"');
+    assert.equal(job?.run_at, T0 + 9_000);
+    assert.equal(job?.priority, 4);
+    assert.equal(job?.max_attempts, 2);
+    assert.equal(job?.lease_ms, 7_000);
+    assert.deepEqual(job?.backoff, { base_ms: 5, max_ms: 50 });
+    assert.equal(job?.created_at, T0, "still the job first enqueued");
+    assert.deepEqual(await countsOf(store, "q"), counts({ delayed: 1 }));
+    assert.equal(await store.nextDeadline(), T0 + 9_000);
+  });
+
+  test("enqueue() replacing a delayed job with one due now makes it pending", async (store) => {
+    const id = await enqueueOne(store, "q", { key: "k", payload: '"later"', run_at: T0 + 60_000 });
+    const [out] = await store.enqueue("q", [
+      newJob({ key: "k", payload: '"now"', run_at: T0 + 10, on_duplicate: "replace" }),
+    ], T0 + 10);
+    assert.deepEqual([out.duplicate, out.state, out.run_at], ["replaced", "pending", T0 + 10]);
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1 }));
+    const got = await claimOne(store, "q", T0 + 10);
+    assert.equal(got.job.id, id);
+    assert.equal(got.job.payload, '"now"');
+  });
+
+  test("enqueue() replacing a pending job keeps its place and age", async (store) => {
+    const id = await enqueueOne(store, "q", { key: "k", payload: '"v1"' });
+    const other = await enqueueOne(store, "q", {}, T0 + 1);
+    const [out] = await store.enqueue("q", [
+      newJob({ key: "k", payload: '"v2"', on_duplicate: "replace", run_at: T0 + 5 }),
+    ], T0 + 5);
+    assert.deepEqual([out.duplicate, out.state, out.run_at], ["replaced", "pending", T0]);
+    const [stats] = await store.stats("q");
+    assert.equal(stats.oldest_pending_at, T0);
+    const first = await claimOne(store, "q", T0 + 6);
+    assert.equal(first.job.id, id, "still first in line");
+    assert.equal(first.job.payload, '"v2"');
+    assert.equal((await claimOne(store, "q", T0 + 6)).job.id, other);
+  });
+
+  test("enqueue() replacing resets the key window to the new job's", async (store) => {
+    const id = await enqueueOne(store, "q", { key: "k", key_ttl_ms: 100, run_at: T0 + 1_000 });
+    await store.enqueue("q", [
+      newJob({ key: "k", key_ttl_ms: 500, on_duplicate: "replace", run_at: T0 + 1_000 }),
+    ], T0 + 50);
+    assert.equal((await store.get(id))?.key_expires_at, T0 + 550);
+    const [held] = await store.enqueue("q", [newJob({ key: "k" })], T0 + 200);
+    assert.deepEqual([held.id, held.duplicate], [id, "ignored"]);
+    const [fresh] = await store.enqueue("q", [newJob({ key: "k" })], T0 + 550);
+    assert.equal(fresh.duplicate, null);
+  });
+
+  test("enqueue() with on_duplicate extend pushes a waiting job's run_at, never earlier", async (store) => {
+    const id = await enqueueOne(store, "q", { key: "k", payload: '"first"', run_at: T0 + 1_000 });
+    const [out] = await store.enqueue("q", [
+      newJob({ key: "k", payload: '"second"', run_at: T0 + 3_000, on_duplicate: "extend" }),
+    ], T0 + 100);
+    assert.deepEqual(out, {
+      id,
+      deduplicated: true,
+      duplicate: "extended",
+      state: "delayed",
+      run_at: T0 + 3_000,
+    });
+    const job = await store.get(id);
+    assert.equal(job?.payload, '"first"', "extend keeps the payload");
+    assert.equal(job?.run_at, T0 + 3_000);
+    const [earlier] = await store.enqueue("q", [
+      newJob({ key: "k", run_at: T0 + 200, on_duplicate: "extend" }),
+    ], T0 + 200);
+    assert.deepEqual([earlier.duplicate, earlier.run_at], ["extended", T0 + 3_000]);
+    assert.equal((await store.get(id))?.run_at, T0 + 3_000);
+  });
+
+  test("enqueue() extending a pending job delays it", async (store) => {
+    const id = await enqueueOne(store, "q", { key: "k" });
+    const [out] = await store.enqueue("q", [
+      newJob({ key: "k", run_at: T0 + 2_000, on_duplicate: "extend" }),
+    ], T0 + 1);
+    assert.deepEqual([out.id, out.state, out.run_at], [id, "delayed", T0 + 2_000]);
+    assert.deepEqual(await countsOf(store, "q"), counts({ delayed: 1 }));
+    assert.deepEqual(await store.claim("q", 1, null, T0 + 1), []);
+    assert.deepEqual((await store.tick(T0 + 2_000)).woken, ["q"]);
+    assert.equal((await claimOne(store, "q", T0 + 2_000)).job.id, id);
+  });
+
+  test("enqueue() never replaces or extends a leased or finished job", async (store) => {
+    const leased = await enqueueOne(store, "q", { key: "l", payload: '"l"' });
+    await claimOne(store, "q");
+    const done = await enqueueOne(store, "q", { key: "d", payload: '"d"' });
+    const d = await claimOne(store, "q");
+    await store.ack(done, d.lease.token, null, T0);
+    const out = await store.enqueue("q", [
+      newJob({ key: "l", payload: '"x"', on_duplicate: "replace" }),
+      newJob({ key: "d", payload: '"x"', on_duplicate: "replace" }),
+      newJob({ key: "l", run_at: T0 + 9_000, on_duplicate: "extend" }),
+    ], T0 + 1);
+    assert.deepEqual(out.map((e) => [e.id, e.duplicate, e.state]), [
+      [leased, "ignored", "leased"],
+      [done, "ignored", "done"],
+      [leased, "ignored", "leased"],
+    ]);
+    assert.equal((await store.get(leased))?.payload, '"l"');
+    assert.equal((await store.get(done))?.payload, '"d"');
+    assert.equal((await store.get(leased))?.run_at, T0);
+  });
+
+  test("enqueue() applies duplicates within a batch in order", async (store) => {
+    const stored = await enqueueOne(store, "q", { key: "s", payload: '"s0"', run_at: T0 + 50 });
+    const out = await store.enqueue("q", [
+      newJob({ key: "n", payload: '"n1"', run_at: T0 + 100 }),
+      newJob({ key: "n", payload: '"n2"', run_at: T0 + 200, on_duplicate: "replace" }),
+      newJob({ key: "s", payload: '"s1"', on_duplicate: "replace", run_at: T0 + 70 }),
+      newJob({ key: "n", run_at: T0 + 300, on_duplicate: "extend" }),
+      newJob({ key: "s", run_at: T0 + 80, on_duplicate: "extend" }),
+      newJob({ key: "n", payload: '"ignored"' }),
+    ], T0);
+    const n = out[0].id;
+    assert.deepEqual(out.map((e) => [e.id, e.duplicate, e.run_at]), [
+      [n, null, T0 + 100],
+      [n, "replaced", T0 + 200],
+      [stored, "replaced", T0 + 70],
+      [n, "extended", T0 + 300],
+      [stored, "extended", T0 + 80],
+      [n, "ignored", T0 + 300],
+    ]);
+    const job = await store.get(n);
+    assert.equal(job?.payload, '"n2"');
+    assert.equal(job?.run_at, T0 + 300);
+    const s = await store.get(stored);
+    assert.equal(s?.payload, '"s1"');
+    assert.equal(s?.run_at, T0 + 80);
+    assert.deepEqual(await countsOf(store, "q"), counts({ delayed: 2 }));
+  });
+
+  test("enqueue() after a window passed in a batch stores one new job for the key", async (store) => {
+    const old = await enqueueOne(store, "q", { key: "k", key_ttl_ms: 5 });
+    const out = await store.enqueue("q", [
+      newJob({ key: "k", payload: '"new"' }),
+      newJob({ key: "k", payload: '"newer"', on_duplicate: "replace" }),
+    ], T0 + 5);
+    assert.equal(out[0].duplicate, null);
+    assert.notEqual(out[0].id, old);
+    assert.deepEqual([out[1].id, out[1].duplicate], [out[0].id, "replaced"]);
+    assert.equal((await store.get(out[0].id))?.payload, '"newer"');
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2 }));
+  });
+
+  sharedTest("enqueue() of one key on two servers at once stores one job", async (a, b) => {
+    const outs = await Promise.all([
+      a.enqueue("q", [newJob({ key: "k", payload: '"a"', on_duplicate: "replace" })], T0),
+      b.enqueue("q", [newJob({ key: "k", payload: '"b"', on_duplicate: "replace" })], T0),
+      a.enqueue("q", [newJob({ key: "k", payload: '"c"' })], T0),
+      b.enqueue("q", [newJob({ key: "k", payload: '"d"', on_duplicate: "extend" })], T0),
+    ]);
+    const ids = new Set(outs.map(([e]) => e.id));
+    assert.equal(ids.size, 1);
+    assert.equal(outs.filter(([e]) => e.duplicate === null).length, 1);
+    assert.deepEqual(await countsOf(a, "q"), counts({ pending: 1 }));
   });
 
   // ---- claim ----
@@ -891,6 +1122,58 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await rejectsWith(store.checkpoint(id, lease.token, "3", T0 + 1_000), "lease_lost");
     await rejectsWith(store.checkpoint(424242, lease.token, "4", T0), "not_found");
     assert.equal((await store.get(id))?.checkpoint, "1");
+  });
+
+  // ---- progress ----
+
+  test("progress() stores the last report and when it came", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q");
+    assert.deepEqual(await store.progress(id, lease.token, '{"done":1,"of":3}', T0 + 1), { id });
+    assert.equal((await store.get(id))?.progress, '{"done":1,"of":3}');
+    assert.equal((await store.get(id))?.progress_at, T0 + 1);
+    await Promise.all([
+      store.progress(id, lease.token, "0.5", T0 + 2),
+      store.progress(id, lease.token, "0.75", T0 + 3),
+    ]);
+    const job = await store.get(id);
+    assert.equal(job?.progress, "0.75");
+    assert.equal(job?.progress_at, T0 + 3);
+    assert.equal(job?.state, "leased");
+    await store.ack(id, lease.token, null, T0 + 4);
+    assert.equal((await store.get(id))?.progress, "0.75", "kept once the job is done");
+  });
+
+  test("progress() is fenced like a checkpoint", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q", T0, 1_000);
+    await store.progress(id, lease.token, "1", T0 + 1);
+    await rejectsWith(store.progress(id, "wrong", "2", T0 + 2), "lease_lost");
+    await rejectsWith(store.progress(id, lease.token, "3", T0 + 1_000), "lease_lost");
+    await rejectsWith(store.progress(424242, lease.token, "4", T0), "not_found");
+    const pending = await enqueueOne(store, "q");
+    await rejectsWith(store.progress(pending, lease.token, "5", T0), "lease_lost");
+    // Reports sharing a commit each get their own answer.
+    const outcomes = await Promise.allSettled([
+      store.progress(id, lease.token, "6", T0 + 3),
+      store.progress(id, "wrong", "7", T0 + 3),
+      store.progress(424242, "x", "8", T0 + 3),
+    ]);
+    assert.deepEqual(outcomes.map((o) => o.status), ["fulfilled", "rejected", "rejected"]);
+    assert.equal((await store.get(id))?.progress, "6");
+    assert.equal((await store.get(pending))?.progress, null);
+  });
+
+  test("progress() with the token of an earlier lease changes nothing", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const first = await claimOne(store, "q", T0, 1_000);
+    await store.progress(id, first.lease.token, '"first"', T0 + 1);
+    await store.tick(T0 + 1_000);
+    const second = await claimOne(store, "q", T0 + 1_000);
+    assert.equal(second.job.progress, '"first"', "the delivery shows the last report");
+    await rejectsWith(store.progress(id, first.lease.token, '"stale"', T0 + 1_001), "lease_lost");
+    await store.progress(id, second.lease.token, '"second"', T0 + 1_002);
+    assert.equal((await store.get(id))?.progress, '"second"');
   });
 
   // ---- get ----

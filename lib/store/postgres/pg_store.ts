@@ -22,7 +22,15 @@
 
 import { attempted, type JobRow, rowToJob, zeroCounts } from "../job_row.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
-import type { Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
+import type {
+  Delivery,
+  DuplicateOutcome,
+  Enqueued,
+  Job,
+  JobState,
+  NewJob,
+} from "../../core/job.ts";
+import { keyExpiresAt, type KeyHolder, onDuplicate } from "../../core/dedup.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
 import {
   afterLeaseEnd,
@@ -114,6 +122,7 @@ export class PgStore implements Store {
   readonly #stats: CommitStats = emptyCommitStats();
   readonly #acks: Coalescer<AckItem, { id: number; queue: string }>;
   readonly #enqueues: Coalescer<EnqueueItem, Enqueued[]>;
+  readonly #progress: Coalescer<ProgressItem, { id: number }>;
   #closed = false;
   #dbClosed = false;
   #closing: Promise<void> | null = null;
@@ -149,6 +158,7 @@ export class PgStore implements Store {
       this.#write(operation, true, weight);
     this.#acks = new Coalescer(submit, (tx, _news, items) => ackMany(tx, items));
     this.#enqueues = new Coalescer(submit, enqueueMany);
+    this.#progress = new Coalescer(submit, (tx, _news, items) => progressMany(tx, items));
     this.#events = new PgEvents({
       sql,
       schema,
@@ -234,65 +244,57 @@ export class PgStore implements Store {
   // ---- Store ----
 
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
-    // Without keys, enqueues arriving together share one INSERT; with them, an enqueue may
-    // read the jobs holding its keys after its INSERT, so it runs alone.
+    // Without keys, enqueues arriving together share one INSERT; with them, an enqueue reads
+    // and may change the jobs holding its keys (core/dedup.ts), so it runs alone.
     if (jobs.every((job) => job.key === null)) return this.#enqueues.add({ queue, jobs, now });
     return this.#write(async (tx, news) => {
-      const states = jobs.map((job): JobState => initialState(job.run_at, now));
-      const inserted = await tx<{ id: number; key: string | null }[]>`
+      const keys = [...new Set(jobs.flatMap((job) => job.key === null ? [] : [job.key]))].sort();
+      // Enqueues of one key take turns, on every server: once this holds the locks, the read
+      // below sees every job holding these keys, and the INSERT cannot meet a key taken since.
+      // (Locks taken in key order; a deadlock across batches is retried by the group commit.)
+      await tx`
+        SELECT pg_advisory_xact_lock(hashtext(${queue}), hashtext(k.key))
+        FROM unnest(${keys}::text[]) WITH ORDINALITY AS k(key, ord) ORDER BY k.ord`;
+      const holders = await tx<(KeyHolder & { id: number; key: string })[]>`
+        SELECT id, key, state, run_at, key_expires_at FROM jobs
+        WHERE queue = ${queue} AND key = ANY(${keys}::text[]) FOR UPDATE`;
+      const plan = planKeyedEnqueue(holders, jobs, now);
+      if (plan.released.length > 0) {
+        await tx`
+          UPDATE jobs SET released_key = key, key = NULL
+          WHERE id = ANY(${plan.released}::bigint[])`;
+      }
+      await applyDuplicates(tx, plan.changed);
+      const fresh = plan.inserts;
+      const inserted = fresh.length === 0 ? [] : await tx<{ id: number }[]>`
         INSERT INTO jobs (queue, state, priority, key, payload, max_attempts, run_at, lease_ms,
-          backoff_base_ms, backoff_max_ms, created_at)
+          backoff_base_ms, backoff_max_ms, created_at, key_expires_at)
         SELECT ${queue}, t.state, t.priority, t.key, t.payload, t.max_attempts, t.run_at,
-          t.lease_ms, t.base_ms, t.max_ms, ${now}::bigint
+          t.lease_ms, t.base_ms, t.max_ms, ${now}::bigint, t.key_expires_at
         FROM unnest(
-          ${states}::text[], ${jobs.map((j) => j.priority)}::int[], ${
-        jobs.map((j) => j.key)
-      }::text[],
-          ${jobs.map((j) => j.payload)}::text[], ${jobs.map((j) => j.max_attempts)}::int[],
-          ${jobs.map((j, i) => states[i] === "delayed" ? j.run_at : now)}::bigint[],
-          ${jobs.map((j) => j.lease_ms)}::bigint[],
-          ${jobs.map((j) => j.backoff?.base_ms ?? null)}::bigint[],
-          ${jobs.map((j) => j.backoff?.max_ms ?? null)}::bigint[]
+          ${fresh.map((f) => f.state)}::text[], ${fresh.map((f) => f.job.priority)}::int[],
+          ${fresh.map((f) => f.job.key)}::text[], ${fresh.map((f) => f.job.payload)}::text[],
+          ${fresh.map((f) => f.job.max_attempts)}::int[], ${fresh.map((f) => f.run_at)}::bigint[],
+          ${fresh.map((f) => f.job.lease_ms)}::bigint[],
+          ${fresh.map((f) => f.job.backoff?.base_ms ?? null)}::bigint[],
+          ${fresh.map((f) => f.job.backoff?.max_ms ?? null)}::bigint[],
+          ${fresh.map((f) => f.key_expires_at)}::bigint[]
         ) WITH ORDINALITY AS t(state, priority, key, payload, max_attempts, run_at, lease_ms,
-          base_ms, max_ms, ord)
+          base_ms, max_ms, key_expires_at, ord)
         ORDER BY t.ord
-        ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING
-        RETURNING id, key`;
+        RETURNING id`;
       // PostgreSQL inserts the rows in the SELECT's order and RETURNING answers them in that
-      // order; a job without a key never conflicts, so walking both lists in step pairs them.
-      const out: Enqueued[] = new Array(jobs.length);
-      const inBatch = new Map<string, Enqueued>();
-      const missing: number[] = [];
-      let r = 0;
-      for (let i = 0; i < jobs.length; i++) {
-        const key = jobs[i].key;
-        if (key === null) {
-          out[i] = { id: inserted[r++].id, deduplicated: false, state: states[i] };
-          continue;
-        }
-        const earlier = inBatch.get(key);
-        if (earlier !== undefined) {
-          out[i] = { id: earlier.id, deduplicated: true, state: earlier.state };
-        } else if (r < inserted.length && inserted[r].key === key) {
-          out[i] = { id: inserted[r++].id, deduplicated: false, state: states[i] };
-          inBatch.set(key, out[i]);
-        } else missing.push(i);
+      // order.
+      const out = plan.answers.map((a): Enqueued => ({
+        id: a.slot.id ?? inserted[a.slot.insert as number].id,
+        deduplicated: a.duplicate !== null,
+        duplicate: a.duplicate,
+        state: a.state,
+        run_at: a.run_at,
+      }));
+      if (out.some((e) => e.duplicate !== "ignored" && e.state === "pending")) {
+        news.ready.add(queue);
       }
-      if (missing.length > 0) {
-        const keys = missing.map((i) => jobs[i].key as string);
-        const rows = await tx<{ id: number; key: string; state: JobState }[]>`
-          SELECT id, key, state FROM jobs WHERE queue = ${queue} AND key = ANY(${keys}::text[])`;
-        const byKey = new Map(rows.map((row) => [row.key, row]));
-        for (const i of missing) {
-          const row = byKey.get(jobs[i].key as string);
-          if (row === undefined) {
-            // Its holder was removed after our INSERT skipped it: a rare race, safe to retry.
-            throw new Error(`the job holding key "${jobs[i].key}" vanished during the enqueue`);
-          }
-          out[i] = { id: row.id, deduplicated: true, state: row.state };
-        }
-      }
-      if (out.some((e) => !e.deduplicated && e.state === "pending")) news.ready.add(queue);
       return out;
     });
   }
@@ -386,6 +388,11 @@ export class PgStore implements Store {
       await tx`UPDATE jobs SET checkpoint = ${data} WHERE id = ${id}`;
       return { id };
     });
+  }
+
+  progress(id: number, token: string, progress: string, now: number): Promise<{ id: number }> {
+    // Reports arriving together share one statement (and a commit): they are frequent.
+    return this.#progress.add({ id, token, progress, now });
   }
 
   queueOf(id: number): Promise<string | null> {
@@ -726,6 +733,51 @@ async function ackMany(
   });
 }
 
+/** One progress report waiting for its shared statement. */
+interface ProgressItem {
+  id: number;
+  token: string;
+  progress: string;
+  now: number;
+}
+
+/**
+ * Records progress reports, one statement for all, fenced like a checkpoint: a report whose
+ * token holds its job's current, unexpired lease is stored, anything else is `lease_lost`, or
+ * `not_found` for an unknown id. Of several reports on one lease, the last is written (the
+ * earlier ones are answered like it: they were overwritten in the same commit).
+ */
+async function progressMany(
+  tx: TxSql,
+  items: ProgressItem[],
+): Promise<({ id: number } | TegamiError)[]> {
+  const last = new Map<string, number>();
+  items.forEach((item, i) => last.set(`${item.id} ${item.token}`, i));
+  const sent = [...last.values()].sort((a, b) => a - b).map((i) => items[i]);
+  const rows = await tx<{ found: boolean; ok: boolean }[]>`
+    WITH p AS (
+      SELECT * FROM unnest(${sent.map((i) => i.id)}::bigint[], ${sent.map((i) => i.token)}::text[],
+        ${sent.map((i) => i.progress)}::text[], ${sent.map((i) => i.now)}::bigint[])
+        WITH ORDINALITY AS p(id, token, progress, now, k)
+    ), u AS (
+      UPDATE jobs SET progress = p.progress, progress_at = p.now
+      FROM p
+      WHERE jobs.id = p.id AND jobs.state = 'leased' AND jobs.lease_token = p.token
+        AND jobs.lease_expires_at > p.now
+      RETURNING jobs.id, p.token
+    )
+    SELECT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = p.id) AS found,
+      EXISTS (SELECT 1 FROM u WHERE u.id = p.id AND u.token = p.token) AS ok
+    FROM p ORDER BY p.k`;
+  const answer = new Map<string, { found: boolean; ok: boolean }>();
+  sent.forEach((item, i) => answer.set(`${item.id} ${item.token}`, rows[i]));
+  return items.map(({ id, token }) => {
+    const row = answer.get(`${id} ${token}`)!;
+    if (row.ok) return { id };
+    return row.found ? leaseLost(id, "report progress on") : jobNotFound(id);
+  });
+}
+
 /** One enqueue without keys waiting for its shared statement. */
 interface EnqueueItem {
   queue: string;
@@ -775,9 +827,170 @@ async function enqueueMany(
   return items.map((item) =>
     item.jobs.map(() => {
       const i = at++;
-      return { id: inserted[i].id, deduplicated: false, state: states[i] };
+      return {
+        id: inserted[i].id,
+        deduplicated: false,
+        duplicate: null,
+        state: states[i],
+        run_at: runAts[i],
+      };
     })
   );
+}
+
+/** The job holding a key while a keyed enqueue is planned: a stored row, or a job of the batch. */
+interface KeySlot extends KeyHolder {
+  /** The stored job's id, or null for a job of this batch not yet inserted. */
+  id: number | null;
+  /** The index in the plan's inserts of a job of this batch, or null. */
+  insert: number | null;
+}
+
+/** A job of a keyed enqueue to insert. */
+interface PlannedInsert {
+  job: NewJob;
+  state: "pending" | "delayed";
+  run_at: number;
+  key_expires_at: number | null;
+}
+
+/** A stored job a duplicate changes: replaced (`job` given) or extended (`job` null). */
+interface PlannedChange {
+  id: number;
+  job: NewJob | null;
+  state: "pending" | "delayed";
+  run_at: number;
+  key_expires_at: number | null;
+}
+
+/** What a keyed enqueue writes and answers, worked out before any write. */
+interface KeyedPlan {
+  /** Stored jobs whose key window passed: they give their keys up. */
+  released: number[];
+  /** Stored jobs replaced or extended, once each (in their final form). */
+  changed: PlannedChange[];
+  /** New jobs, in batch order. */
+  inserts: PlannedInsert[];
+  /** One per job of the batch: the job that answers it, and its outcome. */
+  answers: {
+    slot: KeySlot;
+    duplicate: DuplicateOutcome | null;
+    state: JobState;
+    run_at: number;
+  }[];
+}
+
+/**
+ * Applies the dedup rules to a batch, in order, as if each job were enqueued after the one
+ * before: a job may dedup against a stored holder (`holders`, locked) or an earlier job of the
+ * batch, and a replace or extend of an earlier job of the batch changes what is inserted.
+ */
+function planKeyedEnqueue(
+  holders: readonly (KeyHolder & { id: number; key: string })[],
+  jobs: readonly NewJob[],
+  now: number,
+): KeyedPlan {
+  const slots = new Map<string, KeySlot>();
+  for (const h of holders) {
+    slots.set(h.key, {
+      id: h.id,
+      insert: null,
+      state: h.state,
+      run_at: h.run_at,
+      key_expires_at: h.key_expires_at,
+    });
+  }
+  const plan: KeyedPlan = { released: [], changed: [], inserts: [], answers: [] };
+  const changed = new Map<number, PlannedChange>();
+  for (const job of jobs) {
+    const slot = job.key === null ? undefined : slots.get(job.key);
+    if (slot !== undefined) {
+      const decision = onDuplicate(slot, job, now);
+      if (decision.action === "release") {
+        // Only a stored job can have a window that passed: the batch's own are all open.
+        if (slot.id !== null) plan.released.push(slot.id);
+      } else {
+        if (decision.action !== "ignored") {
+          const replaced = decision.action === "replaced";
+          slot.state = decision.state;
+          slot.run_at = decision.run_at;
+          if (replaced) slot.key_expires_at = keyExpiresAt(job, now);
+          if (slot.insert !== null) {
+            const row = plan.inserts[slot.insert];
+            if (replaced) row.job = job;
+            row.state = decision.state;
+            row.run_at = decision.run_at;
+            row.key_expires_at = slot.key_expires_at;
+          } else {
+            const id = slot.id as number;
+            const before = changed.get(id);
+            changed.set(id, {
+              id,
+              job: replaced ? job : before?.job ?? null,
+              state: decision.state,
+              run_at: decision.run_at,
+              key_expires_at: slot.key_expires_at,
+            });
+          }
+        }
+        plan.answers.push({
+          slot,
+          duplicate: decision.action,
+          state: slot.state,
+          run_at: slot.run_at,
+        });
+        continue;
+      }
+    }
+    const state = initialState(job.run_at, now);
+    const fresh: KeySlot = {
+      id: null,
+      insert: plan.inserts.length,
+      state,
+      run_at: state === "delayed" ? job.run_at : now,
+      key_expires_at: keyExpiresAt(job, now),
+    };
+    plan.inserts.push({
+      job,
+      state,
+      run_at: fresh.run_at,
+      key_expires_at: fresh.key_expires_at,
+    });
+    if (job.key !== null) slots.set(job.key, fresh);
+    plan.answers.push({ slot: fresh, duplicate: null, state, run_at: fresh.run_at });
+  }
+  plan.changed = [...changed.values()];
+  return plan;
+}
+
+/** Writes the replaced and extended jobs of a keyed enqueue, in one statement. */
+async function applyDuplicates(tx: TxSql, changes: readonly PlannedChange[]): Promise<void> {
+  if (changes.length === 0) return;
+  const of = <T>(pick: (job: NewJob) => T) =>
+    changes.map((c) => c.job === null ? null : pick(c.job));
+  // `replace` is 1 for a replaced job, 0 for an extended one (the driver sends no boolean[]).
+  await tx`
+    UPDATE jobs j SET state = u.state, run_at = u.run_at,
+      payload = CASE WHEN u.replace = 1 THEN u.payload ELSE j.payload END,
+      priority = CASE WHEN u.replace = 1 THEN u.priority ELSE j.priority END,
+      max_attempts = CASE WHEN u.replace = 1 THEN u.max_attempts ELSE j.max_attempts END,
+      lease_ms = CASE WHEN u.replace = 1 THEN u.lease_ms ELSE j.lease_ms END,
+      backoff_base_ms = CASE WHEN u.replace = 1 THEN u.base_ms ELSE j.backoff_base_ms END,
+      backoff_max_ms = CASE WHEN u.replace = 1 THEN u.max_ms ELSE j.backoff_max_ms END,
+      key_expires_at = CASE WHEN u.replace = 1 THEN u.key_expires_at ELSE j.key_expires_at END
+    FROM unnest(
+      ${changes.map((c) => c.id)}::bigint[], ${changes.map((c) => c.state)}::text[],
+      ${changes.map((c) => c.run_at)}::bigint[], ${
+    changes.map((c) => c.job === null ? 0 : 1)
+  }::int[],
+      ${of((j) => j.payload)}::text[], ${of((j) => j.priority)}::int[],
+      ${of((j) => j.max_attempts)}::int[], ${of((j) => j.lease_ms)}::bigint[],
+      ${of((j) => j.backoff?.base_ms ?? null)}::bigint[],
+      ${of((j) => j.backoff?.max_ms ?? null)}::bigint[],
+      ${changes.map((c) => c.key_expires_at)}::bigint[]
+    ) AS u(id, state, run_at, replace, payload, priority, max_attempts, lease_ms, base_ms, max_ms,
+      key_expires_at)
+    WHERE j.id = u.id`;
 }
 
 /**

@@ -66,6 +66,15 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX jobs_browse ON jobs (queue, state, id);
   DROP INDEX jobs_dead;
   `,
+  // Dedup windows and progress. A job whose key window (key_expires_at) has passed gives its key
+  // up to the next job with that key: the key moves to released_key, out of the unique index
+  // jobs_key, and the job still shows it.
+  `
+  ALTER TABLE jobs ADD COLUMN key_expires_at INTEGER;
+  ALTER TABLE jobs ADD COLUMN released_key TEXT;
+  ALTER TABLE jobs ADD COLUMN progress TEXT;
+  ALTER TABLE jobs ADD COLUMN progress_at INTEGER;
+  `,
 ];
 
 /** Runs the migrations the database has not seen yet; answers the resulting version. */

@@ -40,6 +40,7 @@ import {
   GroupCommit,
   type Transactor,
 } from "../group_commit.ts";
+import { keyExpiresAt, type KeyHolder, onDuplicate } from "../../core/dedup.ts";
 import { migrate } from "./sqlite_schema.ts";
 import { WalSync } from "./wal_sync.ts";
 import {
@@ -80,6 +81,11 @@ export interface SqliteStoreOptions {
 }
 
 type Move = [queue: string, from: JobState | null, to: JobState | null];
+
+/** The job holding a key, as the enqueue reads it. */
+interface KeyHolderRow extends KeyHolder {
+  id: number;
+}
 
 /** Without fsyncs to watch (`sync: "normal"`), a write counts as idle this long after a flush. */
 const IDLE_AFTER_MS = 1;
@@ -300,12 +306,13 @@ export class SqliteStore implements Store {
       for (let i = 0; i < jobs.length; i++) {
         const job = jobs[i];
         if (job.key !== null) {
-          const existing = s.findByKey.get(queue, job.key) as
-            | { id: number; state: JobState }
-            | undefined;
-          if (existing !== undefined) {
-            out[i] = { id: existing.id, deduplicated: true, state: existing.state };
-            continue;
+          const holder = s.findByKey.get(queue, job.key) as KeyHolderRow | undefined;
+          if (holder !== undefined) {
+            const answer = this.#duplicate(queue, holder, job, now);
+            if (answer !== null) {
+              out[i] = answer;
+              continue;
+            }
           }
         }
         const state = initialState(job.run_at, now);
@@ -321,9 +328,16 @@ export class SqliteStore implements Store {
           job.backoff?.base_ms ?? null,
           job.backoff?.max_ms ?? null,
           now,
+          keyExpiresAt(job, now),
         );
         this.#moves.push([queue, null, state]);
-        out[i] = { id: Number(info.lastInsertRowid), deduplicated: false, state };
+        out[i] = {
+          id: Number(info.lastInsertRowid),
+          deduplicated: false,
+          duplicate: null,
+          state,
+          run_at: state === "delayed" ? job.run_at : now,
+        };
       }
       return out;
     });
@@ -435,6 +449,16 @@ export class SqliteStore implements Store {
       this.#leased(id, token, now, "checkpoint");
       this.#statements.checkpoint.run(data, id);
       return { id };
+    });
+  }
+
+  progress(id: number, token: string, progress: string, now: number): Promise<{ id: number }> {
+    return this.#write(() => {
+      // One fenced UPDATE, no read first: progress reports are frequent.
+      const changed = this.#statements.progress.run(progress, now, id, token, now).changes;
+      if (changed === 1) return { id };
+      this.#leased(id, token, now, "report progress on");
+      throw leaseLost(id, "report progress on");
     });
   }
 
@@ -762,6 +786,54 @@ export class SqliteStore implements Store {
     this.#leasedQueues.set(id, queue);
   }
 
+  /**
+   * Applies the dedup rules to a job arriving while `holder` holds its key: answers the
+   * duplicate's outcome, or null when the holder's window has passed (its key is then released
+   * and the caller stores the new job).
+   */
+  #duplicate(queue: string, holder: KeyHolderRow, job: NewJob, now: number): Enqueued | null {
+    const s = this.#statements;
+    const decision = onDuplicate(holder, job, now);
+    switch (decision.action) {
+      case "release":
+        s.releaseKey.run(holder.id);
+        return null;
+      case "ignored":
+        return {
+          id: holder.id,
+          deduplicated: true,
+          duplicate: "ignored",
+          state: holder.state,
+          run_at: holder.run_at,
+        };
+      case "replaced":
+        s.replaceJob.run(
+          decision.state,
+          job.payload,
+          job.priority,
+          job.max_attempts,
+          decision.run_at,
+          job.lease_ms,
+          job.backoff?.base_ms ?? null,
+          job.backoff?.max_ms ?? null,
+          keyExpiresAt(job, now),
+          holder.id,
+        );
+        break;
+      case "extended":
+        s.extendJob.run(decision.state, decision.run_at, holder.id);
+        break;
+    }
+    if (decision.state !== holder.state) this.#moves.push([queue, holder.state, decision.state]);
+    return {
+      id: holder.id,
+      deduplicated: true,
+      duplicate: decision.action,
+      state: decision.state,
+      run_at: decision.run_at,
+    };
+  }
+
   /** Rows changed by this connection so far (SQLite's `total_changes()`). */
   #totalChanges(): number {
     return (this.#statements.totalChanges.get() as { n: number }).n;
@@ -823,12 +895,20 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     rollbackSavepoint: p("ROLLBACK TO op"),
     countAll: p("SELECT queue, state, count(*) AS n FROM jobs GROUP BY queue, state"),
     pausedQueues: p("SELECT name FROM queues WHERE paused = 1"),
-    findByKey: p("SELECT id, state FROM jobs WHERE queue = ? AND key = ?"),
+    findByKey: p(
+      "SELECT id, state, run_at, key_expires_at FROM jobs WHERE queue = ? AND key = ?",
+    ),
     insert: p(
       `INSERT INTO jobs (queue, state, priority, key, payload, max_attempts, run_at, lease_ms,
-         backoff_base_ms, backoff_max_ms, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         backoff_base_ms, backoff_max_ms, created_at, key_expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
+    releaseKey: p("UPDATE jobs SET released_key = key, key = NULL WHERE id = ?"),
+    replaceJob: p(
+      `UPDATE jobs SET state = ?, payload = ?, priority = ?, max_attempts = ?, run_at = ?,
+         lease_ms = ?, backoff_base_ms = ?, backoff_max_ms = ?, key_expires_at = ? WHERE id = ?`,
+    ),
+    extendJob: p("UPDATE jobs SET state = ?, run_at = ? WHERE id = ?"),
     selectPending: p(
       `SELECT * FROM jobs WHERE queue = ? AND state = 'pending'
        ORDER BY priority DESC, id LIMIT ?`,
@@ -864,6 +944,10 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     ),
     extend: p("UPDATE jobs SET lease_expires_at = ?, lease_len_ms = ? WHERE id = ?"),
     checkpoint: p("UPDATE jobs SET checkpoint = ? WHERE id = ?"),
+    progress: p(
+      `UPDATE jobs SET progress = ?, progress_at = ?
+       WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
+    ),
     remove: p("DELETE FROM jobs WHERE id = ?"),
     toCancelled: p(
       `UPDATE jobs SET state = 'cancelled', finished_at = ?, lease_expires_at = NULL
