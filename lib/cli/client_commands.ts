@@ -6,7 +6,7 @@
  * @module
  */
 
-import { consume, JobFailure, TegamiClient, TegamiError } from "../client/mod.ts";
+import { consume, JobFailure, type JobOptions, TegamiClient, TegamiError } from "../client/mod.ts";
 import { resolveClientConfig } from "../config/client_config.ts";
 import { ConfigError } from "../config/flags.ts";
 import { JOB_STATES } from "../core/job.ts";
@@ -86,6 +86,8 @@ async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
   const { config, rest, values } = resolveClientConfig(args, io.env, {
     priority: { type: "string" },
     key: { type: "string" },
+    "key-ttl": { type: "string" },
+    "on-duplicate": { type: "string" },
     delay: { type: "string" },
     "max-attempts": { type: "string" },
     "batch-size": { type: "string" },
@@ -96,6 +98,10 @@ async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
   const options = {
     priority: integerFlag(values.priority, "priority"),
     key: values.key as string | undefined,
+    keyTtlMs: values["key-ttl"] === undefined
+      ? undefined
+      : parseDuration(String(values["key-ttl"])),
+    onDuplicate: values["on-duplicate"] as JobOptions["onDuplicate"],
     delayMs: values.delay === undefined ? undefined : parseDuration(String(values.delay)),
     maxAttempts: integerFlag(values["max-attempts"], "max-attempts"),
   };
@@ -112,6 +118,12 @@ async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
   }
   if (options.key !== undefined) {
     throw new UsageError("--key applies to one job; with NDJSON use --jobs and a key per line");
+  }
+  if (options.keyTtlMs !== undefined || options.onDuplicate !== undefined) {
+    throw new UsageError(
+      "--key-ttl and --on-duplicate apply to one job with --key; with NDJSON use --jobs and " +
+        "key_ttl_ms, on_duplicate per line",
+    );
   }
   const summary = await enqueueStream(client, queue, io.stdin, {
     batchSize: integerFlag(values["batch-size"], "batch-size") ?? 500,

@@ -40,6 +40,8 @@ export interface EnqueueSummary {
 const JOB_KEYS: Record<string, keyof JobOptions> = {
   priority: "priority",
   key: "key",
+  key_ttl_ms: "keyTtlMs",
+  on_duplicate: "onDuplicate",
   delay_ms: "delayMs",
   run_at: "runAt",
   max_attempts: "maxAttempts",

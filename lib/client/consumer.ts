@@ -26,6 +26,7 @@
 import { TegamiError } from "../core/errors.ts";
 import { baseUrl, type ConnectionOptions, errorFromWire } from "./producer.ts";
 import { TickBatch } from "./tick_batch.ts";
+import { ProgressReporter } from "./progress_reporter.ts";
 import { nodelayWebSocket } from "./deno_websocket.ts";
 
 /** The subprotocol asking the server for `jobs` push frames (see docs/protocol.md). */
@@ -69,6 +70,12 @@ export interface JobContext<T = unknown> {
   readonly signal: AbortSignal;
   /** Durably records progress; the next delivery of the job carries it. */
   saveCheckpoint(data: unknown): Promise<void>;
+  /**
+   * Reports progress (any JSON value up to 4 KiB), shown by `GET /v1/jobs/{id}` and the
+   * dashboard. Reports are coalesced: one in flight at a time, the latest value winning; the
+   * promise resolves once this value or a later one is recorded.
+   */
+  progress(value: unknown): Promise<void>;
   /** Extends the lease now (extension also happens automatically). */
   extend(leaseMs?: number): Promise<void>;
 }
@@ -371,6 +378,9 @@ export function consume<T = unknown>(
         else onError(error);
       });
     }, Math.max(50, Math.floor(leaseMs / 3)));
+    const reporter = new ProgressReporter((value) =>
+      call({ op: "progress", id: job.id, token, progress: value ?? null })
+    );
     const context: JobContext<T> = {
       id: job.id,
       queue: job.queue,
@@ -383,6 +393,7 @@ export function consume<T = unknown>(
       saveCheckpoint: async (data) => {
         await call({ op: "checkpoint", id: job.id, token, data: data ?? null });
       },
+      progress: (value) => reporter.report(value),
       extend,
     };
     const run = (async () => {

@@ -22,6 +22,14 @@ export interface JobOptions {
   priority?: number;
   /** Dedup key: a second enqueue with the same key answers the stored job's id. */
   key?: string;
+  /** How long after this enqueue the key blocks duplicates, ms. @default as long as stored */
+  keyTtlMs?: number;
+  /**
+   * What this job does, as a duplicate, to a waiting job holding its key: `ignore` it,
+   * `replace` its payload, time and options (debounce), or `extend` its `run_at` to this
+   * job's. A leased or finished holder is never changed. @default "ignore"
+   */
+  onDuplicate?: "ignore" | "replace" | "extend";
   /** Run no sooner than this many ms from now (not with `runAt`). */
   delayMs?: number;
   /** Run no sooner than this time, ms since the epoch (not with `delayMs`). */
@@ -46,6 +54,8 @@ export interface EnqueueResult {
   id: number;
   /** True when a job with the same key was already stored and nothing was added. */
   deduplicated: boolean;
+  /** For a duplicate, what it did to the stored job: `ignored`, `replaced` or `extended`. */
+  duplicate: "ignored" | "replaced" | "extended" | null;
 }
 
 /** A stored job as the server shows it. */
@@ -62,6 +72,8 @@ export interface JobInfo<T = unknown> {
   priority: number;
   /** Dedup key or null. */
   key: string | null;
+  /** When the key stops blocking duplicates, or null: as long as the job is stored. */
+  key_expires_at: number | null;
   /** Deliveries so far. */
   attempts: number;
   /** Deliveries allowed. */
@@ -76,6 +88,10 @@ export interface JobInfo<T = unknown> {
   created_at: number;
   /** The last checkpoint or null. */
   checkpoint: unknown;
+  /** The last progress reported by a consumer, or null. */
+  progress: unknown;
+  /** When that progress was reported, or null. */
+  progress_at: number | null;
   /** The ack's result or null. */
   result: unknown;
   /** The last error or null. */
@@ -139,6 +155,8 @@ export function jobBody(payload: unknown, options: JobOptions = {}): Record<stri
   const body: Record<string, unknown> = { payload };
   if (options.priority !== undefined) body.priority = options.priority;
   if (options.key !== undefined) body.key = options.key;
+  if (options.keyTtlMs !== undefined) body.key_ttl_ms = options.keyTtlMs;
+  if (options.onDuplicate !== undefined) body.on_duplicate = options.onDuplicate;
   if (options.delayMs !== undefined) body.delay_ms = options.delayMs;
   if (options.runAt !== undefined) body.run_at = options.runAt;
   if (options.maxAttempts !== undefined) body.max_attempts = options.maxAttempts;
@@ -182,6 +200,7 @@ export function errorFromAnswer(status: number, body: unknown): TegamiError {
 interface WireOutcome {
   id?: number;
   deduplicated?: boolean;
+  duplicate?: EnqueueResult["duplicate"];
   error?: { code?: unknown; message?: unknown; id?: unknown };
 }
 
@@ -289,7 +308,13 @@ export class TegamiClient {
         if (outcome?.error !== undefined) calls[i].reject(errorFromWire(outcome.error));
         else if (outcome === undefined) {
           calls[i].reject(new TegamiError("internal", "The server answered fewer jobs than sent"));
-        } else calls[i].resolve({ id: outcome.id!, deduplicated: outcome.deduplicated! });
+        } else {
+          calls[i].resolve({
+            id: outcome.id!,
+            deduplicated: outcome.deduplicated!,
+            duplicate: outcome.duplicate ?? null,
+          });
+        }
       }
     } catch (error) {
       for (const call of calls) call.reject(error);

@@ -68,7 +68,7 @@ Deno.test("enqueue() alone in its tick sends a plain single-job request", async 
   const first = await client.enqueue("q", 1, { key: "k" });
   const again = await client.enqueue("q", 2, { key: "k" });
   assert.deepEqual(bodies, ['{"payload":1,"key":"k"}', '{"payload":2,"key":"k"}']);
-  assert.deepEqual(again, { id: first.id, deduplicated: true });
+  assert.deepEqual(again, { id: first.id, deduplicated: true, duplicate: "ignored" });
 });
 
 Deno.test("an invalid enqueue() in a shared request fails alone with its own error", async () => {
@@ -94,6 +94,7 @@ Deno.test("an invalid enqueue() in a shared request fails alone with its own err
   assert.deepEqual((outcomes[4] as PromiseFulfilledResult<unknown>).value, {
     id: keyed.id,
     deduplicated: true,
+    duplicate: "ignored",
   });
 });
 

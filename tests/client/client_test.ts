@@ -8,7 +8,7 @@ Deno.test("TegamiClient covers every producer and admin call", async () => {
   await using server = await startTestServer();
   const client = new TegamiClient({ url: server.url });
   const one = await client.enqueue("p", { n: 1 }, { priority: 3, key: "a", maxAttempts: 2 });
-  assert.deepEqual(one, { id: one.id, deduplicated: false });
+  assert.deepEqual(one, { id: one.id, deduplicated: false, duplicate: null });
   assert.equal((await client.enqueue("p", { n: 2 }, { key: "a" })).deduplicated, true);
   const batch = await client.enqueueBatch("p", [
     { payload: 1 },

@@ -24,7 +24,7 @@ Deno.test("POST /v1/queues/{q}/jobs answers 201 with the new job's id", async ()
   await using server = await startTestServer();
   const first = await server.request("POST", "/v1/queues/mail/jobs", { payload: { to: "a@b" } });
   assert.equal(first.status, 201);
-  assert.deepEqual(Object.keys(first.body).sort(), ["deduplicated", "id"]);
+  assert.deepEqual(Object.keys(first.body).sort(), ["deduplicated", "duplicate", "id"]);
   assert.equal(first.body.deduplicated, false);
   assert.ok(Number.isSafeInteger(first.body.id) && first.body.id > 0);
   assert.match(first.headers.get("content-type") ?? "", /^application\/json/);
@@ -54,6 +54,7 @@ Deno.test("POST /v1/queues/{q}/jobs stores every field it is given", async () =>
     payload: { nested: [1, "two", { three: null }] },
     priority: 7,
     key: "order-1",
+    key_expires_at: null,
     attempts: 0,
     max_attempts: 3,
     run_at: now + 5000,
@@ -61,6 +62,8 @@ Deno.test("POST /v1/queues/{q}/jobs stores every field it is given", async () =>
     backoff: { base_ms: 100, max_ms: 1000 },
     created_at: now,
     checkpoint: null,
+    progress: null,
+    progress_at: null,
     result: null,
     last_error: null,
     lease_expires_at: null,
@@ -97,7 +100,7 @@ Deno.test("POST /v1/queues/{q}/jobs with a known key answers 200 and the existin
   const id = await enqueue(server, "mail", { payload: 1, key: "k" });
   const again = await server.request("POST", "/v1/queues/mail/jobs", { payload: 2, key: "k" });
   assert.equal(again.status, 200);
-  assert.deepEqual(again.body, { id, deduplicated: true });
+  assert.deepEqual(again.body, { id, deduplicated: true, duplicate: "ignored" });
   assert.deepEqual((await getJob(server, id)).payload, 1, "the first job is kept unchanged");
   assert.equal((await stats(server, "mail")).counts.pending, 1, "nothing new was stored");
 });
@@ -121,7 +124,11 @@ Deno.test("POST /v1/queues/{q}/jobs deduplicates against done, dead and cancelle
   await server.request("DELETE", `/v1/jobs/${cancelled}`);
   for (const [key, id] of [["done", done], ["dead", dead], ["cancelled", cancelled]] as const) {
     const again = await server.request("POST", "/v1/queues/q/jobs", { payload: 2, key });
-    assert.deepEqual([again.status, again.body], [200, { id, deduplicated: true }], key);
+    assert.deepEqual([again.status, again.body], [200, {
+      id,
+      deduplicated: true,
+      duplicate: "ignored",
+    }], key);
   }
 });
 
@@ -135,7 +142,7 @@ Deno.test("POST /v1/queues/{q}/jobs with {jobs} answers 201 and one entry per jo
   });
   assert.equal(answer.status, 201);
   assert.equal(answer.body.jobs.length, 3);
-  assert.deepEqual(answer.body.jobs[1], { id: existing, deduplicated: true });
+  assert.deepEqual(answer.body.jobs[1], { id: existing, deduplicated: true, duplicate: "ignored" });
   assert.equal(answer.body.jobs[0].deduplicated, false);
   assert.equal(answer.body.jobs[2].deduplicated, false);
   assert.ok(answer.body.jobs[2].id > answer.body.jobs[0].id);
@@ -152,7 +159,11 @@ Deno.test("POST /v1/queues/{q}/jobs answers 200 when every job of a batch was a 
   });
   assert.equal(answer.status, 200);
   assert.deepEqual(answer.body, {
-    jobs: [{ id: a, deduplicated: true }, { id: b, deduplicated: true }],
+    jobs: [{ id: a, deduplicated: true, duplicate: "ignored" }, {
+      id: b,
+      deduplicated: true,
+      duplicate: "ignored",
+    }],
   });
 });
 
@@ -163,7 +174,7 @@ Deno.test("POST /v1/queues/{q}/jobs deduplicates a key repeated inside one batch
   });
   assert.equal(answer.status, 201);
   const [first, second] = answer.body.jobs;
-  assert.deepEqual(second, { id: first.id, deduplicated: true });
+  assert.deepEqual(second, { id: first.id, deduplicated: true, duplicate: "ignored" });
   assert.equal((await stats(server, "q")).counts.pending, 1);
 });
 

@@ -26,7 +26,7 @@ async function eventually(check, what, timeoutMs = 5000) {
 test("TegamiClient covers every producer and admin call", async () => {
   const q = queue("p");
   const one = await client.enqueue(q, { n: 1 }, { priority: 3, key: "a", maxAttempts: 2 });
-  assert.deepEqual(one, { id: one.id, deduplicated: false });
+  assert.deepEqual(one, { id: one.id, deduplicated: false, duplicate: null });
   assert.equal((await client.enqueue(q, { n: 2 }, { key: "a" })).deduplicated, true);
   const batch = await client.enqueueBatch(q, [
     { payload: 1 },

@@ -200,7 +200,11 @@ Deno.test("an atomic:false enqueue over WebSocket refuses a bad job alone", asyn
   assert.equal(reply.jobs[0].deduplicated, false);
   assert.equal(reply.jobs[1].error.code, "validation_failed");
   assert.match(reply.jobs[1].error.message, /jobs\[1\]\.priority/);
-  assert.deepEqual(reply.jobs[2], { id: reply.jobs[0].id, deduplicated: true });
+  assert.deepEqual(reply.jobs[2], {
+    id: reply.jobs[0].id,
+    deduplicated: true,
+    duplicate: "ignored",
+  });
 });
 
 Deno.test("an atomic:false enqueue over HTTP answers per job; all-or-nothing stays the default", async () => {

@@ -82,6 +82,7 @@ Deno.test("a job enqueued after subscribing is pushed without polling, with its 
     payload: { to: "a@b" },
     priority: 3,
     key: "k1",
+    key_expires_at: null,
     attempts: 1,
     max_attempts: 5,
     run_at: now,
@@ -89,6 +90,8 @@ Deno.test("a job enqueued after subscribing is pushed without polling, with its 
     backoff: null,
     created_at: now,
     checkpoint: null,
+    progress: null,
+    progress_at: null,
     result: null,
     last_error: null,
     lease_expires_at: now + 30_000,
@@ -343,9 +346,9 @@ Deno.test("enqueue over the socket answers id and deduplicated, for one job and 
   await using ws = await connect(server);
   const one = await ws.request({ op: "enqueue", ref: 1, queue: "w", payload: { n: 1 }, key: "k" });
   assert.equal(one.op, "ok");
-  assert.deepEqual(one, { op: "ok", ref: 1, id: one.id, deduplicated: false });
+  assert.deepEqual(one, { op: "ok", ref: 1, id: one.id, deduplicated: false, duplicate: null });
   const dup = await ws.request({ op: "enqueue", ref: 2, queue: "w", payload: { n: 2 }, key: "k" });
-  assert.deepEqual(dup, { op: "ok", ref: 2, id: one.id, deduplicated: true });
+  assert.deepEqual(dup, { op: "ok", ref: 2, id: one.id, deduplicated: true, duplicate: "ignored" });
   const batch = await ws.request({
     op: "enqueue",
     ref: 3,
@@ -355,7 +358,7 @@ Deno.test("enqueue over the socket answers id and deduplicated, for one job and 
   assert.equal(batch.op, "ok");
   assert.equal(batch.ref, 3);
   assert.equal(batch.jobs.length, 3);
-  assert.deepEqual(batch.jobs[1], { id: one.id, deduplicated: true });
+  assert.deepEqual(batch.jobs[1], { id: one.id, deduplicated: true, duplicate: "ignored" });
   assert.equal(batch.jobs[0].deduplicated, false);
   assert.equal(batch.jobs[2].deduplicated, false);
   assert.equal((await getJob(server, batch.jobs[0].id)).payload, 1);
