@@ -28,9 +28,10 @@
    * @typedef {{ at: number, e: number, a: number, f: number }} Point
    * @typedef {{
    *   id: number, queue: string, state: string, payload: unknown, priority: number, key: string | null,
-   *   attempts: number, max_attempts: number, run_at: number, lease_ms: number | null,
-   *   backoff: { base_ms: number, max_ms: number } | null, created_at: number, checkpoint: unknown,
-   *   result: unknown, last_error: string | null, lease_expires_at: number | null, finished_at: number | null
+   *   key_expires_at: number | null, attempts: number, max_attempts: number, run_at: number,
+   *   lease_ms: number | null, backoff: { base_ms: number, max_ms: number } | null, created_at: number,
+   *   checkpoint: unknown, progress: unknown, progress_at: number | null, result: unknown,
+   *   last_error: string | null, lease_expires_at: number | null, finished_at: number | null
    * }} Job
    * @typedef {{
    *   points: Point[], x: (i: number) => number, y: (v: number) => number, hover: SVGElement,
@@ -1590,10 +1591,60 @@
     /** @type {HTMLElement[]} */
     let parts = [head, kv, h("h3", { text: "Timeline" }), timeline(job, now)];
     parts = parts.concat(block("Payload", job.payload));
+    if (job.progress !== null) parts = parts.concat(progressBlock(job, now));
     if (job.checkpoint !== null) parts = parts.concat(block("Checkpoint", job.checkpoint));
     if (job.result !== null) parts = parts.concat(block("Result", job.result));
     if (job.last_error !== null) parts = parts.concat(block("Last error", job.last_error, "err"));
     $("job-view").replaceChildren.apply($("job-view"), parts);
+  }
+
+  /**
+   * The fraction of the work a progress report says is done, or null when it says no such thing:
+   * a number from 0 to 1, `{percent}` (0–100), or `{done, of}` / `{current, total}`.
+   * @param {unknown} value
+   * @returns {number | null}
+   */
+  function progressFraction(value) {
+    /** @param {unknown} n */
+    const num = (n) => typeof n === "number" && Number.isFinite(n);
+    /** @param {number} f */
+    const within = (f) => f >= 0 && f <= 1 ? f : null;
+    if (num(value)) return within(/** @type {number} */ (value));
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+    const o = /** @type {Record<string, unknown>} */ (value);
+    if (num(o.percent)) return within(/** @type {number} */ (o.percent) / 100);
+    const done = num(o.done) ? o.done : o.current;
+    const of = num(o.of) ? o.of : o.total;
+    if (num(done) && num(of) && /** @type {number} */ (of) > 0) {
+      return within(/** @type {number} */ (done) / /** @type {number} */ (of));
+    }
+    return null;
+  }
+
+  /**
+   * The job's last progress report: a bar when it reads as a fraction, the value as JSON, and
+   * when it came. Redrawn with the job while it is followed (every second while it is queued).
+   * @param {Job} job
+   * @param {number} now
+   */
+  function progressBlock(job, now) {
+    const fraction = progressFraction(job.progress);
+    const when = job.progress_at === null ? "" : "reported " + relative(job.progress_at, now);
+    /** @type {HTMLElement[]} */
+    const parts = [h("h3", { text: "Progress" })];
+    const line = h("div", { class: "progress-line" });
+    if (fraction !== null) {
+      line.appendChild(
+        h("progress", { class: "job-progress", max: "1", value: String(fraction) }),
+      );
+      line.appendChild(
+        h("span", { class: "progress-pct", text: Math.round(fraction * 100) + "%" }),
+      );
+    }
+    line.appendChild(h("span", { class: "muted progress-at", text: when }));
+    parts.push(line);
+    parts.push(h("pre", { class: "progress-value", text: JSON.stringify(job.progress, null, 2) }));
+    return parts;
   }
 
   /**
