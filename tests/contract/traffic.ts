@@ -1,9 +1,10 @@
 /**
  * End-to-end traffic for the contract run: every documented operation called the way a worker
- * and an operator call it (produce, lease, checkpoint, extend, nack, ack, browse, run now, cancel,
- * requeue, pause, stats, health, metrics, the documents), and its refusals that a valid request
- * can still get (404, 409 and, with auth, 401 and 403). Sent through Prism's validating proxy:
- * every request here is valid by the document, so any Prism error is a violation of the answer.
+ * and an operator call it (produce, dedup modes, lease, checkpoint, progress, extend, nack, ack,
+ * browse, run now, cancel, requeue, pause, stats, health, metrics, the documents), and its
+ * refusals that a valid request can still get (404, 409 and, with auth, 401 and 403). Sent
+ * through Prism's validating proxy: every request here is valid by the document, so any Prism
+ * error is a violation of the answer.
  *
  * @module
  */
@@ -94,6 +95,20 @@ export async function driveTraffic(
     payload: "at",
     run_at: Date.now() + 3_600_000,
   });
+  // Dedup windows and duplicate modes: a debounced job, replaced then extended.
+  await call("/v1/queues/{queue}/jobs", "POST", `/v1/queues/${q}/jobs`, {
+    payload: { rev: 1 },
+    key: "debounce-1",
+    key_ttl_ms: 3_600_000,
+    delay_ms: 3_600_000,
+    on_duplicate: "replace",
+  });
+  await call("/v1/queues/{queue}/jobs", "POST", `/v1/queues/${q}/jobs`, {
+    jobs: [
+      { payload: { rev: 2 }, key: "debounce-1", delay_ms: 3_600_000, on_duplicate: "replace" },
+      { payload: { rev: 3 }, key: "debounce-1", delay_ms: 7_200_000, on_duplicate: "extend" },
+    ],
+  });
 
   // Consume over HTTP: lease, checkpoint, extend, read, nack, lease again, ack, repeat the ack.
   const consume = auth(tokens?.consume);
@@ -107,6 +122,10 @@ export async function driveTraffic(
     await call("/v1/jobs/{id}/checkpoint", "POST", job("checkpoint"), {
       token: first.lease.token,
       data: { step: "called", external: "x-1" },
+    }, consume);
+    await call("/v1/jobs/{id}/progress", "POST", job("progress"), {
+      token: first.lease.token,
+      progress: { done: 1, of: 3 },
     }, consume);
     await call("/v1/jobs/{id}/extend", "POST", job("extend"), {
       token: first.lease.token,
@@ -234,6 +253,13 @@ export async function driveTraffic(
       "POST",
       path("checkpoint"),
       { token: "x", data: 1 },
+      consume,
+    );
+    await call(
+      "/v1/jobs/{id}/progress",
+      "POST",
+      path("progress"),
+      { token: "x", progress: 1 },
       consume,
     );
     const leasedStale = await call(
