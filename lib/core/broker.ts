@@ -600,7 +600,7 @@ export class Broker {
     if (this.#closed) return;
     this.#sweepTimer = this.#clock.setTimer(async () => {
       try {
-        await this.#store.sweepFinished(this.#clock.now() - this.#retainDoneMs);
+        await this.#store.sweepFinished(this.#clock.now(), this.#retainDoneMs);
       } catch (error) {
         this.#onError("sweep", error);
       }
