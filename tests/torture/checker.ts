@@ -20,7 +20,13 @@
  * each socket and delivery the server it went through, and a kill explains only what it cut.
  *
  * A redelivery before the previous lease ran out with neither a nack nor a disconnect means two
- * live leases overlapped: an unexplained duplicate, which is a failure.
+ * live leases overlapped: an unexplained duplicate, which is a failure. "Previous" is by attempt,
+ * not by arrival: the store counts an attempt with every claim, while the campaign's own read
+ * order says little when it is starved of CPU (it then reads a burst of frames from several
+ * sockets in one go, in any order, a frame that waited past its lease after the next attempt's).
+ * A redelivery's arrival is still after its claim, and so after the end of the lease before it:
+ * comparing the two never blames an honest server. Two deliveries with the same attempt mean
+ * an attempt was not counted (or its claim lost): a protocol failure.
  *
  * An ack accepted after its lease ran out is stale, unless it repeats (same token) an earlier
  * ack that got no answer: the server answers such a replay of a committed ack with the same ok.
@@ -418,6 +424,12 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
   const completed = new Map<number, Settle>();
   for (const [id, list] of deliveries) {
     figures.jobs_delivered++;
+    // In the order the store leased them: by attempt (each claim counts one), not by arrival.
+    // The campaign reads its sockets whenever its event loop gets to them: starved, it reads
+    // a burst of frames from several sockets at once, in no particular order, and a frame
+    // whose lease ran out before it was read may be read after the next attempt's (stable:
+    // equal attempts stay in arrival order, and are reported below).
+    list.sort((a, b) => a.attempt - b.attempt);
     const jobSettles = settlesByJob.get(id) ?? [];
     const tokens = new Set<string>();
     for (let k = 0; k < list.length; k++) {
@@ -435,10 +447,11 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
       if (k === 0) continue;
       const prev = list[k - 1];
       figures.duplicates++;
-      if (d.attempt <= prev.attempt) {
+      if (d.attempt === prev.attempt) {
         find(
           "protocol",
-          `job ${id} came back as attempt ${d.attempt} after attempt ${prev.attempt}`,
+          `job ${id} was delivered as attempt ${d.attempt} twice (at ${prev.at} and ${d.at}): ` +
+            "an attempt that did not count",
           id,
           d.uid,
         );
@@ -455,8 +468,9 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
       if (reason === null) {
         find(
           "unexplained duplicate",
-          `job ${id} was delivered again at ${d.at}, ${prev.expires_at - d.at} ms before the ` +
-            `lease given at ${prev.at} ran out, with no nack or disconnect: two live leases overlap`,
+          `job ${id} was delivered again at ${d.at} (attempt ${d.attempt}), ` +
+            `${prev.expires_at - d.at} ms before the lease of attempt ${prev.attempt} (read at ` +
+            `${prev.at}) ran out, with no nack or disconnect: two live leases overlap`,
           id,
           d.uid,
         );

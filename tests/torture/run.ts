@@ -44,6 +44,7 @@ const { values } = parseArgs({
     pg: { type: "string" },
     "pg-port": { type: "string", default: "5433" },
     keep: { type: "boolean", default: false },
+    history: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
@@ -68,6 +69,8 @@ if (values.help) {
   --sync full|normal the server's --sync (default full)
   --dir DIR          where the database goes (default: a temp dir)
   --keep             keep the database afterwards
+  --history DIR      write the history of each round with findings to DIR/round-N.json
+                     (every event, then the findings), to study them
   --store S          sqlite (default) or postgres: a fresh database made on the server --pg
                      names (default postgres://postgres@127.0.0.1:5432/postgres, or
                      TEGAMI_TEST_PG), dropped afterwards unless --keep
@@ -191,6 +194,19 @@ while (done < total && !stop.signal.aborted) {
     signal: stop.signal,
   });
   done += result.cycles;
+  if (values.history !== undefined && !result.report.ok) {
+    await Deno.mkdir(values.history, { recursive: true });
+    const file = `${values.history}/round-${round}.json`;
+    await Deno.writeTextFile(
+      file,
+      JSON.stringify({
+        seed: seed + round,
+        findings: result.report.findings,
+        events: result.history,
+      }),
+    );
+    say(`round ${round}: history written to ${file}`);
+  }
   if (!result.cleanExit) unclean++;
   say(
     `round ${round}: ${result.cycles} cycles in ${(result.wallMs / 1000).toFixed(1)} s, ` +
