@@ -101,6 +101,11 @@ export interface Figures {
   /** Deliveries that came by HTTP long-poll (a negative `conn`). */
   http_deliveries: number;
   jobs_delivered: number;
+  /**
+   * Deliveries read after a later attempt of the same job had been read: frames the campaign
+   * got to late (judged in attempt order all the same).
+   */
+  read_out_of_order: number;
   /** Deliveries after the first of a job, and why. */
   duplicates: number;
   reasons: Record<DuplicateReason, number>;
@@ -193,6 +198,7 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
     deliveries: 0,
     http_deliveries: 0,
     jobs_delivered: 0,
+    read_out_of_order: 0,
     duplicates: 0,
     reasons: { nack: 0, disconnect: 0, "unknown ack outcome": 0, restart: 0, expiry: 0 },
     acks_ok: 0,
@@ -429,6 +435,11 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
     // a burst of frames from several sockets at once, in no particular order, and a frame
     // whose lease ran out before it was read may be read after the next attempt's (stable:
     // equal attempts stay in arrival order, and are reported below).
+    let highest = -Infinity;
+    for (const d of list) {
+      if (d.attempt < highest) figures.read_out_of_order++;
+      highest = Math.max(highest, d.attempt);
+    }
     list.sort((a, b) => a.attempt - b.attempt);
     const jobSettles = settlesByJob.get(id) ?? [];
     const tokens = new Set<string>();
@@ -633,7 +644,7 @@ export function formatReport(report: CheckReport, perKind = 5): string {
     `${f.deduplicated} deduplicated`,
     `delivery: ${f.deliveries} deliveries (${f.http_deliveries} by HTTP long-poll) of ` +
     `${f.jobs_delivered} jobs, ${f.duplicates} ` +
-    `duplicates (${reasons})`,
+    `duplicates (${reasons}); ${f.read_out_of_order} read after a later attempt`,
     `acks: ${f.acks_ok} ok (${f.acks_across_restart} across a restart), ${f.acks_refused} ` +
     `refused, ${f.acks_unknown} unknown; ` +
     `nacks: ${f.nacks_ok} ok, ${f.nacks_refused} refused, ${f.nacks_unknown} unknown; ` +

@@ -237,7 +237,8 @@ say(
     `deduplicated ${s("deduplicated")}`,
     `  deliveries ${s("deliveries")} (HTTP ${s("http_deliveries")}) of ${s("jobs_delivered")} ` +
     `jobs; duplicates ` +
-    `${s("duplicates")} (${Object.entries(reasons).map(([r, n]) => `${r} ${n}`).join(", ")})`,
+    `${s("duplicates")} (${Object.entries(reasons).map(([r, n]) => `${r} ${n}`).join(", ")}); ` +
+    `read after a later attempt ${s("read_out_of_order")}`,
     `  acks ok ${s("acks_ok")}, refused ${s("acks_refused")}, unknown ${s("acks_unknown")}; ` +
     `acks across a restart ${s("acks_across_restart")}; nacks ok ${s("nacks_ok")}; ` +
     `forged tokens refused ${s("forged_refused")}/${s("forged_sent")}`,

@@ -376,6 +376,7 @@ Deno.test("check() judges a job's deliveries in attempt order, not in the order 
   assert.deepEqual(report.findings, []);
   assert.equal(report.figures.duplicates, 1);
   assert.equal(report.figures.reasons.expiry, 1);
+  assert.equal(report.figures.read_out_of_order, 1);
 });
 
 Deno.test("check() still finds two live leases when their frames are read out of order", () => {
