@@ -45,6 +45,7 @@ const { values } = parseArgs({
     "pg-port": { type: "string", default: "5433" },
     keep: { type: "boolean", default: false },
     history: { type: "string" },
+    "history-all": { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
 });
@@ -70,7 +71,8 @@ if (values.help) {
   --dir DIR          where the database goes (default: a temp dir)
   --keep             keep the database afterwards
   --history DIR      write the history of each round with findings to DIR/round-N.json
-                     (every event, then the findings), to study them
+                     (its seed, the findings, every event), to study them
+  --history-all      with --history: every round's, findings or not
   --store S          sqlite (default) or postgres: a fresh database made on the server --pg
                      names (default postgres://postgres@127.0.0.1:5432/postgres, or
                      TEGAMI_TEST_PG), dropped afterwards unless --keep
@@ -194,7 +196,7 @@ while (done < total && !stop.signal.aborted) {
     signal: stop.signal,
   });
   done += result.cycles;
-  if (values.history !== undefined && !result.report.ok) {
+  if (values.history !== undefined && (!result.report.ok || values["history-all"])) {
     await Deno.mkdir(values.history, { recursive: true });
     const file = `${values.history}/round-${round}.json`;
     await Deno.writeTextFile(
