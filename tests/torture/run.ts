@@ -59,8 +59,8 @@ if (values.help) {
                      drained and checked (default 0: no limit; SIGINT does the same)
   --disruption D     kill (SIGKILL + restart), term (SIGTERM + restart), pause (SIGSTOP +
                      SIGCONT) or mixed (70% kill, 15% term, 15% pause) (default kill)
-  --fault F          run a server broken on purpose: ack-before-commit or any-token
-                     (a positive control: must fail)
+  --fault F          run a server broken on purpose: ack-before-commit, any-token or
+                     early-expiry (a positive control: must fail)
   --producers N      HTTP producers (default 4)
   --consumers N      WebSocket consumers (default 4)
   --pollers N        HTTP long-poll consumers (default 1)
