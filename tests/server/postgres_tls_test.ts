@@ -35,30 +35,37 @@ function postgresInstalled(): boolean {
 
 const missing = !available("openssl") || !postgresInstalled();
 
+/** Runs openssl with `args`; throws with its stderr if it fails. */
+async function openssl(...args: string[]): Promise<void> {
+  const out = await new Deno.Command("openssl", { args, stdout: "null", stderr: "piped" })
+    .output();
+  if (!out.success) throw new Error(`openssl failed: ${new TextDecoder().decode(out.stderr)}`);
+}
+
+/** Writes a self-signed certificate `dir/NAME.crt` for `subject` and its key `dir/NAME.key`. */
+function selfSignedInto(dir: string, name: string, subject: string): Promise<void> {
+  return openssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    subject,
+    "-keyout",
+    `${dir}/${name}.key`,
+    "-out",
+    `${dir}/${name}.crt`,
+  );
+}
+
 /** A self-signed certificate and its key for CN=127.0.0.1, as PEM texts. */
 async function selfSigned(): Promise<{ cert: string; key: string }> {
   const dir = await Deno.makeTempDir({ prefix: "tegami-tls-" });
   try {
-    const out = await new Deno.Command("openssl", {
-      args: [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-keyout",
-        `${dir}/server.key`,
-        "-out",
-        `${dir}/server.crt`,
-      ],
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    if (!out.success) throw new Error(`openssl failed: ${new TextDecoder().decode(out.stderr)}`);
+    await selfSignedInto(dir, "server", "/CN=127.0.0.1");
     return {
       cert: await Deno.readTextFile(`${dir}/server.crt`),
       key: await Deno.readTextFile(`${dir}/server.key`),
@@ -153,27 +160,8 @@ Deno.test({
 /** A private CA and a server certificate it signed for `altName` (`IP:…` or `DNS:…`), as PEM. */
 async function signedByCa(altName: string): Promise<{ ca: string; cert: string; key: string }> {
   const dir = await Deno.makeTempDir({ prefix: "tegami-ca-" });
-  const openssl = async (...args: string[]) => {
-    const out = await new Deno.Command("openssl", { args, stdout: "null", stderr: "piped" })
-      .output();
-    if (!out.success) throw new Error(`openssl failed: ${new TextDecoder().decode(out.stderr)}`);
-  };
   try {
-    await openssl(
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      "/CN=tegami test CA",
-      "-keyout",
-      `${dir}/ca.key`,
-      "-out",
-      `${dir}/ca.crt`,
-    );
+    await selfSignedInto(dir, "ca", "/CN=tegami test CA");
     await openssl(
       "req",
       "-newkey",
