@@ -8,6 +8,7 @@ import { TegamiClient } from "../../lib/client/mod.ts";
 import { type CommandIO, runClientCommand } from "../../lib/cli/client_commands.ts";
 import { programCommand } from "../helpers/process_server.ts";
 import { startTestServer } from "../helpers/test_server.ts";
+import { DEFAULT_SETTINGS_JSON } from "../helpers/settings_json.ts";
 
 /** Runs `tegami queue ARGS` in this process; answers its exit code and output. */
 async function queue(url: string, args: string[]) {
@@ -86,16 +87,7 @@ Deno.test("tegami queue settings changes the settings given and keeps the others
   assert.deepEqual(JSON.parse(result.stdout), { ...all, concurrency: null });
   result = await queue(server.url, ["settings", "mail", "--reset", "--rate", "5/250ms"]);
   assert.equal(result.code, 0, result.stderr);
-  assert.deepEqual(await client.settings("mail"), {
-    concurrency: null,
-    rate: "5/250ms",
-    group_limit: 1,
-    max_attempts: null,
-    lease_ms: null,
-    backoff: null,
-    retain_done_ms: null,
-    retain_dead_ms: null,
-  });
+  assert.deepEqual(await client.settings("mail"), { ...DEFAULT_SETTINGS_JSON, rate: "5/250ms" });
 });
 
 Deno.test("tegami queue settings reports bad values: usage 2, refused by the server 1", async () => {

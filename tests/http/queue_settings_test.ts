@@ -9,17 +9,7 @@ import { ManualClock } from "../../lib/core/clock.ts";
 import { enqueue, getJob, leaseOne, queueStats } from "../helpers/http_calls.ts";
 import { settle, startTestServer, type TestServer } from "../helpers/test_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
-const DEFAULTS = {
-  concurrency: null,
-  rate: null,
-  group_limit: 1,
-  max_attempts: null,
-  lease_ms: null,
-  backoff: null,
-  retain_done_ms: null,
-  retain_dead_ms: null,
-};
+import { DEFAULT_SETTINGS_JSON } from "../helpers/settings_json.ts";
 
 const FULL = {
   concurrency: 4,
@@ -42,7 +32,7 @@ Deno.test("GET /v1/queues/{q}/settings of a queue nobody configured answers the 
   await using server = await startTestServer();
   const answer = await server.request("GET", "/v1/queues/fresh/settings");
   assert.equal(answer.status, 200);
-  assert.deepEqual(answer.body, DEFAULTS);
+  assert.deepEqual(answer.body, DEFAULT_SETTINGS_JSON);
 });
 
 Deno.test("PUT /v1/queues/{q}/settings stores every setting and GET answers them", async () => {
@@ -73,8 +63,14 @@ Deno.test("PUT /v1/queues/{q}/settings answers a rate in its canonical form", as
 Deno.test("PUT /v1/queues/{q}/settings replaces the whole object: what is left out is reset", async () => {
   await using server = await startTestServer();
   await put(server, "q", FULL);
-  assert.deepEqual(await put(server, "q", { concurrency: 1 }), { ...DEFAULTS, concurrency: 1 });
-  assert.deepEqual(await put(server, "q", { concurrency: null, group_limit: null }), DEFAULTS);
+  assert.deepEqual(await put(server, "q", { concurrency: 1 }), {
+    ...DEFAULT_SETTINGS_JSON,
+    concurrency: 1,
+  });
+  assert.deepEqual(
+    await put(server, "q", { concurrency: null, group_limit: null }),
+    DEFAULT_SETTINGS_JSON,
+  );
 });
 
 Deno.test("a queue with settings but no jobs is listed by GET /v1/queues until reset", async () => {
@@ -84,7 +80,7 @@ Deno.test("a queue with settings but no jobs is listed by GET /v1/queues until r
   const listed = await server.request("GET", "/v1/queues");
   assert.deepEqual(
     listed.body.queues.map((q: { name: string; settings: unknown }) => [q.name, q.settings]),
-    [["busy", DEFAULTS], ["quiet", { ...DEFAULTS, concurrency: 2 }]],
+    [["busy", DEFAULT_SETTINGS_JSON], ["quiet", { ...DEFAULT_SETTINGS_JSON, concurrency: 2 }]],
   );
   await put(server, "quiet", {});
   const after = await server.request("GET", "/v1/queues");
@@ -126,7 +122,10 @@ Deno.test("PUT /v1/queues/{q}/settings refuses bad settings with 400 naming the 
   assert.equal(missing.status, 400);
   assert.equal(missing.body.error.code, "validation_failed");
   // Nothing refused changed anything.
-  assert.deepEqual((await queueStats(server, "q")).settings, { ...DEFAULTS, concurrency: 3 });
+  assert.deepEqual((await queueStats(server, "q")).settings, {
+    ...DEFAULT_SETTINGS_JSON,
+    concurrency: 3,
+  });
 });
 
 Deno.test("PUT /v1/queues/{q}/settings on a new queue past --max-queues answers 409", async () => {

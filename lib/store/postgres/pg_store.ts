@@ -57,6 +57,7 @@ import {
   emptyCommitStats,
   type EndedLease,
   type JobPage,
+  type KnownQueues,
   type LeaseRef,
   type NackResult,
   type QueueCounts,
@@ -76,6 +77,7 @@ import {
   type TxSql,
   withDeadline,
 } from "./pg_driver.ts";
+import { KNOWN_QUEUES_POLLS, PgKnownQueues } from "./pg_known_queues.ts";
 import { channelOf, PgEvents, publishNews } from "./pg_events.ts";
 import {
   type BatchNews,
@@ -121,6 +123,7 @@ export class PgStore implements Store {
   readonly #policy: LifecyclePolicy;
   readonly #commits: PgGroupCommit;
   readonly #events: PgEvents;
+  readonly #known: PgKnownQueues;
   readonly #instance: string;
   readonly #stats: CommitStats = emptyCommitStats();
   readonly #acks: Coalescer<AckItem, { id: number; queue: string }>;
@@ -162,6 +165,11 @@ export class PgStore implements Store {
     this.#acks = new Coalescer(submit, (tx, _news, items) => ackMany(tx, items));
     this.#enqueues = new Coalescer(submit, enqueueMany);
     this.#progress = new Coalescer(submit, (tx, _news, items) => progressMany(tx, items));
+    this.#known = new PgKnownQueues(
+      sql,
+      KNOWN_QUEUES_POLLS * (options.pollMs ?? 1000),
+      (error) => (options.onBackgroundError ?? (() => {}))("count the queues", error),
+    );
     this.#events = new PgEvents({
       sql,
       schema,
@@ -209,6 +217,7 @@ export class PgStore implements Store {
       await migratePg(sql, schema);
       const store = new PgStore(sql, openWriter, `PostgreSQL ${version}`, options, schema);
       await store.#events.start();
+      await store.#known.start();
       return store;
     } catch (error) {
       await sql.end({ timeout: 1 });
@@ -246,7 +255,22 @@ export class PgStore implements Store {
 
   // ---- Store ----
 
+  /**
+   * The queues as this server last counted them in the database, and those it enqueued into
+   * since (see pg_known_queues.ts): `--max-queues` is judged on these.
+   */
+  knownQueues(): KnownQueues {
+    return this.#known;
+  }
+
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
+    return this.#enqueue(queue, jobs, now).then((out) => {
+      this.#known.add(queue);
+      return out;
+    });
+  }
+
+  #enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
     // Without keys, enqueues arriving together share one INSERT; with them, an enqueue reads
     // and may change the jobs holding its keys (core/dedup.ts), so it runs alone.
     if (jobs.every((job) => job.key === null)) return this.#enqueues.add({ queue, jobs, now });
@@ -439,6 +463,8 @@ export class PgStore implements Store {
         INSERT INTO queues (name, paused) VALUES (${queue}, ${paused})
         ON CONFLICT (name) DO UPDATE SET paused = excluded.paused`;
       if (!paused) news.ready.add(queue);
+    }).then(() => {
+      if (paused) this.#known.add(queue);
     });
   }
 
@@ -452,6 +478,9 @@ export class PgStore implements Store {
       // A limit may have been raised or removed: every server looks at the queue again.
       news.ready.add(queue);
       return await readQueueSettings(tx, queue);
+    }).then((stored) => {
+      this.#known.add(queue);
+      return stored;
     });
   }
 
@@ -685,6 +714,7 @@ export class PgStore implements Store {
       await new Promise((resolve) => setTimeout(resolve, 0));
     } while (this.#commits.waiting > 0);
     this.#closed = true;
+    await this.#known.stop();
     await this.#events.close();
     await this.#commits.close();
     this.#dbClosed = true;

@@ -691,7 +691,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** @inheritdoc */
+  /** The queues holding jobs or a setting, as of the last commit (kept in memory). */
   knownQueues(): KnownQueues {
     const counts = this.#counts, paused = this.#paused, settings = this.#settings;
     return {
