@@ -53,6 +53,7 @@ import {
   type QueueCounts,
   type RemoteLeaseEnd,
   type RunNowResult,
+  type ScheduleTick,
   type Store,
   type StoreCapabilities,
   type StoreEvent,
@@ -76,6 +77,8 @@ import {
 } from "./pg_group_commit.ts";
 import { Coalescer } from "./pg_coalesce.ts";
 import { migratePg } from "./pg_schema.ts";
+import * as schedules from "./pg_schedules.ts";
+import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 
 /** Options of {@linkcode PgStore.open}. */
 export interface PgStoreOptions {
@@ -233,11 +236,14 @@ export class PgStore implements Store {
 
   // ---- Store ----
 
-  enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
+  enqueue(queue: string, jobs: NewJob[], now: number, tick?: ScheduleTick): Promise<Enqueued[]> {
     // Without keys, enqueues arriving together share one INSERT; with them, an enqueue may
     // read the jobs holding its keys after its INSERT, so it runs alone.
-    if (jobs.every((job) => job.key === null)) return this.#enqueues.add({ queue, jobs, now });
+    if (tick === undefined && jobs.every((job) => job.key === null)) {
+      return this.#enqueues.add({ queue, jobs, now });
+    }
     return this.#write(async (tx, news) => {
+      if (tick !== undefined) await schedules.takeTick(tx, tick);
       const states = jobs.map((job): JobState => initialState(job.run_at, now));
       const inserted = await tx<{ id: number; key: string | null }[]>`
         INSERT INTO jobs (queue, state, priority, key, payload, max_attempts, run_at, lease_ms,
@@ -293,6 +299,7 @@ export class PgStore implements Store {
         }
       }
       if (out.some((e) => !e.deduplicated && e.state === "pending")) news.ready.add(queue);
+      if (tick !== undefined) await schedules.recordTick(tx, tick, out);
       return out;
     });
   }
@@ -559,6 +566,43 @@ export class PgStore implements Store {
       for (const lease of out) if (lease.state === "pending") news.ready.add(lease.queue);
       return out;
     });
+  }
+
+  putSchedule(
+    definition: ScheduleDefinition,
+    next_at: number | null,
+    now: number,
+  ): Promise<Schedule> {
+    return this.#write((tx) => schedules.putSchedule(tx, definition, next_at, now));
+  }
+
+  getSchedule(name: string): Promise<Schedule | null> {
+    return this.#read("read the schedule", (sql) => schedules.getSchedule(sql, name));
+  }
+
+  listSchedules(): Promise<Schedule[]> {
+    return this.#read("list schedules", (sql) => schedules.listSchedules(sql));
+  }
+
+  deleteSchedule(name: string): Promise<boolean> {
+    return this.#write((tx) => schedules.deleteSchedule(tx, name));
+  }
+
+  pauseSchedule(
+    name: string,
+    paused: boolean,
+    next_at: number | null,
+    now: number,
+  ): Promise<Schedule | null> {
+    return this.#write((tx) => schedules.pauseSchedule(tx, name, paused, next_at, now));
+  }
+
+  dueSchedules(now: number, limit: number): Promise<Schedule[]> {
+    return this.#read("read due schedules", (sql) => schedules.dueSchedules(sql, now, limit));
+  }
+
+  nextScheduleAt(): Promise<number | null> {
+    return this.#read("read the next schedule", (sql) => schedules.nextScheduleAt(sql));
   }
 
   nextDeadline(): Promise<number | null> {

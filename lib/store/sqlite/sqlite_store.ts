@@ -41,6 +41,8 @@ import {
   type Transactor,
 } from "../group_commit.ts";
 import { migrate } from "./sqlite_schema.ts";
+import { SqliteSchedules } from "./sqlite_schedules.ts";
+import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 import { WalSync } from "./wal_sync.ts";
 import {
   type CancelResult,
@@ -56,6 +58,7 @@ import {
   type NackResult,
   type QueueCounts,
   type RunNowResult,
+  type ScheduleTick,
   type StateCounts,
   type Store,
   type StoreCapabilities,
@@ -125,6 +128,7 @@ export class SqliteStore implements Store {
   #closing: Promise<void> | null = null;
   readonly #stats: CommitStats = emptyCommitStats();
   readonly #statements: ReturnType<typeof prepare>;
+  readonly #schedules: SqliteSchedules;
   /** SQL statements run so far (the store's own; SQLite's internal ones are not counted). */
   readonly #statementsRun: StatementCount = { n: 0 };
   /** The engine and its version. */
@@ -147,6 +151,7 @@ export class SqliteStore implements Store {
       : new WalSync(`${options.path}-wal`);
     const observer = options.onCommit;
     this.#statements = prepare(db, this.#statementsRun);
+    this.#schedules = new SqliteSchedules(db, this.#statementsRun);
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
     const counted: CommitObserver = (size, ms, error) => {
       if (error === null) countCommit(this.#stats, size, ms);
@@ -293,8 +298,9 @@ export class SqliteStore implements Store {
     return this.#consumers.get(queue) ?? 0;
   }
 
-  enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
+  enqueue(queue: string, jobs: NewJob[], now: number, tick?: ScheduleTick): Promise<Enqueued[]> {
     return this.#write(() => {
+      if (tick !== undefined) this.#schedules.take(tick);
       const s = this.#statements;
       const out: Enqueued[] = new Array(jobs.length);
       for (let i = 0; i < jobs.length; i++) {
@@ -325,6 +331,7 @@ export class SqliteStore implements Store {
         this.#moves.push([queue, null, state]);
         out[i] = { id: Number(info.lastInsertRowid), deduplicated: false, state };
       }
+      if (tick !== undefined) this.#schedules.record(tick, out);
       return out;
     });
   }
@@ -616,6 +623,43 @@ export class SqliteStore implements Store {
 
   readyHint(queue: string): number {
     return this.#counts.get(queue)?.pending ?? 0;
+  }
+
+  putSchedule(
+    definition: ScheduleDefinition,
+    next_at: number | null,
+    now: number,
+  ): Promise<Schedule> {
+    return this.#write(() => this.#schedules.put(definition, next_at, now));
+  }
+
+  getSchedule(name: string): Promise<Schedule | null> {
+    return this.#read(() => this.#schedules.get(name));
+  }
+
+  listSchedules(): Promise<Schedule[]> {
+    return this.#read(() => this.#schedules.list());
+  }
+
+  deleteSchedule(name: string): Promise<boolean> {
+    return this.#write(() => this.#schedules.delete(name));
+  }
+
+  pauseSchedule(
+    name: string,
+    paused: boolean,
+    next_at: number | null,
+    now: number,
+  ): Promise<Schedule | null> {
+    return this.#write(() => this.#schedules.pause(name, paused, next_at, now));
+  }
+
+  dueSchedules(now: number, limit: number): Promise<Schedule[]> {
+    return this.#read(() => this.#schedules.due(now, limit));
+  }
+
+  nextScheduleAt(): Promise<number | null> {
+    return this.#read(() => this.#schedules.nextAt());
   }
 
   nextDeadline(): Promise<number | null> {
