@@ -50,9 +50,18 @@ export function parseCron(expression: string, timezone: string, now: number): Cr
   if (expression.length > MAX_CRON_CHARS) {
     throw invalid("cron", `longer than ${MAX_CRON_CHARS} characters`);
   }
+  const text = expression.trim();
+  const fields = text.split(/\s+/).length;
+  if (!text.startsWith("@") && fields !== 5 && fields !== 6) {
+    throw invalid(
+      "cron",
+      `expected 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds ` +
+        `first, got ${fields}`,
+    );
+  }
   let cron: Cron;
   try {
-    cron = new Cron(expression.trim(), { timezone, mode: "5-or-6-parts", paused: true });
+    cron = new Cron(text, { timezone, mode: "5-or-6-parts", paused: true });
   } catch (error) {
     throw invalid("cron", describeCronError(error));
   }
