@@ -25,14 +25,18 @@ export function nodelayWebSocket(): typeof WebSocket | null {
 }
 
 /** A message event: the text (or bytes) of one message. */
-interface MessageLike {
+export interface MessageLike {
+  /** The message. */
   data: string | ArrayBuffer;
 }
 
 /** A close event: the close code and reason. */
-interface CloseLike {
+export interface CloseLike {
+  /** The close code. */
   code: number;
+  /** The close reason. */
   reason: string;
+  /** Whether the closing handshake completed. */
   wasClean: boolean;
 }
 

@@ -22,7 +22,7 @@ export interface ScheduleDefinition<T = unknown> {
   missed?: MissedPolicy;
   /** Each job's priority, higher first. @default 0 */
   priority?: number;
-  /** Each job's deliveries allowed before it is dead. @default 5 */
+  /** Each job's deliveries allowed before it is dead. @default the queue's, else 5 */
   maxAttempts?: number;
   /** Each job's lease length. @default the server's (30 s) */
   leaseMs?: number;
@@ -46,8 +46,8 @@ export interface ScheduleInfo<T = unknown> {
   payload: T;
   /** Each job's priority. */
   priority: number;
-  /** Each job's deliveries allowed. */
-  max_attempts: number;
+  /** Each job's deliveries allowed, or null for its queue's (else 5). */
+  max_attempts: number | null;
   /** Each job's lease length, or null for the server's. */
   lease_ms: number | null;
   /** Each job's backoff, or null for the server's. */

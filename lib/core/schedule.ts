@@ -51,8 +51,8 @@ export interface ScheduleDefinition {
   payload: string;
   /** Each job's priority. */
   priority: number;
-  /** Each job's deliveries allowed. */
-  max_attempts: number;
+  /** Each job's deliveries allowed, or null for its queue's (else 5). */
+  max_attempts: number | null;
   /** Each job's lease length, or null for the server's. */
   lease_ms: number | null;
   /** Each job's retry backoff, or null for the server's. */

@@ -6,7 +6,8 @@
  * @module
  */
 
-type Labels = Record<string, string>;
+/** A metric's label values by label name. */
+export type Labels = Record<string, string>;
 
 function escapeLabel(value: string): string {
   return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
@@ -27,7 +28,9 @@ function numberText(n: number): string {
 /** Which series to write: given a family's label names and one series' values. */
 export type SeriesFilter = (names: readonly string[], values: readonly string[]) => boolean;
 
-interface Family {
+/** A metric family: one name, one help line, many labelled series, written as text. */
+export interface Family {
+  /** Writes the family's exposition text into `out`, only the series `keep` accepts. */
   render(out: string[], keep?: SeriesFilter): void;
 }
 

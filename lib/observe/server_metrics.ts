@@ -237,21 +237,21 @@ export class ServerMetrics implements BrokerObserver {
     );
   }
 
-  /** @inheritdoc */
+  /** Counts jobs stored and duplicates refused by one enqueue into `queue`. */
   enqueued(queue: string, created: number, deduplicated: number): void {
     this.#seen.add(queue);
     if (created > 0) this.#enqueued.inc([queue], created);
     if (deduplicated > 0) this.#deduplicated.inc([queue], deduplicated);
   }
 
-  /** @inheritdoc */
+  /** Counts deliveries from `queue`, with how long each job had waited to be ready. */
   delivered(queue: string, waitedMs: number[]): void {
     this.#seen.add(queue);
     this.#delivered.inc([queue], waitedMs.length);
     for (const ms of waitedMs) this.#waited.observe([queue], ms / 1000);
   }
 
-  /** @inheritdoc */
+  /** Counts a lease of `queue` that ended with `outcome`, held for `heldMs` if known. */
   settled(queue: string, outcome: LeaseOutcome, heldMs: number | null): void {
     this.#seen.add(queue);
     this.#outcomes[outcome].inc([queue]);

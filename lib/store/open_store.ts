@@ -52,7 +52,7 @@ export const INSTALL_DRIVER = "npx --yes deno@2.9.6 install";
  * here, on demand, so a SQLite server never loads its driver), any other URL is refused, and
  * anything else is a SQLite file.
  */
-export const openStore: StoreFactory = async (config, context) => {
+export const openStore: StoreFactory = async (config, context): Promise<Store> => {
   if (isPostgresUrl(config.db)) {
     let module: typeof import("./postgres/pg_store.ts");
     try {

@@ -17,7 +17,7 @@ export interface ScheduleRow {
   timezone: string;
   payload: string;
   priority: number;
-  max_attempts: number;
+  max_attempts: number | null;
   lease_ms: number | null;
   backoff_base_ms: number | null;
   backoff_max_ms: number | null;
@@ -66,7 +66,7 @@ export function definitionColumns(
   string,
   string,
   number,
-  number,
+  number | null,
   number | null,
   number | null,
   number | null,

@@ -112,30 +112,44 @@ export interface ConnectionOptions {
   authTimeoutMs?: number;
 }
 
-class Subscription implements Subscriber {
+/** One subscription of a connection: its queue, credit and jobs in flight. */
+export class Subscription implements Subscriber {
+  /** Jobs pushed and not yet settled. */
   inflight = 0;
+  /** Credit promised to a claim in progress. */
   reserved = 0;
+  /** False once unsubscribed or closed. */
   active = true;
+  /** A subscription of `connection` to `queue`. */
   constructor(
+    /** The connection that holds the leases. */
     readonly connection: Connection,
+    /** The queue subscribed to. */
     readonly queue: string,
+    /** Most jobs in flight at once. */
     public prefetch: number,
+    /** The lease length asked for, or null for each job's own or the server's. */
     public leaseMs: number | null,
   ) {}
+  /** Who holds the leases pushed to this subscription. */
   get holder(): LeaseHolder {
     return this.connection;
   }
+  /** Jobs it can take now: prefetch less in flight and reserved, zero while the socket lags. */
   credit(): number {
     if (!this.active || !this.connection.canPush()) return 0;
     return Math.max(0, this.prefetch - this.inflight - this.reserved);
   }
+  /** Jobs it could hold now, reservations aside. */
   room(): number {
     if (!this.active || !this.connection.canPush()) return 0;
     return Math.max(0, this.prefetch - this.inflight);
   }
+  /** Promises `n` of its credit to a claim. */
   reserve(n: number): void {
     this.reserved += n;
   }
+  /** Hands over a claim's jobs, giving back the `reserved` credit; false if they cannot go. */
   deliver(deliveries: Delivery[], reserved: number): boolean {
     this.reserved -= reserved;
     return this.connection.push(this, deliveries);

@@ -285,6 +285,18 @@ Deno.test("DELETE /v1/jobs/{id} of an unknown id answers 404", async () => {
 
 // ---- queue stats, pause, resume ----
 
+/** The settings of a queue nobody configured, as stats show them. */
+const DEFAULT_SETTINGS = {
+  concurrency: null,
+  rate: null,
+  group_limit: 1,
+  max_attempts: null,
+  lease_ms: null,
+  backoff: null,
+  retain_done_ms: null,
+  retain_dead_ms: null,
+};
+
 Deno.test("GET /v1/queues/{q} counts jobs per state", async () => {
   await using server = await startTestServer();
   await enqueue(server, "q", { payload: 1 });
@@ -305,6 +317,7 @@ Deno.test("GET /v1/queues/{q} counts jobs per state", async () => {
     counts: { pending: 1, delayed: 1, leased: 1, done: 1, dead: 1, cancelled: 1 },
     oldest_pending_age_ms: 0,
     consumers: 0,
+    settings: DEFAULT_SETTINGS,
   });
 });
 
@@ -318,6 +331,7 @@ Deno.test("GET /v1/queues/{q} of an unknown queue answers zeros", async () => {
     counts: { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 },
     oldest_pending_age_ms: 0,
     consumers: 0,
+    settings: DEFAULT_SETTINGS,
   });
 });
 
@@ -350,6 +364,7 @@ Deno.test("GET /v1/queues lists every known queue's stats", async () => {
     counts: { pending: 1, delayed: 1, leased: 0, done: 0, dead: 0, cancelled: 0 },
     oldest_pending_age_ms: 0,
     consumers: 0,
+    settings: DEFAULT_SETTINGS,
   });
   assert.equal((byName.get("c") as { paused: boolean }).paused, true);
 });

@@ -3,7 +3,9 @@
  * certificate made by openssl, a `tegami serve` process with `--db postgres://…?sslmode=require`
  * that enqueues, leases and acks through it over encrypted connections (the server's own
  * `pg_stat_ssl` says so), and the same URL against a server without TLS refused in one line.
- * Needs PostgreSQL's server binaries and openssl; the shared PostgreSQL is not touched.
+ * With a private CA made by openssl: `verify-full` + `sslrootcert` trusting it, and refusing a
+ * certificate the system does not trust or that names another host; `verify-ca` checking only
+ * the chain. Needs PostgreSQL's server binaries and openssl; the shared PostgreSQL is not touched.
  */
 
 import assert from "node:assert/strict";
@@ -145,5 +147,150 @@ Deno.test({
       lines[0],
       /^tegami: Cannot connect to PostgreSQL at 127\.0\.0\.1:\d+\/postgres: the server does not accept TLS connections, which sslmode=require demands/,
     );
+  },
+});
+
+/** A private CA and a server certificate it signed for `altName` (`IP:…` or `DNS:…`), as PEM. */
+async function signedByCa(altName: string): Promise<{ ca: string; cert: string; key: string }> {
+  const dir = await Deno.makeTempDir({ prefix: "tegami-ca-" });
+  const openssl = async (...args: string[]) => {
+    const out = await new Deno.Command("openssl", { args, stdout: "null", stderr: "piped" })
+      .output();
+    if (!out.success) throw new Error(`openssl failed: ${new TextDecoder().decode(out.stderr)}`);
+  };
+  try {
+    await openssl(
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=tegami test CA",
+      "-keyout",
+      `${dir}/ca.key`,
+      "-out",
+      `${dir}/ca.crt`,
+    );
+    await openssl(
+      "req",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-subj",
+      "/CN=database",
+      "-keyout",
+      `${dir}/server.key`,
+      "-out",
+      `${dir}/server.csr`,
+    );
+    await Deno.writeTextFile(`${dir}/ext.cnf`, `subjectAltName=${altName}\n`);
+    await openssl(
+      "x509",
+      "-req",
+      "-in",
+      `${dir}/server.csr`,
+      "-CA",
+      `${dir}/ca.crt`,
+      "-CAkey",
+      `${dir}/ca.key`,
+      "-CAcreateserial",
+      "-days",
+      "1",
+      "-extfile",
+      `${dir}/ext.cnf`,
+      "-out",
+      `${dir}/server.crt`,
+    );
+    return {
+      ca: await Deno.readTextFile(`${dir}/ca.crt`),
+      cert: await Deno.readTextFile(`${dir}/server.crt`),
+      key: await Deno.readTextFile(`${dir}/server.key`),
+    };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** A private PostgreSQL with TLS on, serving `cert` and `key`. */
+function tlsPg(cert: string, key: string) {
+  return startPrivatePg(freePort(), {
+    files: { "server.crt": cert, "server.key": key },
+    settings: { ssl: "on", ssl_cert_file: "{dir}/server.crt", ssl_key_file: "{dir}/server.key" },
+  });
+}
+
+/** Writes `text` to a temp file; answers its path and a disposer. */
+async function tempFile(text: string): Promise<{ path: string } & AsyncDisposable> {
+  const path = await Deno.makeTempFile({ prefix: "tegami-ca-", suffix: ".crt" });
+  await Deno.writeTextFile(path, text);
+  return { path, [Symbol.asyncDispose]: () => Deno.remove(path) };
+}
+
+/** Runs `serve` on `url` expecting it to refuse; answers its one stderr line. */
+async function refusedLine(url: string): Promise<string> {
+  const { code, stderr } = await runProgram(["serve", "--port", "0", "--db", url]);
+  assert.equal(code, 1, stderr);
+  const lines = stderr.trim().split("\n");
+  assert.equal(lines.length, 1, stderr);
+  return lines[0];
+}
+
+Deno.test({
+  name: "sslmode=verify-full with sslrootcert trusts that CA and checks the server's name",
+  ignore: missing,
+  fn: async () => {
+    const right = await signedByCa("IP:127.0.0.1");
+    await using ca = await tempFile(right.ca);
+    await using pg = await tlsPg(right.cert, right.key);
+    const url = `${pg.url}?sslmode=verify-full&sslrootcert=${encodeURIComponent(ca.path)}`;
+    await using server = await spawnServer(["--db", url, "--pg-schema", "verified"]);
+    const posted = await call(server.url, "POST", "/v1/queues/q/jobs", { payload: 1 });
+    assert.equal(posted.status, 201, JSON.stringify(posted.body));
+    assert.equal((await call(server.url, "GET", `/v1/jobs/${posted.body.id}`)).status, 200);
+    server.kill("SIGTERM");
+    assert.equal((await server.exited()).code, 0);
+
+    // The same certificate is not trusted by the system's CAs: verify-full alone refuses it.
+    assert.match(
+      await refusedLine(`${pg.url}?sslmode=verify-full`),
+      /^tegami: Cannot connect to PostgreSQL at 127\.0\.0\.1:\d+\/postgres: .*(certificate|CERT)/i,
+    );
+    // sslrootcert with a mode that checks nothing is a mistake, said so before connecting.
+    assert.match(
+      await refusedLine(`${pg.url}?sslmode=require&sslrootcert=${encodeURIComponent(ca.path)}`),
+      /^tegami: Cannot use sslrootcert with sslmode=require: /,
+    );
+    assert.match(
+      await refusedLine(`${pg.url}?sslmode=verify-full&sslrootcert=/nonexistent/ca.crt`),
+      /^tegami: Cannot read sslrootcert \/nonexistent\/ca\.crt: /,
+    );
+  },
+});
+
+Deno.test({
+  name: "verify-full refuses a certificate naming another host; verify-ca accepts it",
+  ignore: missing,
+  fn: async () => {
+    const wrong = await signedByCa("DNS:db.elsewhere.example");
+    await using ca = await tempFile(wrong.ca);
+    await using pg = await tlsPg(wrong.cert, wrong.key);
+    const root = `sslrootcert=${encodeURIComponent(ca.path)}`;
+    assert.match(
+      await refusedLine(`${pg.url}?sslmode=verify-full&${root}`),
+      /^tegami: Cannot connect to PostgreSQL at 127\.0\.0\.1:\d+\/postgres: .*127\.0\.0\.1/,
+    );
+    await using server = await spawnServer([
+      "--db",
+      `${pg.url}?sslmode=verify-ca&${root}`,
+      "--pg-schema",
+      "chain_only",
+    ]);
+    const posted = await call(server.url, "POST", "/v1/queues/q/jobs", { payload: 1 });
+    assert.equal(posted.status, 201, JSON.stringify(posted.body));
+    server.kill("SIGTERM");
+    assert.equal((await server.exited()).code, 0);
   },
 });

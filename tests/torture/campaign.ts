@@ -296,8 +296,16 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     }
   };
 
-  /** Records a job frame or a leased job (the same shape over HTTP and WebSocket). */
-  const delivered = (conn: number, server: number, job: Record<string, unknown>) => {
+  /**
+   * Records a job frame or a leased job (the same shape over HTTP and WebSocket); `leaseMs` is
+   * the lease length its consumer asked for.
+   */
+  const delivered = (
+    conn: number,
+    server: number,
+    leaseMs: number,
+    job: Record<string, unknown>,
+  ) => {
     const lease = job.lease as { token: string; expires_at: number };
     const payload = job.payload as { uid?: unknown };
     history.add({
@@ -309,6 +317,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       token: lease.token,
       attempt: job.attempt as number,
       expires_at: lease.expires_at,
+      lease_ms: leaseMs,
       payload_ok: payloadIntact(payload),
     });
     return lease;
@@ -372,7 +381,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         continue;
       }
       for (const job of jobs) {
-        const lease = delivered(conn, server, job);
+        const lease = delivered(conn, server, leaseMs, job);
         mine++;
         handle(job.id as number, lease.token, leaseMs, settle).finally(() => mine--);
       }
@@ -483,7 +492,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     ): void {
       switch (frame.op) {
         case "job": {
-          const lease = delivered(conn, server, frame);
+          const lease = delivered(conn, server, this.leaseMs, frame);
           handle(frame.id as number, lease.token, this.leaseMs, (...args) => this.#settle(...args));
           if (!draining && random() < 0.01) drop();
           return;

@@ -20,7 +20,13 @@
  * each socket and delivery the server it went through, and a kill explains only what it cut.
  *
  * A redelivery before the previous lease ran out with neither a nack nor a disconnect means two
- * live leases overlapped: an unexplained duplicate, which is a failure.
+ * live leases overlapped: an unexplained duplicate, which is a failure. "Previous" is by attempt,
+ * not by arrival: the store counts an attempt with every claim, while the campaign's own read
+ * order says little when it is starved of CPU (it then reads a burst of frames from several
+ * sockets in one go, in any order, a frame that waited past its lease after the next attempt's).
+ * A redelivery's arrival is still after its claim, and so after the end of the lease before it:
+ * comparing the two never blames an honest server. Two deliveries with the same attempt mean
+ * an attempt was not counted (or its claim lost): a protocol failure.
  *
  * An ack accepted after its lease ran out is stale, unless it repeats (same token) an earlier
  * ack that got no answer: the server answers such a replay of a committed ack with the same ok.
@@ -95,6 +101,11 @@ export interface Figures {
   /** Deliveries that came by HTTP long-poll (a negative `conn`). */
   http_deliveries: number;
   jobs_delivered: number;
+  /**
+   * Deliveries read after a later attempt of the same job had been read: frames the campaign
+   * got to late (judged in attempt order all the same).
+   */
+  read_out_of_order: number;
   /** Deliveries after the first of a job, and why. */
   duplicates: number;
   reasons: Record<DuplicateReason, number>;
@@ -187,6 +198,7 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
     deliveries: 0,
     http_deliveries: 0,
     jobs_delivered: 0,
+    read_out_of_order: 0,
     duplicates: 0,
     reasons: { nack: 0, disconnect: 0, "unknown ack outcome": 0, restart: 0, expiry: 0 },
     acks_ok: 0,
@@ -418,6 +430,17 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
   const completed = new Map<number, Settle>();
   for (const [id, list] of deliveries) {
     figures.jobs_delivered++;
+    // In the order the store leased them: by attempt (each claim counts one), not by arrival.
+    // The campaign reads its sockets whenever its event loop gets to them: starved, it reads
+    // a burst of frames from several sockets at once, in no particular order, and a frame
+    // whose lease ran out before it was read may be read after the next attempt's (stable:
+    // equal attempts stay in arrival order, and are reported below).
+    let highest = -Infinity;
+    for (const d of list) {
+      if (d.attempt < highest) figures.read_out_of_order++;
+      highest = Math.max(highest, d.attempt);
+    }
+    list.sort((a, b) => a.attempt - b.attempt);
     const jobSettles = settlesByJob.get(id) ?? [];
     const tokens = new Set<string>();
     for (let k = 0; k < list.length; k++) {
@@ -435,10 +458,11 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
       if (k === 0) continue;
       const prev = list[k - 1];
       figures.duplicates++;
-      if (d.attempt <= prev.attempt) {
+      if (d.attempt === prev.attempt) {
         find(
           "protocol",
-          `job ${id} came back as attempt ${d.attempt} after attempt ${prev.attempt}`,
+          `job ${id} was delivered as attempt ${d.attempt} twice (at ${prev.at} and ${d.at}): ` +
+            "an attempt that did not count",
           id,
           d.uid,
         );
@@ -455,8 +479,9 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
       if (reason === null) {
         find(
           "unexplained duplicate",
-          `job ${id} was delivered again at ${d.at}, ${prev.expires_at - d.at} ms before the ` +
-            `lease given at ${prev.at} ran out, with no nack or disconnect: two live leases overlap`,
+          `job ${id} was delivered again at ${d.at} (attempt ${d.attempt}), ` +
+            `${prev.expires_at - d.at} ms before the lease of attempt ${prev.attempt} (read at ` +
+            `${prev.at}) ran out, with no nack or disconnect: two live leases overlap`,
           id,
           d.uid,
         );
@@ -619,7 +644,7 @@ export function formatReport(report: CheckReport, perKind = 5): string {
     `${f.deduplicated} deduplicated`,
     `delivery: ${f.deliveries} deliveries (${f.http_deliveries} by HTTP long-poll) of ` +
     `${f.jobs_delivered} jobs, ${f.duplicates} ` +
-    `duplicates (${reasons})`,
+    `duplicates (${reasons}); ${f.read_out_of_order} read after a later attempt`,
     `acks: ${f.acks_ok} ok (${f.acks_across_restart} across a restart), ${f.acks_refused} ` +
     `refused, ${f.acks_unknown} unknown; ` +
     `nacks: ${f.nacks_ok} ok, ${f.nacks_refused} refused, ${f.nacks_unknown} unknown; ` +

@@ -24,7 +24,7 @@ if (fault === undefined || !(FAULTS as readonly string[]).includes(fault)) {
 args.splice(at, 2);
 console.error(
   `UNSAFE FAULT "${fault}" IS ON: this server breaks its guarantees on purpose (test only); ` +
-    "acknowledged writes may be lost or stale tokens accepted",
+    "acknowledged writes may be lost, stale tokens accepted or jobs leased twice at once",
 );
 Deno.exit(
   await serveCommand(args, Deno.env.toObject(), {

@@ -9,9 +9,12 @@
  *   in that window loses writes that were already answered.
  * - `any-token`: an ack completes a leased job whatever token it presents, even after its lease
  *   ran out.
+ * - `early-expiry`: leases end {@linkcode EARLY_EXPIRY_MS} before they run out, as on a server
+ *   whose clock runs ahead of the one that stamped them, so a job is leased again while its
+ *   holder's lease is still live: two live leases at once.
  *
- * On PostgreSQL (the `--db` is a `postgres://` URL) the real store is wrapped: `any-token` the
- * same way, and `ack-before-commit` answers each ack of a lease this process gave out at once
+ * On PostgreSQL (the `--db` is a `postgres://` URL) the real store is wrapped: `any-token` and
+ * `early-expiry` the same way, and `ack-before-commit` answers each ack of a lease this process gave out at once
  * and writes it {@linkcode UNSAFE_COMMIT_DELAY_MS} later, so a crash in that window loses acks
  * that were already answered (the job comes back after its ack was confirmed).
  *
@@ -31,10 +34,13 @@ import type { Store } from "../../lib/store/store.ts";
 import type { Delivery } from "../../lib/core/job.ts";
 
 /** The faults there are. */
-export const FAULTS = ["ack-before-commit", "any-token"] as const;
+export const FAULTS = ["ack-before-commit", "any-token", "early-expiry"] as const;
 
 /** One of {@linkcode FAULTS}. */
 export type Fault = typeof FAULTS[number];
+
+/** How much earlier than they run out `early-expiry` ends leases, ms. */
+export const EARLY_EXPIRY_MS = 200;
 
 /** How long `ack-before-commit` keeps answered writes uncommitted, ms. */
 export const UNSAFE_COMMIT_DELAY_MS = 500;
@@ -185,6 +191,29 @@ export function acceptAnyToken(inner: Store): Store {
 }
 
 /**
+ * Wraps a store so that leases end `earlyMs` before they run out: maintenance (and the deadline
+ * the broker's timer is armed for) runs that far ahead of the clock it is given. Every other
+ * method is the inner store's.
+ */
+export function endLeasesEarly(inner: Store, earlyMs = EARLY_EXPIRY_MS): Store {
+  const wrapped: Partial<Store> = {
+    tick: (now, limit) => inner.tick(now + earlyMs, limit),
+    nextDeadline: async () => {
+      const at = await inner.nextDeadline();
+      return at === null ? null : at - earlyMs;
+    },
+  };
+  return new Proxy(inner, {
+    get(target, property, receiver) {
+      const own = wrapped[property as keyof Store];
+      if (own !== undefined) return own;
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
  * Wraps a store so that an ack of a lease this process gave out (with its token, while the
  * lease holds) is answered at once and written `delayMs` later: answered before committed.
  * Any other ack, and every other method, is the inner store's.
@@ -235,6 +264,7 @@ export function faultyStoreFactory(fault: Fault): StoreFactory {
   return async (config, context) => {
     if (isPostgresUrl(config.db)) {
       const store = await openStore(config, context);
+      if (fault === "early-expiry") return endLeasesEarly(store);
       return fault === "any-token" ? acceptAnyToken(store) : answerAcksBeforeWriting(store);
     }
     const store = SqliteStore.open({
@@ -244,6 +274,7 @@ export function faultyStoreFactory(fault: Fault): StoreFactory {
       policy: context.policy,
       committer: fault === "ack-before-commit" ? answerBeforeCommit() : undefined,
     });
+    if (fault === "early-expiry") return endLeasesEarly(store);
     return fault === "any-token" ? acceptAnyToken(store) : store;
   };
 }

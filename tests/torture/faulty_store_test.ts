@@ -10,7 +10,13 @@ import { resolveServeConfig } from "../../lib/config/serve_config.ts";
 import { startServer } from "../../lib/server.ts";
 import { runProgram, spawnServer } from "../helpers/process_server.ts";
 import { send } from "../helpers/test_server.ts";
-import { AnswerBeforeCommit, faultyStoreFactory } from "./faulty_store.ts";
+import { SqliteStore } from "../../lib/store/sqlite/sqlite_store.ts";
+import {
+  AnswerBeforeCommit,
+  EARLY_EXPIRY_MS,
+  endLeasesEarly,
+  faultyStoreFactory,
+} from "./faulty_store.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 const FAULTY_SERVER = new URL("./faulty_server.ts", import.meta.url).pathname;
@@ -61,6 +67,46 @@ Deno.test("a server over the any-token store acks a leased job with a forged tok
   const ack = await send(server.url, "POST", `/v1/jobs/${job.id}/ack`, { token: "forged" });
   assert.equal(ack.status, 200, "the fault accepts a forged token");
   assert.equal((await send(server.url, "GET", `/v1/jobs/${job.id}`)).body.state, "done");
+});
+
+Deno.test("the early-expiry store leases a job again while its first lease is still live", async () => {
+  await using tmp = await tempDir("tegami-fault-");
+  const inner = SqliteStore.open({
+    path: `${tmp.path}/t.db`,
+    sync: "normal",
+    policy: { defaultLeaseMs: 30_000, retryDelayMs: () => 1000 },
+  });
+  try {
+    const store = endLeasesEarly(inner);
+    const t = 1_700_000_000_000;
+    const job = {
+      payload: "1",
+      priority: 0,
+      key: null,
+      run_at: t,
+      max_attempts: 5,
+      lease_ms: null,
+      backoff: null,
+    };
+    await store.enqueue("q", [job], t);
+    const [first] = await store.claim("q", 1, 1000, t);
+    assert.equal(first.lease.expires_at, t + 1000);
+    assert.equal(await store.nextDeadline(), t + 1000 - EARLY_EXPIRY_MS);
+    // 150 ms before the first lease runs out, it is over and the job goes to someone else.
+    const now = t + 1000 - 150;
+    assert.deepEqual((await store.tick(now)).expired.map((e) => e.id), [first.job.id]);
+    const [second] = await store.claim("q", 1, 1000, now);
+    assert.equal(second.job.id, first.job.id);
+    assert.equal(second.job.attempts, 2);
+    assert.ok(first.lease.expires_at > now, "two leases live at once");
+    // The honest store keeps the first lease until it runs out.
+    await inner.enqueue("q", [job], now);
+    const [other] = await inner.claim("q", 1, 1000, now);
+    assert.deepEqual((await inner.tick(now + 850)).expired, []);
+    assert.equal(other.job.attempts, 1);
+  } finally {
+    await inner.close();
+  }
 });
 
 Deno.test("the faulty server says so on stderr before it starts", async () => {

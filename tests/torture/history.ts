@@ -68,7 +68,10 @@ export type Event =
   /**
    * A job frame arrived, or a job came in an HTTP lease answer (then `conn` is negative: a
    * pseudo-connection per HTTP consumer). `payload_ok` is false when the payload is not as sent.
-   * `server` (absent: 0) is the server that leased it.
+   * `server` (absent: 0) is the server that leased it. `at` is when the campaign read it, which
+   * may be well after the server sent it (a starved campaign reads its sockets late, and not
+   * in the order the frames were sent); `lease_ms` is the lease length its consumer asked for,
+   * so `expires_at - lease_ms` is the server's clock when it claimed the job.
    */
   | {
     type: "deliver";
@@ -80,6 +83,7 @@ export type Event =
     token: string;
     attempt: number;
     expires_at: number;
+    lease_ms?: number;
     payload_ok: boolean;
   }
   /** An `expired` frame arrived for a job this connection held. */

@@ -82,6 +82,18 @@ Deno.test({
 });
 
 Deno.test({
+  name: "postgres: the checker catches a store that ends leases before they run out",
+  ignore: db === null,
+  sanitizeResources: false,
+  fn: async () => {
+    const result = await onPg({ cycles: 3, fault: "early-expiry" });
+    assert.equal(result.report.ok, false, explain(result));
+    assert.ok(result.report.counts["unexplained duplicate"] > 0, explain(result));
+    assert.match(result.lastStderr, /UNSAFE FAULT "early-expiry" IS ON/);
+  },
+});
+
+Deno.test({
   name: "postgres: PostgreSQL restarted as after a crash 3 times under two servers loses no " +
     "acknowledged job and leaves none leased",
   ignore: db === null,

@@ -44,6 +44,8 @@ const { values } = parseArgs({
     pg: { type: "string" },
     "pg-port": { type: "string", default: "5433" },
     keep: { type: "boolean", default: false },
+    history: { type: "string" },
+    "history-all": { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
 });
@@ -57,8 +59,8 @@ if (values.help) {
                      drained and checked (default 0: no limit; SIGINT does the same)
   --disruption D     kill (SIGKILL + restart), term (SIGTERM + restart), pause (SIGSTOP +
                      SIGCONT) or mixed (70% kill, 15% term, 15% pause) (default kill)
-  --fault F          run a server broken on purpose: ack-before-commit or any-token
-                     (a positive control: must fail)
+  --fault F          run a server broken on purpose: ack-before-commit, any-token or
+                     early-expiry (a positive control: must fail)
   --producers N      HTTP producers (default 4)
   --consumers N      WebSocket consumers (default 4)
   --pollers N        HTTP long-poll consumers (default 1)
@@ -68,6 +70,9 @@ if (values.help) {
   --sync full|normal the server's --sync (default full)
   --dir DIR          where the database goes (default: a temp dir)
   --keep             keep the database afterwards
+  --history DIR      write the history of each round with findings to DIR/round-N.json
+                     (its seed, the findings, every event), to study them
+  --history-all      with --history: every round's, findings or not
   --store S          sqlite (default) or postgres: a fresh database made on the server --pg
                      names (default postgres://postgres@127.0.0.1:5432/postgres, or
                      TEGAMI_TEST_PG), dropped afterwards unless --keep
@@ -191,6 +196,19 @@ while (done < total && !stop.signal.aborted) {
     signal: stop.signal,
   });
   done += result.cycles;
+  if (values.history !== undefined && (!result.report.ok || values["history-all"])) {
+    await Deno.mkdir(values.history, { recursive: true });
+    const file = `${values.history}/round-${round}.json`;
+    await Deno.writeTextFile(
+      file,
+      JSON.stringify({
+        seed: seed + round,
+        findings: result.report.findings,
+        events: result.history,
+      }),
+    );
+    say(`round ${round}: history written to ${file}`);
+  }
   if (!result.cleanExit) unclean++;
   say(
     `round ${round}: ${result.cycles} cycles in ${(result.wallMs / 1000).toFixed(1)} s, ` +
@@ -221,7 +239,8 @@ say(
     `deduplicated ${s("deduplicated")}`,
     `  deliveries ${s("deliveries")} (HTTP ${s("http_deliveries")}) of ${s("jobs_delivered")} ` +
     `jobs; duplicates ` +
-    `${s("duplicates")} (${Object.entries(reasons).map(([r, n]) => `${r} ${n}`).join(", ")})`,
+    `${s("duplicates")} (${Object.entries(reasons).map(([r, n]) => `${r} ${n}`).join(", ")}); ` +
+    `read after a later attempt ${s("read_out_of_order")}`,
     `  acks ok ${s("acks_ok")}, refused ${s("acks_refused")}, unknown ${s("acks_unknown")}; ` +
     `acks across a restart ${s("acks_across_restart")}; nacks ok ${s("nacks_ok")}; ` +
     `forged tokens refused ${s("forged_refused")}/${s("forged_sent")}`,

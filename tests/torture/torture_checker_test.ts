@@ -361,3 +361,30 @@ Deno.test("check() explains a redelivery after a database restart once the lease
   assert.equal(report.figures.store_restarts, 1);
   assert.equal(report.figures.reasons.restart, 1);
 });
+
+Deno.test("check() judges a job's deliveries in attempt order, not in the order they were read", () => {
+  // A starved campaign reads the frames of two sockets in one burst: attempt 2 (leased once
+  // attempt 1's lease ran out at 2000) is read first, attempt 1 (its lease long over) a
+  // millisecond later; its ack is refused, attempt 2's accepted. Nothing is wrong.
+  const events = new Script().start().connect(1).connect(2).enqueue("a", 1)
+    .at(2100).deliver(2, 1, "a", "t2", 2, 2400)
+    .deliver(1, 1, "a", "t1", 1, 2000)
+    .settle("ack", 2, 1, "t2", "ok")
+    .settle("ack", 1, 1, "t1", "lease_lost")
+    .final([[1, "a"]]);
+  const report = check(events);
+  assert.deepEqual(report.findings, []);
+  assert.equal(report.figures.duplicates, 1);
+  assert.equal(report.figures.reasons.expiry, 1);
+  assert.equal(report.figures.read_out_of_order, 1);
+});
+
+Deno.test("check() still finds two live leases when their frames are read out of order", () => {
+  // Attempt 2 read first, attempt 1 after, and attempt 1's lease (to 5000) was live when
+  // attempt 2 arrived: an overlap whichever order they are read in.
+  const events = new Script().start().connect(1).connect(2).enqueue("a", 1)
+    .deliver(2, 1, "a", "t2", 2, 9000)
+    .deliver(1, 1, "a", "t1", 1, 5000)
+    .settle("ack", 2, 1, "t2", "ok").final([[1, "a"]]);
+  assert.deepEqual(kinds(events), ["unexplained duplicate"]);
+});

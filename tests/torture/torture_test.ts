@@ -70,3 +70,14 @@ Deno.test({
     assert.match(result.lastStderr, /UNSAFE FAULT "any-token" IS ON/);
   },
 });
+
+Deno.test({
+  name: "the checker catches a server that ends leases before they run out (two live leases)",
+  sanitizeResources: false,
+  fn: async () => {
+    const result = await runCampaign({ cycles: 3, fault: "early-expiry" });
+    assert.equal(result.report.ok, false, explain(result));
+    assert.ok(result.report.counts["unexplained duplicate"] > 0, explain(result));
+    assert.match(result.lastStderr, /UNSAFE FAULT "early-expiry" IS ON/);
+  },
+});

@@ -17,6 +17,7 @@
  * @module
  */
 
+import * as tls from "node:tls";
 import postgres from "postgres";
 import { TegamiError } from "../../core/errors.ts";
 
@@ -57,10 +58,68 @@ function guardDriverTimers(): void {
   });
 }
 
-/** Opens a pool on `url` (nothing connects until the first query). */
+/** What the driver gets for TLS: its `ssl` option, and the URL without what only tegami reads. */
+interface TlsChoice {
+  /** The URL to hand the driver. */
+  url: string;
+  /** The driver's `ssl` option, or undefined to let it read `sslmode` from the URL. */
+  ssl: postgres.Options<Record<string, never>>["ssl"] | undefined;
+}
+
+/**
+ * Reads `sslmode` and `sslrootcert` from `url`, as libpq does. `sslrootcert=PATH` names a PEM
+ * file of CA certificates to trust instead of the system's (a managed database's CA bundle, a
+ * private CA); it is read here, once, and taken out of the URL, since the driver would send it
+ * to the server as a setting. `verify-full` checks the chain and that the certificate names the
+ * host; `verify-ca` only the chain; `require` encrypts without checking (libpq's meaning).
+ */
+export function tlsChoice(url: string): TlsChoice {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { url, ssl: undefined };
+  }
+  const root = parsed.searchParams.get("sslrootcert");
+  if (root === null || root === "system") return { url, ssl: undefined };
+  const mode = parsed.searchParams.get("sslmode") ?? "verify-full";
+  if (mode !== "verify-full" && mode !== "verify-ca") {
+    throw new Error(
+      `Cannot use sslrootcert with sslmode=${mode}: it needs sslmode=verify-full or ` +
+        `sslmode=verify-ca (${mode} checks no certificate)`,
+    );
+  }
+  let ca: string;
+  try {
+    ca = Deno.readTextFileSync(root);
+  } catch (error) {
+    throw new Error(`Cannot read sslrootcert ${root}: ${(error as Error).message}`);
+  }
+  parsed.searchParams.delete("sslrootcert");
+  parsed.searchParams.delete("sslmode");
+  const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
+  return {
+    url: parsed.href,
+    ssl: {
+      ca,
+      rejectUnauthorized: true,
+      // The driver names no server for an IP address; the check needs the host either way.
+      checkServerIdentity: mode === "verify-full"
+        ? (_name: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(host, cert)
+        : () => undefined,
+    },
+  };
+}
+
+/**
+ * Opens a pool on `url` (nothing connects until the first query). Throws a one-line `Error`
+ * when the URL's TLS settings cannot be honoured (see {@linkcode tlsChoice}).
+ */
 export function connectPg(url: string, options: PgConnectOptions): Sql {
   guardDriverTimers();
-  return postgres(url, {
+  const tlsOptions = tlsChoice(url);
+  return postgres(tlsOptions.url, {
+    ...(tlsOptions.ssl === undefined ? {} : { ssl: tlsOptions.ssl }),
     max: options.max,
     connect_timeout: options.connectTimeoutS ?? 5,
     // NOTICEs ("schema already exists, skipping") are not for the log.

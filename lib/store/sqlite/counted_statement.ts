@@ -8,7 +8,8 @@
 
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 
-type Params = SQLInputValue[];
+/** A statement's bound parameters. */
+export type Params = SQLInputValue[];
 
 /** A shared count of statements run. */
 export interface StatementCount {

@@ -9,7 +9,7 @@ CREATE TABLE schedules (
   timezone        text    NOT NULL,
   payload         text    NOT NULL,
   priority        integer NOT NULL,
-  max_attempts    integer NOT NULL,
+  max_attempts    integer,
   lease_ms        bigint,
   backoff_base_ms bigint,
   backoff_max_ms  bigint,
