@@ -84,6 +84,20 @@ for (const store of STORES) {
   });
 
   Deno.test({
+    name: `${store.name}: a queue with settings and no jobs counts against --max-queues`,
+    ignore: store.ignore,
+    fn: async () => {
+      await using server = await startTestServer({ config: { ...store.config(), maxQueues: 1 } });
+      const put = await server.request("PUT", "/v1/queues/a/settings", { concurrency: 2 });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+      assert.equal(
+        (await server.request("POST", "/v1/queues/b/jobs", { payload: 1 })).status,
+        409,
+      );
+    },
+  });
+
+  Deno.test({
     name: `${store.name}: a paused queue with no jobs is kept: its setting is state`,
     ignore: store.ignore,
     fn: async () => {

@@ -5,7 +5,7 @@
  * servers create and empty queues too, so the names are read from the database when the store
  * opens and again every few polling intervals (five: 5 s by default): one index skip-scan over
  * `jobs_browse` (one descent per distinct queue, not a scan of the jobs) plus the queues that hold
- * a setting. Between two reads a queue this server enqueues into is added at once, and a queue
+ * a setting (paused, or a row in `queue_settings`). Between two reads a queue this server enqueues into is added at once, and a queue
  * that lost its last job is forgotten at the next read. Several servers admitting new queues
  * between two reads can pass the limit together by the queues they create in that time.
  *
@@ -87,7 +87,9 @@ export class PgKnownQueues implements KnownQueues {
       )
       SELECT name FROM names WHERE name IS NOT NULL
       UNION
-      SELECT name FROM queues WHERE paused`;
+      SELECT name FROM queues WHERE paused
+      UNION
+      SELECT name FROM queue_settings`;
     const names = new Set(rows.map((row) => row.name));
     for (const queue of this.#addedDuringRead) names.add(queue);
     this.#addedDuringRead.clear();

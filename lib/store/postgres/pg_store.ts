@@ -483,6 +483,9 @@ export class PgStore implements Store {
       // A limit may have been raised or removed: every server looks at the queue again.
       news.ready.add(queue);
       return await readQueueSettings(tx, queue);
+    }).then((stored) => {
+      this.#known.add(queue);
+      return stored;
     });
   }
 
