@@ -189,3 +189,19 @@ Deno.test("/v1/schedules: reads need any token, writes admin; a token sees only 
   );
   assert.equal((await server.request("POST", "/v1/schedules/b/pause", {}, as(2))).status, 200);
 });
+
+Deno.test("a schedule's job without max_attempts takes its queue's setting when enqueued", async () => {
+  await using server = await startTestServer({ clock: new ManualClock(START) });
+  const settings = await server.request("PUT", "/v1/queues/q/settings", { max_attempts: 2 });
+  assert.equal(settings.status, 200);
+  const put = await server.request("PUT", "/v1/schedules/s", {
+    queue: "q",
+    cron: "* * * * * *",
+    payload: 1,
+  });
+  assert.equal(put.body.max_attempts, null, "null: the queue's, resolved per job");
+  await advance(server, 1000);
+  const { body } = await server.request("GET", "/v1/schedules/s");
+  const job = await server.request("GET", `/v1/jobs/${body.last_job_id}`);
+  assert.equal(job.body.max_attempts, 2);
+});
