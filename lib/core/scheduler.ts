@@ -192,7 +192,10 @@ export class Scheduler {
     this.#armAt(next <= now && retry ? now + RETRY_MS : next);
   }
 
-  /** Enqueues a due schedule's ticks; false if it must be looked at again later. */
+  /**
+   * Enqueues a due schedule's ticks; false if it must be looked at again later (a failure, or a
+   * tick taken by another server whose commit may not be visible yet).
+   */
   async #fire(schedule: Schedule, now: number): Promise<boolean> {
     let times: CronTimes;
     try {
@@ -215,8 +218,10 @@ export class Scheduler {
       if (ticks.length > 0) this.#onTicks?.(schedule, ticks, out.map((e) => e.id));
       return true;
     } catch (error) {
-      // Another server took the tick, or the schedule changed since it was read: nothing to do.
-      if (isTickTaken(error)) return true;
+      // Another server took the tick, or the schedule changed since it was read: nothing to do
+      // but look again (its row may still read as due until the other server commits, so the
+      // pass must not re-read it at once).
+      if (isTickTaken(error)) return false;
       if (this.#closed && error instanceof TegamiError && error.code === "unavailable") {
         return true;
       }
