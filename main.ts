@@ -12,7 +12,7 @@
 
 import meta from "./deno.json" with { type: "json" };
 import { ConfigError, wantsHelp } from "./lib/config/flags.ts";
-import { topLevelHelp } from "./lib/config/help.ts";
+import { scheduleHelp, topLevelHelp } from "./lib/config/help.ts";
 import { serveCommand } from "./lib/cli/serve_command.ts";
 import { CLIENT_COMMANDS, runClientCommand } from "./lib/cli/client_commands.ts";
 
@@ -69,7 +69,7 @@ async function main(args: string[]): Promise<number> {
         return 2;
       }
       if (wantsHelp(rest)) {
-        console.log(topLevelHelp(VERSION));
+        console.log(client === "schedule" ? scheduleHelp() : topLevelHelp(VERSION));
         return 0;
       }
       return await runClientCommand(client, rest, clientIO());

@@ -8,6 +8,7 @@
 
 import { type Principal, TokenSet } from "./auth/tokens.ts";
 import { Broker } from "./core/broker.ts";
+import { Scheduler } from "./core/scheduler.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
 import type { ServeConfig } from "./config/serve_config.ts";
 import { DASHBOARD_ASSETS } from "./dashboard/assets.ts";
@@ -57,6 +58,8 @@ export interface RunningServer {
   readonly port: number;
   /** The broker (tests reach in to inspect). */
   readonly broker: Broker;
+  /** The scheduler of recurring jobs (tests reach in to inspect). */
+  readonly scheduler: Scheduler;
   /** The store. */
   readonly store: Store;
   /** Shuts down gracefully; resolves when the database is closed. */
@@ -101,6 +104,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     observer: metrics,
     maxQueues: config.maxQueues,
   });
+  const scheduler = new Scheduler({
+    store,
+    broker,
+    clock,
+    onBackgroundError: (what, error) =>
+      log.error(`Background ${what} failed`, { cause: describeCause(error) }),
+    onTicks: (schedule, ticks, ids) =>
+      log.debug("Schedule ticked", {
+        schedule: schedule.name,
+        queue: schedule.queue,
+        tick: new Date(ticks[ticks.length - 1]).toISOString(),
+        ticks: ticks.length,
+        id: ids[ids.length - 1],
+      }),
+  });
   let accepting = true;
   const connections = new Set<Connection>();
   const limits = { maxPayload: config.maxPayload, maxBatch: config.maxBatch };
@@ -144,7 +162,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
   try {
     await broker.start();
+    // After the broker: ticks missed while no server ran are enqueued through it.
+    await scheduler.start();
   } catch (error) {
+    scheduler.close();
+    broker.close();
     await store.close();
     throw error;
   }
@@ -184,6 +206,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let door: FrontDoor | null = null;
   const api = createApi({
     broker,
+    scheduler,
     clock,
     tokens,
     log,
@@ -243,6 +266,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     feed.close();
     lag.stop();
     jumps.stop();
+    scheduler.close();
     broker.close();
     await store.close();
     throw new Error(
@@ -272,6 +296,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     closing ??= (async () => {
       log.info("tegami stopping: no new requests, answering those in flight");
       accepting = false;
+      scheduler.close();
       broker.close();
       for (const connection of [...connections]) connection.shutdown();
       // Event streams never end by themselves: end them, or shutdown() would wait for ever.
@@ -290,6 +315,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     url,
     port: address.port,
     broker,
+    scheduler,
     store,
     close,
     [Symbol.asyncDispose]: close,

@@ -26,7 +26,14 @@ const ROOT = new URL("../", import.meta.url).pathname;
 export const LAYERS: readonly (readonly string[])[] = [
   ["lib/core/"], // the job model and its rules: errors, clock, limits, lifecycle
   ["lib/store/", "lib/client/"], // the storage seam and its engines; the SDK
-  ["lib/core/broker.ts", "lib/api/", "lib/auth/", "lib/config/", "lib/observe/"],
+  [
+    "lib/core/broker.ts",
+    "lib/core/scheduler.ts",
+    "lib/api/",
+    "lib/auth/",
+    "lib/config/",
+    "lib/observe/",
+  ],
   ["lib/http/", "lib/ws/", "lib/dashboard/"], // the transports and the page
   ["lib/server.ts", "lib/store/open_store.ts"], // composition: what is built from the config
   ["lib/cli/"],

@@ -36,6 +36,10 @@ export const OPERATIONS = {
   browseJobs: "admin",
   /** Run a delayed job now (`POST /v1/jobs/:id/run`). */
   runJob: "admin",
+  /** Read schedules (`GET /v1/schedules…`): as for queue counts. */
+  readSchedules: "read",
+  /** Define, delete, pause and resume schedules (`PUT`, `DELETE /v1/schedules/:name`, …). */
+  manageSchedules: "admin",
   /** Prometheus metrics (`GET /metrics`). */
   metrics: "admin",
   /** Liveness, readiness, the dashboard's files and the API documents. */

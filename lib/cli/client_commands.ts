@@ -1,6 +1,6 @@
 /**
  * The client commands of the `tegami` program: `enqueue`, `stats`, `job`, `dead`,
- * `queue settings` and `consume --exec`. They talk to a running server through the client library, find it with
+ * `queue settings`, `consume --exec` and `schedule` (schedule_command.ts). They talk to a running server through the client library, find it with
  * `--url`/`TEGAMI_URL` and authenticate with `--token`/`TEGAMI_TOKEN`.
  *
  * @module
@@ -19,6 +19,7 @@ import { ConfigError } from "../config/flags.ts";
 import { JOB_STATES } from "../core/job.ts";
 import { parseDuration } from "../config/units.ts";
 import { enqueueStream } from "./enqueue_stream.ts";
+import { scheduleCommand, ScheduleUsageError } from "./schedule_command.ts";
 
 /** Where a command reads and writes; the process's own streams in production. */
 export interface CommandIO {
@@ -39,7 +40,15 @@ export interface CommandIO {
 }
 
 /** The client commands, by name. */
-export const CLIENT_COMMANDS = ["enqueue", "stats", "job", "dead", "queue", "consume"] as const;
+export const CLIENT_COMMANDS = [
+  "enqueue",
+  "stats",
+  "job",
+  "dead",
+  "queue",
+  "consume",
+  "schedule",
+] as const;
 
 /** Runs a client command; answers the exit code (0 ok, 1 failed, 2 usage error). */
 export async function runClientCommand(
@@ -61,9 +70,14 @@ export async function runClientCommand(
         return await queueCommand(args, io);
       case "consume":
         return await consumeCommand(args, io);
+      case "schedule":
+        return await scheduleCommand(args, io);
     }
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof UsageError) {
+    if (
+      error instanceof ConfigError || error instanceof UsageError ||
+      error instanceof ScheduleUsageError
+    ) {
       io.err(`tegami ${command}: ${error.message}\n`);
       return 2;
     }

@@ -38,4 +38,5 @@ export {
   type QueueStats,
   TegamiClient,
 } from "./producer.ts";
+export { type MissedPolicy, type ScheduleDefinition, type ScheduleInfo } from "./schedules.ts";
 export { type ErrorCode, TegamiError } from "../core/errors.ts";

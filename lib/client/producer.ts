@@ -15,6 +15,7 @@
 
 import { type ErrorCode, TegamiError } from "../core/errors.ts";
 import { TickBatch } from "./tick_batch.ts";
+import { scheduleBody, type ScheduleDefinition, type ScheduleInfo } from "./schedules.ts";
 
 /** Options of one job. */
 export interface JobOptions {
@@ -429,5 +430,42 @@ export class TegamiClient {
   async updateSettings(queue: string, changes: Partial<QueueSettings>): Promise<QueueSettings> {
     const current = await this.settings(queue);
     return await this.putSettings(queue, { ...current, ...changes });
+  }
+
+  /**
+   * Creates or replaces the schedule `name`: from the next tick of `definition.cron` on, each
+   * tick enqueues one job. Throws `validation_failed` naming `cron` or `timezone` when wrong.
+   */
+  putSchedule<T>(name: string, definition: ScheduleDefinition<T>): Promise<ScheduleInfo<T>> {
+    return this.request(
+      "PUT",
+      `/v1/schedules/${encodeURIComponent(name)}`,
+      scheduleBody(definition),
+    );
+  }
+
+  /** Reads a schedule, with its next and last tick; throws `not_found` if there is none. */
+  getSchedule<T = unknown>(name: string): Promise<ScheduleInfo<T>> {
+    return this.request("GET", `/v1/schedules/${encodeURIComponent(name)}`);
+  }
+
+  /** Every schedule, by name. */
+  async schedules(): Promise<ScheduleInfo[]> {
+    return (await this.request<{ schedules: ScheduleInfo[] }>("GET", "/v1/schedules")).schedules;
+  }
+
+  /** Deletes a schedule (the jobs it enqueued stay); throws `not_found` if there is none. */
+  deleteSchedule(name: string): Promise<{ name: string; deleted: true }> {
+    return this.request("DELETE", `/v1/schedules/${encodeURIComponent(name)}`);
+  }
+
+  /** Pauses a schedule: its ticks are skipped until it is resumed. */
+  pauseSchedule(name: string): Promise<ScheduleInfo> {
+    return this.request("POST", `/v1/schedules/${encodeURIComponent(name)}/pause`);
+  }
+
+  /** Resumes a schedule from its next tick after now (ticks missed while paused stay missed). */
+  resumeSchedule(name: string): Promise<ScheduleInfo> {
+    return this.request("POST", `/v1/schedules/${encodeURIComponent(name)}/resume`);
   }
 }

@@ -129,6 +129,10 @@ export function topLevelHelp(version: string): string {
     ["consume QUEUE --exec CMD", "run CMD for each job: payload on stdin, TEGAMI_JOB_ID and"],
     ["", "  TEGAMI_ATTEMPT in its env; exit 0 acks with stdout as the result,"],
     ["", "  else nacks with stderr's tail (--concurrency N --lease 30s)"],
+    ["schedule put NAME", "define a recurring job: --queue Q --cron EXPR [--timezone TZ]"],
+    ["", "  [--payload JSON] [--missed last|all|none] (see tegami schedule --help)"],
+    ["schedule list|get|delete|pause|resume", ""],
+    ["", "  list schedules with their next tick; read, delete, pause, resume one"],
     ["help", "show this help"],
   ];
   return [
@@ -139,7 +143,7 @@ export function topLevelHelp(version: string): string {
     "Commands:",
     ...commands.map(([usage, what]) => `  ${usage.padEnd(26)}${what}`),
     "",
-    "Flags of the client commands (enqueue, stats, job, dead, queue, consume):",
+    "Flags of the client commands (enqueue, stats, job, dead, queue, consume, schedule):",
     flagHelp(CLIENT_FLAGS),
     "",
     "Other flags:",
@@ -147,6 +151,72 @@ export function topLevelHelp(version: string): string {
     `  ${"-h, --help".padEnd(22)}show this help`,
     "",
     "Run tegami serve --help for the server's flags.",
+    "",
+  ].join("\n");
+}
+
+/** The help text of `tegami schedule`: its subcommands, the cron syntax, zones and policies. */
+export function scheduleHelp(): string {
+  return [
+    "Usage: tegami schedule <put|list|get|delete|pause|resume> [NAME] [flags]",
+    "",
+    wrap(
+      "A schedule enqueues one job into a queue at every tick of a cron expression, read in a " +
+        "time zone. Each tick's job is stored exactly once, even across restarts and with " +
+        "several servers on one PostgreSQL database; its dedup key is " +
+        "schedule:NAME:TICK (the tick in ISO 8601 UTC).",
+      "",
+      0,
+    ),
+    "",
+    "Subcommands:",
+    "  put NAME      create or replace a schedule (its next tick is the first after now)",
+    "    --queue Q            the queue each tick's job goes to (required)",
+    '    --cron EXPR          when it ticks (required), e.g. "0 3 * * *"',
+    "    --timezone TZ        IANA time zone the expression is read in; default UTC",
+    "    --payload JSON       each job's payload; default null",
+    "    --missed POLICY      ticks missed while no server ran: last (default) enqueues the",
+    "                         latest once, all enqueues each (the 100 latest at most), none",
+    "                         enqueues only a tick at most 60 s late",
+    "    --priority N --max-attempts N --lease 30s   each job's options, as for enqueue",
+    "  list          every schedule with its next and last tick (--json for JSON)",
+    "  get NAME      one schedule as JSON",
+    "  delete NAME   delete it (jobs it enqueued stay)",
+    "  pause NAME    skip its ticks until resumed",
+    "  resume NAME   tick again from the next tick after now (paused ticks stay skipped)",
+    "",
+    "Cron expressions: 5 fields, or 6 with seconds first",
+    "  ┌ second (optional, 0-59)",
+    "  │ ┌ minute (0-59)",
+    "  │ │ ┌ hour (0-23)",
+    "  │ │ │ ┌ day of month (1-31, L = last, W = nearest weekday)",
+    "  │ │ │ │ ┌ month (1-12 or JAN-DEC)",
+    "  │ │ │ │ │ ┌ day of week (0-7 or SUN-SAT, 0 and 7 = Sunday; # = nth, e.g. FRI#2)",
+    "  * * * * * *      * any, 1,5 list, 1-5 range, */15 step; @hourly @daily @weekly @monthly",
+    "  Day of month and day of week combine with OR, as in Vixie cron.",
+    "",
+    "Daylight-saving changes (as Vixie cron):",
+    wrap(
+      "A job at a fixed time (one value each in seconds, minutes, hours, like 30 2 * * *) runs " +
+        "once on each day: in a skipped hour at the first valid time after the gap, in a " +
+        "repeated hour at the first pass. A job with a wildcard, step, range or list in those " +
+        "fields (like */15 * * * *) skips the times that do not exist and runs at both passes " +
+        "of a repeated hour.",
+      "  ",
+      2,
+    ),
+    "",
+    "Flags of every subcommand:",
+    flagHelp(CLIENT_FLAGS),
+    "",
+    "Examples:",
+    '  tegami schedule put nightly-report --queue reports --cron "0 3 * * *" \\',
+    '      --timezone Europe/Berlin --payload \'{"report":"sales"}\'',
+    "      Every day at 03:00 Berlin time, one job in queue reports.",
+    '  tegami schedule put heartbeat --queue pings --cron "*/10 * * * * *" --missed none',
+    "      Every 10 seconds; ticks missed while the server was down are skipped.",
+    "  tegami schedule list",
+    "  tegami schedule pause nightly-report",
     "",
   ].join("\n");
 }

@@ -26,6 +26,7 @@ import type {
   NackResult,
   QueueCounts,
   RunNowResult,
+  ScheduleTick,
   Store,
   StoreEvent,
 } from "../store/store.ts";
@@ -171,8 +172,11 @@ export class Broker {
 
   // ---- producers ----
 
-  /** Stores jobs (all-or-nothing) and wakes consumers of the queue. */
-  async enqueue(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
+  /**
+   * Stores jobs (all-or-nothing) and wakes consumers of the queue. With `tick`, the jobs are a
+   * schedule's tick, recorded with them (see {@linkcode ScheduleTick}).
+   */
+  async enqueue(queue: string, jobs: NewJob[], tick?: ScheduleTick): Promise<Enqueued[]> {
     this.#refuseIfClosed();
     this.#refuseNewQueuePastLimit(queue);
     // Delivery before intake: while the server cannot deliver as fast as it is fed, the
@@ -183,7 +187,7 @@ export class Broker {
       this.#refuseIfClosed();
     }
     const now = this.#clock.now();
-    const stored = this.#store.enqueue(queue, jobs, now);
+    const stored = this.#store.enqueue(queue, jobs, now, tick);
     // Offer the queue at once: the claim joins the same group commit right after the insert,
     // so a waiting consumer gets the job with one commit and one fsync, not two.
     if (jobs.some((job) => job.run_at <= now)) this.wake(queue, true);

@@ -512,6 +512,7 @@
     state.lastAt = state.history.length ? state.history[state.history.length - 1].at : 0;
     state.startedAt = message.started_at;
     state.version = String(message.version);
+    startSchedules();
   }
 
   /**
@@ -1784,6 +1785,124 @@
     });
     return list;
   }
+
+  // ---- schedules: listed with their next tick, paused and resumed from the page ----
+
+  /**
+   * @typedef {{
+   *   name: string, queue: string, cron: string, timezone: string, missed: string,
+   *   paused: boolean, next_tick_at: number | null, last_tick_at: number | null,
+   *   last_job_id: number | null
+   * }} ScheduleView
+   */
+
+  /** @type {{ list: ScheduleView[], loading: boolean, timer: ReturnType<typeof setInterval> | undefined, error: string }} */
+  const schedules = { list: [], loading: false, timer: undefined, error: "" };
+
+  /** How often the schedules are read again while the page is open, ms. */
+  const SCHEDULES_REFRESH_MS = 5000;
+
+  /** Reads the schedules now, and every few seconds from then on (once the stream is up). */
+  function startSchedules() {
+    loadSchedules();
+    if (schedules.timer === undefined) {
+      schedules.timer = setInterval(function () {
+        if (!document.hidden) loadSchedules();
+      }, SCHEDULES_REFRESH_MS);
+    }
+  }
+
+  function loadSchedules() {
+    if (schedules.loading) return Promise.resolve();
+    schedules.loading = true;
+    return api("GET", "/v1/schedules").then(function (data) {
+      schedules.list = data.schedules;
+      schedules.error = "";
+    }).catch(function (error) {
+      schedules.error = error.message;
+    }).then(function () {
+      schedules.loading = false;
+      renderSchedules();
+    });
+  }
+
+  function renderSchedules() {
+    const now = Date.now();
+    const body = $("schedules-body");
+    body.replaceChildren.apply(
+      body,
+      schedules.list.map(function (s) {
+        return scheduleRow(s, now);
+      }),
+    );
+    $("schedules-empty").classList.toggle("hidden", schedules.list.length > 0);
+    const paused = schedules.list.filter(function (s) {
+      return s.paused;
+    }).length;
+    $("schedules-caption").textContent = schedules.error
+      ? "could not read: " + schedules.error
+      : schedules.list.length + (schedules.list.length === 1 ? " schedule" : " schedules") +
+        (paused ? " · " + paused + " paused" : "");
+  }
+
+  /**
+   * @param {ScheduleView} s
+   * @param {number} now
+   */
+  function scheduleRow(s, now) {
+    const toggle = actionButton(s.paused ? "Resume" : "Pause", "schedule-toggle", function () {
+      return toggleSchedule(s);
+    });
+    const last = s.last_job_id === null ? h("td", { class: "muted", text: "—" }) : h(
+      "td",
+      {},
+      h("button", {
+        type: "button",
+        class: "link",
+        text: "#" + s.last_job_id,
+        onclick: function () {
+          showJob(/** @type {number} */ (s.last_job_id), true);
+        },
+      }),
+    );
+    return h(
+      "tr",
+      { "data-schedule": s.name },
+      h(
+        "td",
+        { class: "l" },
+        h("span", { class: "qname", text: s.name }),
+        h("span", { class: "badge paused" + (s.paused ? "" : " hidden"), text: "paused" }),
+      ),
+      h("td", { class: "l", text: s.queue }),
+      h("td", { class: "l mono", text: s.cron }),
+      h("td", { class: "l", text: s.timezone }),
+      s.paused
+        ? h("td", { class: "muted c-next", text: "paused" })
+        : timeCell(s.next_tick_at, now, "c-next"),
+      timeCell(s.last_tick_at, now, "c-last"),
+      last,
+      h("td", { class: "actions" }, toggle),
+    );
+  }
+
+  /**
+   * @param {ScheduleView} s
+   */
+  function toggleSchedule(s) {
+    const path = "/v1/schedules/" + encodeURIComponent(s.name) + (s.paused ? "/resume" : "/pause");
+    return api("POST", path, {}).then(function (/** @type {ScheduleView} */ updated) {
+      toast((updated.paused ? "Paused schedule " : "Resumed schedule ") + updated.name);
+      schedules.list = schedules.list.map(function (x) {
+        return x.name === updated.name ? updated : x;
+      });
+      renderSchedules();
+    });
+  }
+
+  $("schedules-refresh").addEventListener("click", function () {
+    loadSchedules();
+  });
 
   connect();
 })();

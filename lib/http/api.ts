@@ -14,6 +14,8 @@ import {
   type TokenSet,
 } from "../auth/tokens.ts";
 import type { Broker } from "../core/broker.ts";
+import type { Scheduler } from "../core/scheduler.ts";
+import { parseSchedule, scheduleJson, scheduleName } from "../api/schedules.ts";
 import type { Clock } from "../core/clock.ts";
 import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../core/errors.ts";
 import { deliveryJson, jobJson } from "../core/job.ts";
@@ -48,6 +50,8 @@ import { errorResponse, json, jsonText } from "./respond.ts";
 export interface ApiOptions {
   /** The broker. */
   broker: Broker;
+  /** The scheduler, for `/v1/schedules…`; without it those routes answer 404. */
+  scheduler?: Scheduler;
   /** The clock. */
   clock: Clock;
   /** Request limits. */
@@ -115,6 +119,18 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     const queue = await broker.queueOf(id);
     if (queue === null) throw jobNotFound(id);
     requireQueue(ctx.principal, queue);
+  };
+
+  const scheduler = (ctx: Context): Scheduler => {
+    if (options.scheduler === undefined) throw notFound(ctx.request, ctx.url);
+    return options.scheduler;
+  };
+
+  /** The schedule a path names, after checking the caller may see its queue. */
+  const scheduleAccess = async (ctx: Context) => {
+    const schedule = await scheduler(ctx).get(scheduleName(ctx.params[0]));
+    requireQueue(ctx.principal, schedule.queue);
+    return schedule;
   };
 
   // The API documents, embedded by the imports (a compiled binary carries them), as sent.
@@ -348,6 +364,72 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         return json(200, { requeued });
       },
     },
+    {
+      method: "GET",
+      path: ["v1", "schedules"],
+      access: OPERATIONS.readSchedules,
+      handle: async (ctx) => {
+        const all = await scheduler(ctx).list();
+        const visible = all.filter((s) => ctx.principal.allowsQueue(s.queue));
+        return jsonText(200, `{"schedules":[${visible.map(scheduleJson).join(",")}]}`);
+      },
+    },
+    {
+      method: "GET",
+      path: ["v1", "schedules", ":name"],
+      access: OPERATIONS.readSchedules,
+      handle: async (ctx) => jsonText(200, scheduleJson(await scheduleAccess(ctx))),
+    },
+    {
+      method: "PUT",
+      path: ["v1", "schedules", ":name"],
+      access: OPERATIONS.manageSchedules,
+      handle: async (ctx) => {
+        const name = scheduleName(ctx.params[0]);
+        const definition = parseSchedule(name, await body(ctx), limits, clock.now());
+        requireQueue(ctx.principal, definition.queue);
+        if (ctx.principal.limited) {
+          // Replacing may move a schedule between queues: the caller must hold the old one too.
+          const old = await scheduler(ctx).find(name);
+          if (old !== null) requireQueue(ctx.principal, old.queue);
+        }
+        const { schedule, created } = await scheduler(ctx).put(definition);
+        log.info(created ? "Schedule created" : "Schedule replaced", {
+          schedule: name,
+          queue: schedule.queue,
+          cron: schedule.cron,
+          timezone: schedule.timezone,
+          by: ctx.principal.name,
+        });
+        return jsonText(created ? 201 : 200, scheduleJson(schedule));
+      },
+    },
+    {
+      method: "DELETE",
+      path: ["v1", "schedules", ":name"],
+      access: OPERATIONS.manageSchedules,
+      handle: async (ctx) => {
+        const schedule = await scheduleAccess(ctx);
+        await scheduler(ctx).delete(schedule.name);
+        log.info("Schedule deleted", { schedule: schedule.name, by: ctx.principal.name });
+        return json(200, { name: schedule.name, deleted: true });
+      },
+    },
+    ...([["pause", true], ["resume", false]] as const).map(([action, paused]): Route => ({
+      method: "POST",
+      path: ["v1", "schedules", ":name", action],
+      access: OPERATIONS.manageSchedules,
+      handle: async (ctx) => {
+        parseEmpty(await body(ctx));
+        const current = await scheduleAccess(ctx);
+        const schedule = await scheduler(ctx).setPaused(current.name, paused);
+        log.info(paused ? "Schedule paused" : "Schedule resumed", {
+          schedule: schedule.name,
+          by: ctx.principal.name,
+        });
+        return jsonText(200, scheduleJson(schedule));
+      },
+    })),
     {
       method: "GET",
       path: ["v1", "events"],

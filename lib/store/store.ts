@@ -20,6 +20,7 @@
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
 import type { NackRequest } from "../core/lifecycle.ts";
 import type { QueueSettings } from "../core/queue_settings.ts";
+import type { Schedule, ScheduleDefinition } from "../core/schedule.ts";
 
 /** One consumer's share of a {@linkcode Store.claimFair}. */
 export interface ClaimWant {
@@ -204,6 +205,25 @@ export interface RunNowResult {
   run_at: number;
 }
 
+/**
+ * A schedule's tick riding on an {@linkcode Store.enqueue}: the jobs are stored, and the
+ * schedule moved past the tick, in one transaction, and only if the schedule is still as it was
+ * read (same revision, same `next_at`, not paused). Otherwise nothing is stored and the enqueue
+ * fails with `conflict`: another server took the tick, or the schedule changed meanwhile.
+ */
+export interface ScheduleTick {
+  /** The schedule. */
+  name: string;
+  /** Its revision as read. */
+  revision: number;
+  /** Its `next_at` as read: the tick the caller found due. */
+  due_at: number;
+  /** The last tick the jobs stand for, or null when the policy skipped every due tick. */
+  last_tick_at: number | null;
+  /** Its next tick after these, stored as its new `next_at`. */
+  next_at: number | null;
+}
+
 /** A durable home for jobs. */
 export interface Store {
   /** The database engine and version, for the startup log (`SQLite 3.53.2`). */
@@ -230,9 +250,10 @@ export interface Store {
    * takes its queue's as the transaction reads them (`withQueueDefaults` in
    * core/queue_settings.ts), and without those the server's. A job whose key is held answers the
    * holder's id and applies its `on_duplicate` to it (the rules of `core/dedup.ts`), in batch
-   * order.
+   * order. With `tick`, also records a schedule's tick in the same transaction (see
+   * {@linkcode ScheduleTick}); the schedule's `last_job_id` becomes the last job's id.
    */
-  enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]>;
+  enqueue(queue: string, jobs: NewJob[], now: number, tick?: ScheduleTick): Promise<Enqueued[]>;
   /**
    * Leases up to `max` pending jobs of a queue, highest priority first then oldest, unless the
    * queue is paused. `lease_ms` null means each job's own lease length, else the server's.
@@ -321,6 +342,35 @@ export interface Store {
    * store knows them cheaply; absent otherwise. A queue whose last job is gone is forgotten.
    */
   knownQueues?(): KnownQueues;
+  /**
+   * Creates or replaces a schedule with `next_at` as its next tick, unpaused, its revision one
+   * more than before; a replaced one keeps `created_at`, `last_tick_at` and `last_job_id`.
+   */
+  putSchedule(
+    definition: ScheduleDefinition,
+    next_at: number | null,
+    now: number,
+  ): Promise<Schedule>;
+  /** Reads a schedule, or null. */
+  getSchedule(name: string): Promise<Schedule | null>;
+  /** Every schedule, by name. */
+  listSchedules(): Promise<Schedule[]>;
+  /** Deletes a schedule (its jobs stay); answers false if there was none. */
+  deleteSchedule(name: string): Promise<boolean>;
+  /**
+   * Pauses or resumes a schedule, `next_at` becoming its next tick (the caller computes it from
+   * now on resume, so ticks that came due while paused are skipped). Null if there is none.
+   */
+  pauseSchedule(
+    name: string,
+    paused: boolean,
+    next_at: number | null,
+    now: number,
+  ): Promise<Schedule | null>;
+  /** Unpaused schedules whose `next_at` is at or before `now`, earliest first, at most `limit`. */
+  dueSchedules(now: number, limit: number): Promise<Schedule[]>;
+  /** The earliest `next_at` of an unpaused schedule, or null. */
+  nextScheduleAt(): Promise<number | null>;
   /**
    * The retention sweep: deletes done and cancelled jobs finished longer ago than their queue's
    * `retain_done_ms` (else `retainDoneMs`, the server's), and dead jobs finished longer ago

@@ -92,6 +92,19 @@ async function target(server: TestServer): Promise<Target> {
   const [l] = await broker.lease(queue, 1, 0, 60_000);
   assert.equal(l.job.id, leased.id);
   const [pending] = await broker.enqueue(queue, [job('"pending"')]);
+  // A schedule of the same name, in the cell's queue, for the schedule routes.
+  await server.server.scheduler.put({
+    name: queue,
+    queue,
+    cron: "0 0 1 1 *",
+    timezone: "UTC",
+    payload: "1",
+    priority: 0,
+    max_attempts: 5,
+    lease_ms: null,
+    backoff: null,
+    missed: "last",
+  });
   return {
     queue,
     pending: pending.id,
@@ -253,6 +266,45 @@ const HTTP_ROWS: HttpRow[] = [
     ok: 200,
     call: () => ["GET", "/v1/events"],
   },
+  {
+    route: "GET /v1/schedules",
+    access: "read",
+    queueBound: false,
+    ok: 200,
+    call: () => ["GET", "/v1/schedules"],
+  },
+  {
+    route: "GET /v1/schedules/{name}",
+    access: "read",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["GET", `/v1/schedules/${t.queue}`],
+  },
+  {
+    route: "PUT /v1/schedules/{name}",
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["PUT", `/v1/schedules/${t.queue}`, {
+      queue: t.queue,
+      cron: "0 0 1 1 *",
+      payload: 2,
+    }],
+  },
+  ...(["pause", "resume"] as const).map((action): HttpRow => ({
+    route: `POST /v1/schedules/{name}/${action}`,
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["POST", `/v1/schedules/${t.queue}/${action}`],
+  })),
+  {
+    route: "DELETE /v1/schedules/{name}",
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["DELETE", `/v1/schedules/${t.queue}`],
+  },
   // Open to all: health, the API documents, the dashboard.
   ...["/healthz", "/readyz", "/openapi.json", "/asyncapi.json", "/"].map((path): HttpRow => ({
     route: `GET ${path}`,
@@ -300,7 +352,8 @@ async function stateOf(server: TestServer, t: Target): Promise<string> {
   const broker = server.server.broker;
   const jobs = await Promise.all([t.pending, t.leased.id, t.dead].map((id) => broker.get(id)));
   const [stats] = await broker.stats(t.queue);
-  return JSON.stringify({ jobs, stats });
+  const schedule = await server.server.scheduler.find(t.queue);
+  return JSON.stringify({ jobs, stats, schedule });
 }
 
 Deno.test("every HTTP endpoint answers each caller as §7 prescribes", async () => {

@@ -235,6 +235,43 @@ export async function driveTraffic(
   });
   await call("/v1/queues/{queue}/settings", "GET", `/v1/queues/${q}/settings`);
   await call("/v1/queues/{queue}/settings", "PUT", `/v1/queues/${q}/settings`, {});
+  // Schedules: define, replace, read, list, pause, resume, delete; refused definitions.
+  const sched = (name: string) => `/v1/schedules/${name}`;
+  const definition = {
+    queue: q,
+    cron: "*/2 * * * * *",
+    timezone: "Europe/Berlin",
+    payload: { kind: "tick" },
+    priority: 1,
+    max_attempts: 3,
+    lease_ms: 5000,
+    backoff: { base_ms: 100, max_ms: 1000 },
+    missed: "all",
+  };
+  await call("/v1/schedules/{name}", "PUT", sched("contract.tick"), definition);
+  await call("/v1/schedules/{name}", "PUT", sched("contract.tick"), {
+    ...definition,
+    cron: "0 3 * * *",
+    missed: null,
+    timezone: null,
+  });
+  await call("/v1/schedules/{name}", "PUT", sched("contract.bad"), {
+    ...definition,
+    cron: "61 * * * *",
+  });
+  await call("/v1/schedules/{name}", "PUT", sched("contract.bad"), {
+    ...definition,
+    timezone: "X/Y",
+  });
+  await call("/v1/schedules/{name}", "GET", sched("contract.tick"), undefined, consume);
+  await call("/v1/schedules/{name}", "GET", sched("contract.none"));
+  await call("/v1/schedules", "GET", "/v1/schedules", undefined, consume);
+  await call("/v1/schedules/{name}/pause", "POST", `${sched("contract.tick")}/pause`);
+  await call("/v1/schedules/{name}/resume", "POST", `${sched("contract.tick")}/resume`, {});
+  await call("/v1/schedules/{name}/pause", "POST", `${sched("contract.none")}/pause`);
+  await call("/v1/schedules/{name}", "DELETE", sched("contract.tick"));
+  await call("/v1/schedules/{name}", "DELETE", sched("contract.tick"));
+
   await call("/healthz", "GET", "/healthz", undefined, {});
   await call("/readyz", "GET", "/readyz", undefined, {});
   await call("/metrics", "GET", "/metrics");

@@ -16,6 +16,7 @@ import type { Delivery, JobState, NewJob } from "../../lib/core/job.ts";
 import type { LifecyclePolicy } from "../../lib/core/lifecycle.ts";
 import { defaultQueueSettings, type QueueSettings } from "../../lib/core/queue_settings.ts";
 import type { StateCounts, Store, StoreCapabilities, StoreEvent } from "../../lib/store/store.ts";
+import { scheduleCases } from "./schedule_suite.ts";
 
 /**
  * A fresh, empty store and a way to dispose of it (which must also accept a closed store).
@@ -193,6 +194,10 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       },
     });
   }
+
+  // ---- schedules (schedule_suite.ts) ----
+
+  scheduleCases(test, sharedTest);
 
   // ---- capabilities ----
 

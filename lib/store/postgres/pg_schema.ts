@@ -14,12 +14,14 @@ import type { Sql } from "./pg_driver.ts";
 import migration1 from "./migrations/001_jobs.sql" with { type: "text" };
 import migrationQueueSettings from "./migrations/002_queue_settings.sql" with { type: "text" };
 import migrationDedupProgress from "./migrations/003_dedup_progress.sql" with { type: "text" };
+import migrationSchedules from "./migrations/004_schedules.sql" with { type: "text" };
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
   migration1,
   migrationQueueSettings,
   migrationDedupProgress,
+  migrationSchedules,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

@@ -63,6 +63,7 @@ import {
   type QueueCounts,
   type RemoteLeaseEnd,
   type RunNowResult,
+  type ScheduleTick,
   type Store,
   type StoreCapabilities,
   type StoreEvent,
@@ -89,6 +90,8 @@ import { Coalescer } from "./pg_coalesce.ts";
 import { migratePg } from "./pg_schema.ts";
 import { readAllQueueSettings, readQueueSettings, writeQueueSettings } from "./pg_settings.ts";
 import { DEFAULT_QUEUE_SETTINGS, type QueueSettings } from "../../core/queue_settings.ts";
+import * as schedules from "./pg_schedules.ts";
+import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 
 /** Options of {@linkcode PgStore.open}. */
 export interface PgStoreOptions {
@@ -263,18 +266,27 @@ export class PgStore implements Store {
     return this.#known;
   }
 
-  enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
-    return this.#enqueue(queue, jobs, now).then((out) => {
+  enqueue(queue: string, jobs: NewJob[], now: number, tick?: ScheduleTick): Promise<Enqueued[]> {
+    return this.#enqueue(queue, jobs, now, tick).then((out) => {
       this.#known.add(queue);
       return out;
     });
   }
 
-  #enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
+  #enqueue(
+    queue: string,
+    jobs: NewJob[],
+    now: number,
+    tick?: ScheduleTick,
+  ): Promise<Enqueued[]> {
     // Without keys, enqueues arriving together share one INSERT; with them, an enqueue reads
-    // and may change the jobs holding its keys (core/dedup.ts), so it runs alone.
-    if (jobs.every((job) => job.key === null)) return this.#enqueues.add({ queue, jobs, now });
+    // and may change the jobs holding its keys (core/dedup.ts), so it runs alone, as does a
+    // schedule's tick.
+    if (tick === undefined && jobs.every((job) => job.key === null)) {
+      return this.#enqueues.add({ queue, jobs, now });
+    }
     return this.#write(async (tx, news) => {
+      if (tick !== undefined) await schedules.takeTick(tx, tick);
       const keys = [...new Set(jobs.flatMap((job) => job.key === null ? [] : [job.key]))].sort();
       // Enqueues of one key take turns, on every server: once this holds the locks, the read
       // below sees every job holding these keys, and the INSERT cannot meet a key taken since.
@@ -327,6 +339,7 @@ export class PgStore implements Store {
       if (out.some((e) => e.duplicate !== "ignored" && e.state === "pending")) {
         news.ready.add(queue);
       }
+      if (tick !== undefined) await schedules.recordTick(tx, tick, out);
       return out;
     });
   }
@@ -625,6 +638,43 @@ export class PgStore implements Store {
       for (const lease of out) if (lease.state === "pending") news.ready.add(lease.queue);
       return out;
     });
+  }
+
+  putSchedule(
+    definition: ScheduleDefinition,
+    next_at: number | null,
+    now: number,
+  ): Promise<Schedule> {
+    return this.#write((tx) => schedules.putSchedule(tx, definition, next_at, now));
+  }
+
+  getSchedule(name: string): Promise<Schedule | null> {
+    return this.#read("read the schedule", (sql) => schedules.getSchedule(sql, name));
+  }
+
+  listSchedules(): Promise<Schedule[]> {
+    return this.#read("list schedules", (sql) => schedules.listSchedules(sql));
+  }
+
+  deleteSchedule(name: string): Promise<boolean> {
+    return this.#write((tx) => schedules.deleteSchedule(tx, name));
+  }
+
+  pauseSchedule(
+    name: string,
+    paused: boolean,
+    next_at: number | null,
+    now: number,
+  ): Promise<Schedule | null> {
+    return this.#write((tx) => schedules.pauseSchedule(tx, name, paused, next_at, now));
+  }
+
+  dueSchedules(now: number, limit: number): Promise<Schedule[]> {
+    return this.#read("read due schedules", (sql) => schedules.dueSchedules(sql, now, limit));
+  }
+
+  nextScheduleAt(): Promise<number | null> {
+    return this.#read("read the next schedule", (sql) => schedules.nextScheduleAt(sql));
   }
 
   nextDeadline(): Promise<number | null> {

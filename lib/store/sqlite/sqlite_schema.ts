@@ -93,6 +93,32 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE jobs ADD COLUMN progress TEXT;
   ALTER TABLE jobs ADD COLUMN progress_at INTEGER;
   `,
+  // Schedules: recurring jobs. next_at is the next tick to enqueue; a tick's job is inserted in
+  // the transaction that moves next_at past it, guarded by revision (see core/schedule.ts).
+  `
+  CREATE TABLE schedules (
+    name            TEXT    PRIMARY KEY,
+    queue           TEXT    NOT NULL,
+    cron            TEXT    NOT NULL,
+    timezone        TEXT    NOT NULL,
+    payload         TEXT    NOT NULL,
+    priority        INTEGER NOT NULL,
+    max_attempts    INTEGER,
+    lease_ms        INTEGER,
+    backoff_base_ms INTEGER,
+    backoff_max_ms  INTEGER,
+    missed          TEXT    NOT NULL,
+    paused          INTEGER NOT NULL DEFAULT 0,
+    next_at         INTEGER,
+    last_tick_at    INTEGER,
+    last_job_id     INTEGER,
+    revision        INTEGER NOT NULL,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  -- the scheduler's next deadline and its due schedules
+  CREATE INDEX schedules_due ON schedules (next_at) WHERE paused = 0 AND next_at IS NOT NULL;
+  `,
 ];
 
 /** Runs the migrations the database has not seen yet; answers the resulting version. */

@@ -49,6 +49,8 @@ import {
   withQueueDefaults,
 } from "../../core/queue_settings.ts";
 import { rowToSettings, type SettingsRow, settingsToRow } from "../settings_row.ts";
+import { SqliteSchedules } from "./sqlite_schedules.ts";
+import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 import { WalSync } from "./wal_sync.ts";
 import {
   type CancelResult,
@@ -64,6 +66,7 @@ import {
   type NackResult,
   type QueueCounts,
   type RunNowResult,
+  type ScheduleTick,
   type StateCounts,
   type Store,
   type StoreCapabilities,
@@ -146,6 +149,7 @@ export class SqliteStore implements Store {
   #closing: Promise<void> | null = null;
   readonly #stats: CommitStats = emptyCommitStats();
   readonly #statements: ReturnType<typeof prepare>;
+  readonly #schedules: SqliteSchedules;
   /** SQL statements run so far (the store's own; SQLite's internal ones are not counted). */
   readonly #statementsRun: StatementCount = { n: 0 };
   /** The engine and its version. */
@@ -168,6 +172,7 @@ export class SqliteStore implements Store {
       : new WalSync(`${options.path}-wal`);
     const observer = options.onCommit;
     this.#statements = prepare(db, this.#statementsRun);
+    this.#schedules = new SqliteSchedules(db, this.#statementsRun);
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
     const counted: CommitObserver = (size, ms, error) => {
       if (error === null) countCommit(this.#stats, size, ms);
@@ -329,8 +334,9 @@ export class SqliteStore implements Store {
     return this.#consumers.get(queue) ?? 0;
   }
 
-  enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
+  enqueue(queue: string, jobs: NewJob[], now: number, tick?: ScheduleTick): Promise<Enqueued[]> {
     return this.#write(() => {
+      if (tick !== undefined) this.#schedules.take(tick);
       const s = this.#statements;
       const settings = this.#settingsOf(queue);
       const out: Enqueued[] = new Array(jobs.length);
@@ -370,6 +376,7 @@ export class SqliteStore implements Store {
           run_at: state === "delayed" ? job.run_at : now,
         };
       }
+      if (tick !== undefined) this.#schedules.record(tick, out);
       return out;
     });
   }
@@ -709,6 +716,43 @@ export class SqliteStore implements Store {
 
   readyHint(queue: string): number {
     return this.#counts.get(queue)?.pending ?? 0;
+  }
+
+  putSchedule(
+    definition: ScheduleDefinition,
+    next_at: number | null,
+    now: number,
+  ): Promise<Schedule> {
+    return this.#write(() => this.#schedules.put(definition, next_at, now));
+  }
+
+  getSchedule(name: string): Promise<Schedule | null> {
+    return this.#read(() => this.#schedules.get(name));
+  }
+
+  listSchedules(): Promise<Schedule[]> {
+    return this.#read(() => this.#schedules.list());
+  }
+
+  deleteSchedule(name: string): Promise<boolean> {
+    return this.#write(() => this.#schedules.delete(name));
+  }
+
+  pauseSchedule(
+    name: string,
+    paused: boolean,
+    next_at: number | null,
+    now: number,
+  ): Promise<Schedule | null> {
+    return this.#write(() => this.#schedules.pause(name, paused, next_at, now));
+  }
+
+  dueSchedules(now: number, limit: number): Promise<Schedule[]> {
+    return this.#read(() => this.#schedules.due(now, limit));
+  }
+
+  nextScheduleAt(): Promise<number | null> {
+    return this.#read(() => this.#schedules.nextAt());
   }
 
   nextDeadline(): Promise<number | null> {
