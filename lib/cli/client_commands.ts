@@ -86,6 +86,7 @@ async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
   const { config, rest, values } = resolveClientConfig(args, io.env, {
     priority: { type: "string" },
     key: { type: "string" },
+    group: { type: "string" },
     delay: { type: "string" },
     "max-attempts": { type: "string" },
     "batch-size": { type: "string" },
@@ -96,6 +97,7 @@ async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
   const options = {
     priority: integerFlag(values.priority, "priority"),
     key: values.key as string | undefined,
+    group: values.group as string | undefined,
     delayMs: values.delay === undefined ? undefined : parseDuration(String(values.delay)),
     maxAttempts: integerFlag(values["max-attempts"], "max-attempts"),
   };

@@ -40,6 +40,7 @@ export interface EnqueueSummary {
 const JOB_KEYS: Record<string, keyof JobOptions> = {
   priority: "priority",
   key: "key",
+  group: "group",
   delay_ms: "delayMs",
   run_at: "runAt",
   max_attempts: "maxAttempts",

@@ -22,6 +22,11 @@ export interface JobOptions {
   priority?: number;
   /** Dedup key: a second enqueue with the same key answers the stored job's id. */
   key?: string;
+  /**
+   * Ordering group: at most the queue's `group_limit` (default 1) jobs of one group are leased
+   * at once, in priority then FIFO order, while other groups' jobs flow.
+   */
+  group?: string;
   /** Run no sooner than this many ms from now (not with `runAt`). */
   delayMs?: number;
   /** Run no sooner than this time, ms since the epoch (not with `delayMs`). */
@@ -62,6 +67,8 @@ export interface JobInfo<T = unknown> {
   priority: number;
   /** Dedup key or null. */
   key: string | null;
+  /** Ordering group or null. */
+  group: string | null;
   /** Deliveries so far. */
   attempts: number;
   /** Deliveries allowed. */
@@ -139,6 +146,7 @@ export function jobBody(payload: unknown, options: JobOptions = {}): Record<stri
   const body: Record<string, unknown> = { payload };
   if (options.priority !== undefined) body.priority = options.priority;
   if (options.key !== undefined) body.key = options.key;
+  if (options.group !== undefined) body.group = options.group;
   if (options.delayMs !== undefined) body.delay_ms = options.delayMs;
   if (options.runAt !== undefined) body.run_at = options.runAt;
   if (options.maxAttempts !== undefined) body.max_attempts = options.maxAttempts;

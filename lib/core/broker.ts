@@ -219,6 +219,8 @@ export class Broker {
     const result = await this.#store.cancel(id, this.#clock.now());
     if (result.revoked_token !== null) {
       this.#over(result.revoked_token, result.queue, "cancelled", "cancelled");
+      // The lease held a slot (of its group, of the queue's concurrency) that is free now.
+      this.wake(result.queue);
     } else if (!result.removed) this.#observer?.settled(result.queue, "cancelled", null);
     return result;
   }
@@ -316,7 +318,8 @@ export class Broker {
     // A lease this server did not hand out is held, if at all, through another one.
     if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
     this.#over(token, out.queue, "acked", "settled");
-    return out;
+    if (out.frees) this.wake(out.queue);
+    return { id: out.id };
   }
 
   /** Fails a leased job: retry later (backoff or `delay_ms`) or dead. */
@@ -324,8 +327,10 @@ export class Broker {
     const out = await this.#store.nack(id, token, request, this.#clock.now());
     if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
     this.#over(token, out.queue, out.state === "dead" ? "dead" : "nacked", "settled");
-    if (out.state === "pending") this.wake(out.queue);
-    else if (out.state === "delayed") this.#armAt(out.run_at);
+    // Whatever became of the job, its lease's slot (of a group, of a limit) is free: offer the
+    // queue again (cheap when nothing is pending).
+    this.wake(out.queue);
+    if (out.state === "delayed") this.#armAt(out.run_at);
     return out;
   }
 
@@ -353,7 +358,7 @@ export class Broker {
     for (const lease of ended) {
       // The holder is the one giving the lease back (or is gone): nobody to tell.
       this.#over(lease.token, lease.queue, lease.state === "dead" ? "dead" : "released", null);
-      if (lease.state === "pending") this.wake(lease.queue);
+      this.wake(lease.queue);
     }
     return ended;
   }

@@ -42,6 +42,8 @@ export interface Job {
   priority: number;
   /** Dedup key, unique per queue among stored jobs. */
   key: string | null;
+  /** Ordering group: at most the queue's `group_limit` of its jobs are leased at once. */
+  group: string | null;
   /** Deliveries so far. */
   attempts: number;
   /** Deliveries allowed before the job is dead. */
@@ -90,6 +92,8 @@ export interface NewJob {
   priority: number;
   /** Dedup key or null. */
   key: string | null;
+  /** Ordering group or null (absent: null). */
+  group?: string | null;
   /** When due, ms since the epoch; a value ≤ now means pending at once. */
   run_at: number;
   /** Deliveries allowed. */
@@ -118,6 +122,7 @@ function jsonOrNull(text: string | null): string {
 function jobMembers(job: Job): string {
   return `"id":${job.id},"queue":${JSON.stringify(job.queue)},"state":"${job.state}",` +
     `"payload":${job.payload},"priority":${job.priority},"key":${JSON.stringify(job.key)},` +
+    `"group":${JSON.stringify(job.group)},` +
     `"attempts":${job.attempts},"max_attempts":${job.max_attempts},"run_at":${job.run_at},` +
     `"lease_ms":${job.lease_ms},"backoff":${JSON.stringify(job.backoff)},` +
     `"created_at":${job.created_at},"checkpoint":${jsonOrNull(job.checkpoint)},` +

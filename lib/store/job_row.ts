@@ -17,6 +17,8 @@ export interface JobRow {
   state: JobState;
   priority: number;
   key: string | null;
+  /** The job's ordering group (`group` is a reserved word in SQL). */
+  grp: string | null;
   payload: string;
   attempts: number;
   max_attempts: number;
@@ -60,6 +62,7 @@ export function rowToJob(row: JobRow): Job {
     payload: row.payload,
     priority: row.priority,
     key: row.key,
+    group: row.grp,
     attempts: row.attempts,
     max_attempts: row.max_attempts,
     run_at: row.run_at,

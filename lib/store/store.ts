@@ -55,6 +55,19 @@ export interface NackResult {
   run_at: number;
 }
 
+/** The answer to an ack. */
+export interface AckResult {
+  /** The job. */
+  id: number;
+  /** Its queue. */
+  queue: string;
+  /**
+   * True when the lease's end may let a waiting job be claimed that a limit held back (a slot
+   * of its group, of its queue's concurrency): the queue's consumers should be offered it again.
+   */
+  frees: boolean;
+}
+
 /** The answer to a cancel. */
 export interface CancelResult {
   /** The job. */
@@ -226,7 +239,8 @@ export interface Store {
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]>;
   /**
    * Leases up to `max` pending jobs of a queue, highest priority first then oldest, unless the
-   * queue is paused. `lease_ms` null means each job's own lease length, else the server's.
+   * queue is paused. Never more jobs of one group than the queue's group limit are leased at
+   * once; groups with room take turns (see docs/api.md, "Groups"). `lease_ms` null means each job's own lease length, else the server's.
    */
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]>;
   /**
@@ -241,7 +255,7 @@ export interface Store {
     token: string,
     result: string | null,
     now: number,
-  ): Promise<{ id: number; queue: string }>;
+  ): Promise<AckResult>;
   /** Gives a leased job back for a retry later, or to dead. */
   nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult>;
   /** Moves a lease's expiry to now + `lease_ms` (null: the length in force). */

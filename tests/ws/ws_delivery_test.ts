@@ -82,6 +82,7 @@ Deno.test("a job enqueued after subscribing is pushed without polling, with its 
     payload: { to: "a@b" },
     priority: 3,
     key: "k1",
+    group: null,
     attempts: 1,
     max_attempts: 5,
     run_at: now,

@@ -39,7 +39,9 @@ import {
   runNowPromotes,
   type Transition,
 } from "../../core/lifecycle.ts";
+import { DEFAULT_GROUP_LIMIT } from "../../core/limits.ts";
 import {
+  type AckResult,
   type CancelResult,
   type ClaimWant,
   type CommitStats,
@@ -112,7 +114,7 @@ export class PgStore implements Store {
   readonly #events: PgEvents;
   readonly #instance: string;
   readonly #stats: CommitStats = emptyCommitStats();
-  readonly #acks: Coalescer<AckItem, { id: number; queue: string }>;
+  readonly #acks: Coalescer<AckItem, AckResult>;
   readonly #enqueues: Coalescer<EnqueueItem, Enqueued[]>;
   #closed = false;
   #dbClosed = false;
@@ -147,7 +149,7 @@ export class PgStore implements Store {
     );
     const submit = <T>(operation: PgOperation<T>, weight: () => number) =>
       this.#write(operation, true, weight);
-    this.#acks = new Coalescer(submit, (tx, _news, items) => ackMany(tx, items));
+    this.#acks = new Coalescer(submit, ackMany);
     this.#enqueues = new Coalescer(submit, enqueueMany);
     this.#events = new PgEvents({
       sql,
@@ -240,21 +242,21 @@ export class PgStore implements Store {
     return this.#write(async (tx, news) => {
       const states = jobs.map((job): JobState => initialState(job.run_at, now));
       const inserted = await tx<{ id: number; key: string | null }[]>`
-        INSERT INTO jobs (queue, state, priority, key, payload, max_attempts, run_at, lease_ms,
-          backoff_base_ms, backoff_max_ms, created_at)
-        SELECT ${queue}, t.state, t.priority, t.key, t.payload, t.max_attempts, t.run_at,
+        INSERT INTO jobs (queue, state, priority, key, grp, payload, max_attempts, run_at,
+          lease_ms, backoff_base_ms, backoff_max_ms, created_at)
+        SELECT ${queue}, t.state, t.priority, t.key, t.grp, t.payload, t.max_attempts, t.run_at,
           t.lease_ms, t.base_ms, t.max_ms, ${now}::bigint
         FROM unnest(
           ${states}::text[], ${jobs.map((j) => j.priority)}::int[], ${
         jobs.map((j) => j.key)
-      }::text[],
+      }::text[], ${jobs.map((j) => j.group ?? null)}::text[],
           ${jobs.map((j) => j.payload)}::text[], ${jobs.map((j) => j.max_attempts)}::int[],
           ${jobs.map((j, i) => states[i] === "delayed" ? j.run_at : now)}::bigint[],
           ${jobs.map((j) => j.lease_ms)}::bigint[],
           ${jobs.map((j) => j.backoff?.base_ms ?? null)}::bigint[],
           ${jobs.map((j) => j.backoff?.max_ms ?? null)}::bigint[]
-        ) WITH ORDINALITY AS t(state, priority, key, payload, max_attempts, run_at, lease_ms,
-          base_ms, max_ms, ord)
+        ) WITH ORDINALITY AS t(state, priority, key, grp, payload, max_attempts, run_at,
+          lease_ms, base_ms, max_ms, ord)
         ORDER BY t.ord
         ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING
         RETURNING id, key`;
@@ -311,17 +313,47 @@ export class PgStore implements Store {
     const tokens = positions.map(() => newLeaseToken());
     const leases = positions.map((w) => wants[w].lease_ms);
     const fallback = this.#policy.defaultLeaseMs;
+    const groupLimit = DEFAULT_GROUP_LIMIT;
     return this.#write(async (tx) => {
+      // The claim order (the same as SQLite's groupCandidates, which explains it): ungrouped
+      // jobs from jobs_pending; for each group with pending jobs and room, served longest ago
+      // first, its first jobs, as many as its room. Locking the groups' rows (SKIP LOCKED: a
+      // group another server is claiming from waits for the next claim) is what keeps servers
+      // claiming at once within a group's limit. A queue without groups finds no group rows.
       const rows = await tx<(JobRow & { k: number })[]>`
-        WITH c AS (
-          SELECT id, priority FROM jobs
-          WHERE queue = ${queue} AND state = 'pending'
+        WITH g AS (
+          SELECT grp, turn, ${groupLimit}::int - leased AS room FROM job_groups
+          WHERE queue = ${queue} AND pending > 0 AND leased < ${groupLimit}::int
             AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
-          ORDER BY priority DESC, id
-          LIMIT ${total}
+          ORDER BY turn LIMIT ${total}
           FOR UPDATE SKIP LOCKED
+        ), gc AS (
+          SELECT x.id, x.priority, x.rank, g.turn FROM g CROSS JOIN LATERAL (
+            SELECT y.id, y.priority, row_number() OVER (ORDER BY y.priority DESC, y.id) AS rank
+            FROM (
+              SELECT id, priority FROM jobs
+              WHERE queue = ${queue} AND state = 'pending' AND grp = g.grp
+              ORDER BY priority DESC, id
+              LIMIT least(g.room, ${total}::int)
+              FOR UPDATE SKIP LOCKED
+            ) y
+          ) x
+        ), uc AS (
+          SELECT id, priority, row_number() OVER (ORDER BY priority DESC, id) AS rank,
+            -1::bigint AS turn
+          FROM (
+            SELECT id, priority FROM jobs
+            WHERE queue = ${queue} AND state = 'pending' AND grp IS NULL
+              AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
+            ORDER BY priority DESC, id
+            LIMIT ${total}
+            FOR UPDATE SKIP LOCKED
+          ) u
+        ), c AS (
+          SELECT * FROM gc UNION ALL SELECT * FROM uc
+          ORDER BY priority DESC, rank, turn, id LIMIT ${total}
         ), n AS (
-          SELECT id, row_number() OVER (ORDER BY priority DESC, id) AS k FROM c
+          SELECT id, row_number() OVER (ORDER BY priority DESC, rank, turn, id) AS k FROM c
         ), p AS (
           SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
             AS p(token, lease, k)
@@ -350,7 +382,7 @@ export class PgStore implements Store {
     token: string,
     result: string | null,
     now: number,
-  ): Promise<{ id: number; queue: string }> {
+  ): Promise<AckResult> {
     return this.#acks.add({ id, token, result, now });
   }
 
@@ -359,7 +391,8 @@ export class PgStore implements Store {
       const row = await this.#leased(tx, id, token, now, "nack");
       const next = afterNack(attempted(row), request, now, this.#policy);
       await unlease(tx, [{ id, next }]);
-      if (next.state === "pending") news.ready.add(row.queue);
+      // Even a retry later frees a slot of the job's group.
+      if (next.state === "pending" || row.grp !== null) news.ready.add(row.queue);
       return { id, queue: row.queue, state: next.state, run_at: next.run_at };
     });
   }
@@ -414,6 +447,7 @@ export class PgStore implements Store {
         WHERE id = ${id}`;
       const revoked = row.state === "leased" ? row.lease_token : null;
       if (revoked !== null) news.ended.push([id, revoked, "cancelled"]);
+      if (revoked !== null && row.grp !== null) news.ready.add(row.queue);
       return { id, queue: row.queue, state: "cancelled", removed: false, revoked_token: revoked };
     });
   }
@@ -528,8 +562,10 @@ export class PgStore implements Store {
         SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ${now}
         ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       const ended = await endLeases(tx, due.map((row) => ({ row, cause: "expired" })), now);
-      for (const lease of ended) {
-        if (lease.state === "pending") woken.add(lease.queue);
+      for (let i = 0; i < ended.length; i++) {
+        const lease = ended[i];
+        // Even a lease that ended in dead frees a slot of its group.
+        if (lease.state === "pending" || due[i].grp !== null) woken.add(lease.queue);
         news.ended.push([lease.id, lease.token, "expired"]);
       }
       for (const queue of woken) news.ready.add(queue);
@@ -556,7 +592,9 @@ export class PgStore implements Store {
         ending.push({ row, cause: undelivered === true ? "undelivered" : "released" });
       }
       const out = await endLeases(tx, ending, now);
-      for (const lease of out) if (lease.state === "pending") news.ready.add(lease.queue);
+      for (let i = 0; i < out.length; i++) {
+        if (out[i].state === "pending" || ending[i].row.grp !== null) news.ready.add(out[i].queue);
+      }
       return out;
     });
   }
@@ -685,12 +723,14 @@ interface AckItem {
  */
 async function ackMany(
   tx: TxSql,
+  news: BatchNews,
   items: AckItem[],
-): Promise<({ id: number; queue: string } | TegamiError)[]> {
+): Promise<(AckResult | TegamiError)[]> {
   const rows = await tx<
     {
       k: number;
       queue: string | null;
+      grp: string | null;
       state: JobState | null;
       token: string | null;
       done: boolean;
@@ -703,7 +743,7 @@ async function ackMany(
         ${items.map((i) => i.result)}::text[], ${items.map((i) => i.now)}::bigint[])
         WITH ORDINALITY AS a(id, token, result, now, k)
     ), j AS (
-      SELECT jobs.id, jobs.queue, jobs.state, jobs.lease_token FROM jobs
+      SELECT jobs.id, jobs.queue, jobs.grp, jobs.state, jobs.lease_token FROM jobs
       WHERE jobs.id IN (SELECT id FROM a)
     ), u AS (
       UPDATE jobs SET state = 'done', result = a.result, finished_at = a.now,
@@ -713,15 +753,22 @@ async function ackMany(
         AND jobs.lease_expires_at > a.now
       RETURNING jobs.id, a.token
     )
-    SELECT a.k, j.queue, j.state, j.lease_token AS token,
+    SELECT a.k, j.queue, j.grp, j.state, j.lease_token AS token,
       EXISTS (SELECT 1 FROM u WHERE u.id = a.id AND u.token = a.token) AS done
     FROM a LEFT JOIN j ON j.id = a.id
     ORDER BY a.k`;
   return rows.map((row, i) => {
     const { id, token } = items[i];
     if (row.queue === null) return jobNotFound(id);
-    if (row.done) return { id, queue: row.queue };
-    if (row.state === "done" && row.token === token) return { id, queue: row.queue };
+    if (row.done) {
+      // A slot of the job's group is free: servers whose consumers wait for it must hear.
+      const frees = row.grp !== null;
+      if (frees) news.ready.add(row.queue);
+      return { id, queue: row.queue, frees };
+    }
+    if (row.state === "done" && row.token === token) {
+      return { id, queue: row.queue, frees: false };
+    }
     return leaseLost(id, "ack");
   });
 }
@@ -757,18 +804,19 @@ async function enqueueMany(
   }
   // PostgreSQL inserts the rows in the SELECT's order and RETURNING answers them in that order.
   const inserted = await tx<{ id: number }[]>`
-    INSERT INTO jobs (queue, state, priority, payload, max_attempts, run_at, lease_ms,
+    INSERT INTO jobs (queue, state, priority, grp, payload, max_attempts, run_at, lease_ms,
       backoff_base_ms, backoff_max_ms, created_at)
-    SELECT t.queue, t.state, t.priority, t.payload, t.max_attempts, t.run_at, t.lease_ms,
+    SELECT t.queue, t.state, t.priority, t.grp, t.payload, t.max_attempts, t.run_at, t.lease_ms,
       t.base_ms, t.max_ms, t.now
     FROM unnest(
       ${queues}::text[], ${states}::text[], ${jobs.map((j) => j.priority)}::int[],
+      ${jobs.map((j) => j.group ?? null)}::text[],
       ${jobs.map((j) => j.payload)}::text[], ${jobs.map((j) => j.max_attempts)}::int[],
       ${runAts}::bigint[], ${jobs.map((j) => j.lease_ms)}::bigint[],
       ${jobs.map((j) => j.backoff?.base_ms ?? null)}::bigint[],
       ${jobs.map((j) => j.backoff?.max_ms ?? null)}::bigint[], ${nows}::bigint[]
-    ) WITH ORDINALITY AS t(queue, state, priority, payload, max_attempts, run_at, lease_ms,
-      base_ms, max_ms, now, ord)
+    ) WITH ORDINALITY AS t(queue, state, priority, grp, payload, max_attempts, run_at,
+      lease_ms, base_ms, max_ms, now, ord)
     ORDER BY t.ord
     RETURNING id`;
   let at = 0;

@@ -42,7 +42,9 @@ import {
 } from "../group_commit.ts";
 import { migrate } from "./sqlite_schema.ts";
 import { WalSync } from "./wal_sync.ts";
+import { DEFAULT_GROUP_LIMIT } from "../../core/limits.ts";
 import {
+  type AckResult,
   type CancelResult,
   type ClaimWant,
   type CommitStats,
@@ -81,6 +83,9 @@ export interface SqliteStoreOptions {
 
 type Move = [queue: string, from: JobState | null, to: JobState | null];
 
+/** States a job never leaves (but by removal, or a requeue of the dead). */
+const FINISHED: ReadonlySet<JobState> = new Set(["done", "cancelled"]);
+
 /** Without fsyncs to watch (`sync: "normal"`), a write counts as idle this long after a flush. */
 const IDLE_AFTER_MS = 1;
 
@@ -115,6 +120,14 @@ export class SqliteStore implements Store {
   #moves: Move[] = [];
   /** The queue of each job leased by this process, by id (see `#queueOf`). */
   readonly #leasedQueues = new Map<number, string>();
+  /**
+   * Queues that may hold grouped jobs that are not finished: their claims go through the
+   * groups (the slower path); every other queue's claim is one statement. A queue joins when a
+   * grouped job is enqueued (inside that transaction, before any claim that could miss it) or
+   * at open; it stays until the store closes.
+   */
+  readonly #grouped = new Set<string>();
+
   #markAt = 0;
   /** SQLite's change counter when the open transaction began. */
   #changesAtBegin = 0;
@@ -160,9 +173,11 @@ export class SqliteStore implements Store {
         queue: string;
         state: JobState;
         n: number;
+        grouped: number;
       }[]
     ) {
       this.#countsOf(row.queue)[row.state] = row.n;
+      if (row.grouped > 0 && !FINISHED.has(row.state)) this.#grouped.add(row.queue);
     }
     for (const row of this.#statements.pausedQueues.all() as { name: string }[]) {
       this.#paused.add(row.name);
@@ -309,11 +324,13 @@ export class SqliteStore implements Store {
           }
         }
         const state = initialState(job.run_at, now);
+        if (job.group != null) this.#grouped.add(queue);
         const info = s.insert.run(
           queue,
           state,
           job.priority,
           job.key,
+          job.group ?? null,
           job.payload,
           job.max_attempts,
           state === "delayed" ? job.run_at : now,
@@ -341,8 +358,10 @@ export class SqliteStore implements Store {
       if (total === 0) return out;
       const s = this.#statements;
       const wanted = wants[0].lease_ms;
+      if (this.#grouped.has(queue)) return this.#claimGrouped(queue, wants, total, now);
       if (wants.every((want) => want.lease_ms === wanted)) {
         // One statement leases them all; the deal happens after, in claim order.
+        // The fast path: a queue without groups, one statement.
         const rows = s.claimAll.all(
           wanted,
           now,
@@ -365,23 +384,59 @@ export class SqliteStore implements Store {
       }
       // Wants with different lease lengths: each job's length depends on whom it is dealt to.
       const rows = s.selectPending.all(queue, total) as unknown as JobRow[];
-      const dealt = dealRoundRobin(rows.length, wants);
-      for (let i = 0; i < rows.length; i++) {
-        const row = rows[i];
-        const w = dealt[i];
-        const length = claimLeaseMs(wants[w].lease_ms, row.lease_ms, this.#policy);
-        const token = newLeaseToken();
-        const expires = now + length;
-        s.lease.run(token, length, expires, row.id);
-        row.state = "leased";
-        row.attempts++;
-        row.lease_expires_at = expires;
-        this.#moves.push([queue, "pending", "leased"]);
-        this.#rememberLeased(row.id, queue);
-        out[w].push({ job: rowToJob(row), lease: { token, expires_at: expires } });
-      }
+      this.#leaseEach(queue, rows, wants, out, now);
       return out;
     });
+  }
+
+  /**
+   * Leases `rows` (pending, in claim order) one statement each, dealt round-robin over `wants`
+   * with each job's lease length as its want says.
+   */
+  #leaseEach(
+    queue: string,
+    rows: JobRow[],
+    wants: ClaimWant[],
+    out: Delivery[][],
+    now: number,
+  ): void {
+    const dealt = dealRoundRobin(rows.length, wants);
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      const w = dealt[i];
+      const length = claimLeaseMs(wants[w].lease_ms, row.lease_ms, this.#policy);
+      const token = newLeaseToken();
+      const expires = now + length;
+      this.#statements.lease.run(token, length, expires, row.id);
+      row.state = "leased";
+      row.attempts++;
+      row.lease_expires_at = expires;
+      this.#moves.push([queue, "pending", "leased"]);
+      this.#rememberLeased(row.id, queue);
+      out[w].push({ job: rowToJob(row), lease: { token, expires_at: expires } });
+    }
+  }
+
+  /**
+   * The claim of a queue that may hold grouped jobs: the candidates in claim order (see
+   * `groupCandidates`), then each leased. Runs inside the claim's transaction.
+   */
+  #claimGrouped(queue: string, wants: ClaimWant[], total: number, now: number): Delivery[][] {
+    const out: Delivery[][] = wants.map(() => []);
+    const limit = this.#groupLimit(queue);
+    const rows = this.#statements.groupCandidates.all(
+      queue,
+      total,
+      limit,
+      Math.min(limit, total),
+    ) as unknown as JobRow[];
+    this.#leaseEach(queue, rows, wants, out, now);
+    return out;
+  }
+
+  /** The most jobs of one group leased at once in `queue`. */
+  #groupLimit(_queue: string): number {
+    return DEFAULT_GROUP_LIMIT;
   }
 
   ack(
@@ -389,18 +444,20 @@ export class SqliteStore implements Store {
     token: string,
     result: string | null,
     now: number,
-  ): Promise<{ id: number; queue: string }> {
+  ): Promise<AckResult> {
     return this.#write(() => {
       const changed = this.#statements.ack.run(result, now, id, token, now).changes;
       if (changed === 1) {
         const queue = this.#queueOf(id);
+        // In a queue with groups, the ack may free a group's slot.
+        const frees = this.#grouped.has(queue);
         this.#leasedQueues.delete(id);
         this.#moves.push([queue, "leased", "done"]);
-        return { id, queue };
+        return { id, queue, frees };
       }
       const job = this.#row(id);
       if (job.state === "done" && job.lease_token === token) {
-        return { id, queue: job.queue }; // a repeated ack
+        return { id, queue: job.queue, frees: false }; // a repeated ack
       }
       throw leaseLost(id, "ack");
     });
@@ -578,7 +635,8 @@ export class SqliteStore implements Store {
       const due = this.#statements.dueLeases.all(now, limit) as unknown as JobRow[];
       for (const row of due) {
         const ended = this.#endLease(row, now, "expired");
-        if (ended.state === "pending") woken.add(row.queue);
+        // Even a lease that ended in dead frees a slot of its group or queue.
+        if (ended.state === "pending" || row.grp !== null) woken.add(row.queue);
         expired.push(ended);
       }
       return {
@@ -821,17 +879,47 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     savepoint: p("SAVEPOINT op"),
     releaseSavepoint: p("RELEASE op"),
     rollbackSavepoint: p("ROLLBACK TO op"),
-    countAll: p("SELECT queue, state, count(*) AS n FROM jobs GROUP BY queue, state"),
+    countAll: p(
+      "SELECT queue, state, count(*) AS n, count(grp) AS grouped FROM jobs GROUP BY queue, state",
+    ),
     pausedQueues: p("SELECT name FROM queues WHERE paused = 1"),
     findByKey: p("SELECT id, state FROM jobs WHERE queue = ? AND key = ?"),
     insert: p(
-      `INSERT INTO jobs (queue, state, priority, key, payload, max_attempts, run_at, lease_ms,
-         backoff_base_ms, backoff_max_ms, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO jobs (queue, state, priority, key, grp, payload, max_attempts, run_at,
+         lease_ms, backoff_base_ms, backoff_max_ms, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     selectPending: p(
-      `SELECT * FROM jobs WHERE queue = ? AND state = 'pending'
+      `SELECT * FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL
        ORDER BY priority DESC, id LIMIT ?`,
+    ),
+    // The claim order of a queue with groups. Each group with pending jobs and room (fewer than
+    // ?3 leased) offers its first jobs by priority then id, as many as its room; the groups
+    // served longest ago come first. The ungrouped jobs count as one more group, without a
+    // limit, served first among equals. Candidates are taken by priority first; among equal
+    // priorities in rounds (the first job of every group, then the second, ...), and within a
+    // round the group served longest ago first. So a hot group's backlog waits its turn
+    // behind a group with one job.
+    groupCandidates: p(
+      `WITH g AS (
+         SELECT grp, turn, ?3 - leased AS room FROM job_groups
+         WHERE queue = ?1 AND pending > 0 AND leased < ?3
+         ORDER BY turn LIMIT ?2
+       ), gc AS (
+         SELECT j.*, g.turn AS turn_, g.room AS room_,
+           row_number() OVER (PARTITION BY j.grp ORDER BY j.priority DESC, j.id) AS rank_
+         FROM g JOIN jobs j ON j.id IN (
+           SELECT k.id FROM jobs k
+           WHERE k.queue = ?1 AND k.state = 'pending' AND k.grp = g.grp
+           ORDER BY k.priority DESC, k.id LIMIT ?4)
+       ), c AS (
+         SELECT * FROM gc WHERE rank_ <= room_
+         UNION ALL
+         SELECT u.*, -1, 0, row_number() OVER (ORDER BY u.priority DESC, u.id) FROM (
+           SELECT * FROM jobs WHERE queue = ?1 AND state = 'pending' AND grp IS NULL
+           ORDER BY priority DESC, id LIMIT ?2) u
+       )
+       SELECT * FROM c ORDER BY priority DESC, rank_, turn_, id LIMIT ?2`,
     ),
     // The claim of wants that share one lease length: claimLeaseMs (the want's, else the job's,
     // else the server's) in SQL, a fresh token per job from the store's CSPRNG pool.
@@ -839,7 +927,7 @@ function prepare(db: DatabaseSync, count: StatementCount) {
       `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = tegami_token(),
          lease_len_ms = coalesce(?1, lease_ms, ?3),
          lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
-       WHERE id IN (SELECT id FROM jobs WHERE queue = ?4 AND state = 'pending'
+       WHERE id IN (SELECT id FROM jobs WHERE queue = ?4 AND state = 'pending' AND grp IS NULL
          ORDER BY priority DESC, id LIMIT ?5)
        RETURNING *`,
     ),
