@@ -12,7 +12,6 @@ import { elementSpans, memberSpan, type Span } from "./json_spans.ts";
 import { type Backoff, JOB_STATES, type JobState, type NewJob } from "../core/job.ts";
 import type { JobPage } from "../store/store.ts";
 import {
-  DEFAULT_MAX_ATTEMPTS,
   MAX_ATTEMPTS,
   MAX_DELAY_MS,
   MAX_ERROR_CHARS,
@@ -189,8 +188,8 @@ export function parseJob(
   if (delay !== undefined && runAt !== undefined) {
     throw invalid(prefix + "delay_ms", "give delay_ms or run_at, not both");
   }
-  const maxAttempts = integer(body, "max_attempts", 1, MAX_ATTEMPTS, prefix) ??
-    DEFAULT_MAX_ATTEMPTS;
+  // Absent: the queue's default, else the server's, resolved by the store as it stores the job.
+  const maxAttempts = integer(body, "max_attempts", 1, MAX_ATTEMPTS, prefix) ?? null;
   const leaseMs = integer(body, "lease_ms", MIN_LEASE_MS, MAX_LEASE_MS, prefix) ?? null;
   let backoff: Backoff | null = null;
   if (has(body, "backoff") && body.backoff !== null) {

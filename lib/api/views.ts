@@ -5,9 +5,13 @@
  * @module
  */
 
+import { settingsView } from "../core/queue_settings.ts";
 import type { QueueCounts } from "../store/store.ts";
 
-/** A queue's stats as the API shows them: counts, pause, oldest pending age and consumers. */
+/**
+ * A queue's stats as the API shows them: counts, pause, oldest pending age, consumers and its
+ * settings.
+ */
 export function statsView(stats: QueueCounts, now: number, consumers: number): unknown {
   return {
     name: stats.name,
@@ -17,5 +21,6 @@ export function statsView(stats: QueueCounts, now: number, consumers: number): u
       ? 0
       : Math.max(0, now - stats.oldest_pending_at),
     consumers,
+    settings: settingsView(stats.settings),
   };
 }

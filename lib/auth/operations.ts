@@ -28,6 +28,8 @@ export const OPERATIONS = {
   readQueues: "read",
   /** Pause or resume a queue. */
   pauseQueue: "admin",
+  /** Change a queue's settings (`PUT /v1/queues/:queue/settings`); reading them is `readQueues`. */
+  queueSettings: "admin",
   /** List and requeue dead jobs. */
   deadLetters: "admin",
   /** Browse a queue's jobs by state (`GET /v1/queues/:queue/jobs`): shows any job's payload. */

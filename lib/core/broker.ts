@@ -11,6 +11,7 @@
  * @module
  */
 
+import { isDefaultSettings, type QueueSettings } from "./queue_settings.ts";
 import type { Clock, TimerHandle } from "./clock.ts";
 import { IntakeGate } from "./intake_gate.ts";
 import { shuttingDown, TegamiError } from "./errors.ts";
@@ -371,6 +372,23 @@ export class Broker {
     if (!paused) this.wake(queue);
   }
 
+  /** A queue's settings (the defaults for a queue without any). */
+  settings(queue: string): Promise<QueueSettings> {
+    return this.#store.settings(queue);
+  }
+
+  /**
+   * Replaces a queue's settings and offers the queue again (a limit may have been raised).
+   * Configuring a new queue counts against `--max-queues` like its first job.
+   */
+  async putSettings(queue: string, settings: QueueSettings): Promise<QueueSettings> {
+    this.#refuseIfClosed();
+    if (!isDefaultSettings(settings)) this.#refuseNewQueuePastLimit(queue);
+    const stored = await this.#store.putSettings(queue, settings, this.#clock.now());
+    this.wake(queue);
+    return stored;
+  }
+
   /** Store counts for one queue or all. */
   stats(queue?: string): Promise<QueueCounts[]> {
     return this.#store.stats(queue);
@@ -605,7 +623,7 @@ export class Broker {
     if (this.#closed) return;
     this.#sweepTimer = this.#clock.setTimer(async () => {
       try {
-        await this.#store.sweepFinished(this.#clock.now() - this.#retainDoneMs);
+        await this.#store.sweepFinished(this.#clock.now(), this.#retainDoneMs);
       } catch (error) {
         this.#onError("sweep", error);
       }

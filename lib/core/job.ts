@@ -96,11 +96,11 @@ export interface NewJob {
   group?: string | null;
   /** When due, ms since the epoch; a value ≤ now means pending at once. */
   run_at: number;
-  /** Deliveries allowed. */
-  max_attempts: number;
-  /** The job's own lease length or null. */
+  /** Deliveries allowed, or null for the queue's default (else the server's, 5). */
+  max_attempts: number | null;
+  /** The job's own lease length, or null for the queue's default (else the server's). */
   lease_ms: number | null;
-  /** The job's own backoff or null. */
+  /** The job's own backoff, or null for the queue's default (else the server's). */
   backoff: Backoff | null;
 }
 

@@ -36,6 +36,7 @@ import {
 } from "../api/requests.ts";
 import type { Asset } from "../dashboard/assets.ts";
 import { statsView } from "../api/views.ts";
+import { parseQueueSettings, settingsView } from "../core/queue_settings.ts";
 import { type BodyOptions, type JsonBody, readJsonBody } from "./body.ts";
 import { checkCrossSite, type CrossSiteRules } from "./cross_site.ts";
 import openapi from "./openapi.json" with { type: "json" };
@@ -263,6 +264,27 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
         return json(200, { name: ctx.params[0], paused });
       },
     })),
+    {
+      method: "GET",
+      path: ["v1", "queues", ":queue", "settings"],
+      access: OPERATIONS.readQueues,
+      handle: async (ctx) => json(200, settingsView(await broker.settings(ctx.params[0]))),
+    },
+    {
+      method: "PUT",
+      path: ["v1", "queues", ":queue", "settings"],
+      access: OPERATIONS.queueSettings,
+      handle: async (ctx) => {
+        const settings = parseQueueSettings(await body(ctx));
+        const stored = settingsView(await broker.putSettings(ctx.params[0], settings));
+        log.info("Queue settings changed", {
+          queue: ctx.params[0],
+          settings: JSON.stringify(stored),
+          by: ctx.principal.name,
+        });
+        return json(200, stored);
+      },
+    },
     {
       method: "GET",
       path: ["v1", "queues", ":queue", "dead"],

@@ -19,6 +19,7 @@
 
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
 import type { NackRequest } from "../core/lifecycle.ts";
+import type { QueueSettings } from "../core/queue_settings.ts";
 
 /** One consumer's share of a {@linkcode Store.claimFair}. */
 export interface ClaimWant {
@@ -41,6 +42,8 @@ export interface QueueCounts {
   counts: StateCounts;
   /** When the oldest pending job became available, or null if none is pending. */
   oldest_pending_at: number | null;
+  /** The queue's settings (the defaults when it has none). */
+  settings: QueueSettings;
 }
 
 /** The answer to a nack. */
@@ -235,7 +238,11 @@ export interface Store {
   setConsumers(queue: string, n: number): void;
   /** How many consumers `queue` has on every server sharing the database, as last heard. */
   consumers(queue: string): number;
-  /** Stores jobs all-or-nothing; duplicates by key answer the existing id. */
+  /**
+   * Stores jobs all-or-nothing; duplicates by key answer the existing id. A job without its own
+   * `max_attempts`, `lease_ms` or `backoff` takes its queue's as the transaction reads them
+   * (`withQueueDefaults` in core/queue_settings.ts), and without those the server's.
+   */
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]>;
   /**
    * Leases up to `max` pending jobs of a queue, highest priority first then oldest, unless the
@@ -275,7 +282,20 @@ export interface Store {
   cancel(id: number, now: number): Promise<CancelResult>;
   /** Pauses or resumes delivery from a queue. */
   setPaused(queue: string, paused: boolean): Promise<void>;
-  /** Counts for one queue (zeros if unknown), or for all known queues. */
+  /**
+   * A queue's settings as last committed, by any server sharing the database; the defaults for a
+   * queue without any.
+   */
+  settings(queue: string): Promise<QueueSettings>;
+  /**
+   * Replaces a queue's settings as a whole (`now` is recorded as when they changed); answers
+   * them as stored. Settings survive a restart, and a queue with settings is a known queue even
+   * without jobs. Setting the defaults removes the queue's settings. Other servers sharing the
+   * database hear the queue may be ready (a limit may have been raised). Jobs already stored
+   * keep the defaults they were given; every claim from the commit on applies the new limits.
+   */
+  putSettings(queue: string, settings: QueueSettings, now: number): Promise<QueueSettings>;
+  /** Counts for one queue (zeros if unknown), or for all known queues (with jobs or settings). */
   stats(queue?: string): Promise<QueueCounts[]>;
   /** Dead jobs of a queue with id > `after`, by id. */
   listDead(queue: string, limit: number, after: number): Promise<Job[]>;
@@ -304,12 +324,16 @@ export interface Store {
   /** The earliest lease expiry or delayed `run_at`, or null. */
   nextDeadline(): Promise<number | null>;
   /**
-   * The queues known as of the last commit (holding jobs, or settings such as a pause), if the
+   * The queues known as of the last commit (holding jobs, paused, or with settings), if the
    * store knows them cheaply; absent otherwise. A queue whose last job is gone is forgotten.
    */
   knownQueues?(): KnownQueues;
-  /** Deletes done and cancelled jobs finished before `before`; answers how many. */
-  sweepFinished(before: number): Promise<number>;
+  /**
+   * The retention sweep: deletes done and cancelled jobs finished longer ago than their queue's
+   * `retain_done_ms` (else `retainDoneMs`, the server's), and dead jobs finished longer ago
+   * than their queue's `retain_dead_ms` (none without one); answers how many.
+   */
+  sweepFinished(now: number, retainDoneMs: number): Promise<number>;
   /** Proves the database takes a write. */
   probeWritable(): Promise<void>;
   /** Commit figures so far. */

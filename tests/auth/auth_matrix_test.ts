@@ -210,6 +210,20 @@ const HTTP_ROWS: HttpRow[] = [
     call: (t) => ["POST", `/v1/queues/${t.queue}/resume`],
   },
   {
+    route: "GET /v1/queues/{queue}/settings",
+    access: "read",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["GET", `/v1/queues/${t.queue}/settings`],
+  },
+  {
+    route: "PUT /v1/queues/{queue}/settings",
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["PUT", `/v1/queues/${t.queue}/settings`, { concurrency: 5 }],
+  },
+  {
     route: "GET /v1/queues/{queue}/dead",
     access: "admin",
     queueBound: true,

@@ -14,6 +14,7 @@ import assert from "node:assert/strict";
 import { type ErrorCode, TegamiError } from "../../lib/core/errors.ts";
 import type { Delivery, JobState, NewJob } from "../../lib/core/job.ts";
 import type { LifecyclePolicy } from "../../lib/core/lifecycle.ts";
+import { defaultQueueSettings, type QueueSettings } from "../../lib/core/queue_settings.ts";
 import type { StateCounts, Store, StoreCapabilities, StoreEvent } from "../../lib/store/store.ts";
 
 /**
@@ -56,6 +57,23 @@ export function newJob(fields: Partial<NewJob> = {}): NewJob {
     ...fields,
   };
 }
+
+/** Queue settings: the defaults with `fields` set. */
+export function queueSettings(fields: Partial<QueueSettings> = {}): QueueSettings {
+  return { ...defaultQueueSettings(), ...fields };
+}
+
+/** Settings with every field set, none to its default. */
+const FULL_SETTINGS: QueueSettings = {
+  concurrency: 3,
+  rate: { limit: 100, per_ms: 1_000 },
+  group_limit: 2,
+  max_attempts: 9,
+  lease_ms: 45_000,
+  backoff: { base_ms: 200, max_ms: 60_000 },
+  retain_done_ms: 3_600_000,
+  retain_dead_ms: 86_400_000,
+};
 
 /** Counts with the given states set and every other state zero. */
 function counts(some: Partial<StateCounts> = {}): StateCounts {
@@ -479,7 +497,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
 
     // ... and once a sweep has removed it.
     await store.cancel(again, T0 + 3);
-    await store.sweepFinished(T0 + 4);
+    await store.sweepFinished(T0 + 4, 0);
     assert.equal(await store.get(again), null);
     const third = await enqueueOne(store, "q", { key: "k" }, T0 + 5);
     assert.ok(third > again);
@@ -1012,7 +1030,13 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
 
   test("stats() of an unknown queue answers zeros", async (store) => {
     assert.deepEqual(await store.stats("nobody"), [
-      { name: "nobody", paused: false, counts: counts(), oldest_pending_at: null },
+      {
+        name: "nobody",
+        paused: false,
+        counts: counts(),
+        oldest_pending_at: null,
+        settings: defaultQueueSettings(),
+      },
     ]);
   });
 
@@ -1093,9 +1117,9 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await expect({ done: 1, cancelled: 2 }, "cancel leased");
     await store.cancel(a, T0 + 1_006);
     await expect({ cancelled: 2 }, "remove done");
-    assert.equal(await store.sweepFinished(T0 + 1_005), 1);
+    assert.equal(await store.sweepFinished(T0 + 1_005, 0), 1);
     await expect({ cancelled: 1 }, "sweep");
-    assert.equal(await store.sweepFinished(T0 + 10_000), 1);
+    assert.equal(await store.sweepFinished(T0 + 10_000, 0), 1);
     await expect({}, "sweep all");
   });
 
@@ -1438,15 +1462,184 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await store.ack(lateDone, l.lease.token, null, T0 + 50);
     const pending = await enqueueOne(store, "q");
 
-    assert.equal(await store.sweepFinished(T0 + 10), 0, "finished at the cutoff is kept");
-    assert.equal(await store.sweepFinished(T0 + 50), 2);
+    assert.equal(await store.sweepFinished(T0 + 10, 0), 0, "finished at the cutoff is kept");
+    assert.equal(await store.sweepFinished(T0 + 50, 0), 2);
     assert.equal(await store.get(done), null);
     assert.equal(await store.get(cancelled), null);
     assert.equal(await stateOf(store, dead), "dead");
     assert.equal(await stateOf(store, lateDone), "done");
     assert.equal(await stateOf(store, pending), "pending");
     assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1, done: 1, dead: 1 }));
-    assert.equal(await store.sweepFinished(T0 + 50), 0);
+    assert.equal(await store.sweepFinished(T0 + 50, 0), 0);
+  });
+
+  // ---- queue settings ----
+
+  test("settings() of a queue nobody configured answers the defaults", async (store) => {
+    assert.deepEqual(await store.settings("q"), defaultQueueSettings());
+    assert.deepEqual((await store.stats("q"))[0].settings, defaultQueueSettings());
+  });
+
+  test("putSettings() stores every field and settings() answers them", async (store) => {
+    assert.deepEqual(await store.putSettings("q", FULL_SETTINGS, T0), FULL_SETTINGS);
+    assert.deepEqual(await store.settings("q"), FULL_SETTINGS);
+    assert.deepEqual(await store.settings("other"), defaultQueueSettings());
+  });
+
+  test("putSettings() replaces the settings as a whole", async (store) => {
+    await store.putSettings("q", FULL_SETTINGS, T0);
+    const next = queueSettings({ rate: { limit: 5, per_ms: 250 } });
+    assert.deepEqual(await store.putSettings("q", next, T0 + 1), next);
+    assert.deepEqual(await store.settings("q"), next);
+  });
+
+  test("a queue with settings but no jobs is known, and listed with them by stats()", async (store) => {
+    await enqueueOne(store, "busy");
+    const settings = queueSettings({ concurrency: 1 });
+    await store.putSettings("quiet", settings, T0);
+    assert.equal(store.knownQueues?.().has("quiet") ?? true, true);
+    const all = await store.stats();
+    assert.deepEqual(all.map((s) => s.name), ["busy", "quiet"]);
+    assert.deepEqual(all[0].settings, defaultQueueSettings());
+    assert.deepEqual(all[1].settings, settings);
+    assert.deepEqual(all[1].counts, counts());
+    assert.deepEqual((await store.stats("quiet"))[0].settings, settings);
+  });
+
+  test("putSettings() of the defaults removes them: a queue without jobs is forgotten", async (store) => {
+    await store.putSettings("q", FULL_SETTINGS, T0);
+    assert.deepEqual(
+      await store.putSettings("q", defaultQueueSettings(), T0 + 1),
+      defaultQueueSettings(),
+    );
+    assert.deepEqual(await store.settings("q"), defaultQueueSettings());
+    assert.deepEqual(await store.stats(), []);
+    assert.equal(store.knownQueues?.().has("q") ?? false, false);
+  });
+
+  test("enqueue() gives a job without max_attempts, lease_ms or backoff its queue's", async (store) => {
+    await store.putSettings("q", FULL_SETTINGS, T0);
+    const bare = await enqueueOne(store, "q", { max_attempts: null });
+    const own = await enqueueOne(store, "q", {
+      max_attempts: 2,
+      lease_ms: 1_000,
+      backoff: { base_ms: 5, max_ms: 10 },
+    });
+    const [inBatch] = await store.enqueue("q", [newJob({ max_attempts: null, key: "k" })], T0);
+    for (const id of [bare, inBatch.id]) {
+      const job = await store.get(id);
+      assert.equal(job?.max_attempts, 9);
+      assert.equal(job?.lease_ms, 45_000);
+      assert.deepEqual(job?.backoff, { base_ms: 200, max_ms: 60_000 });
+    }
+    const mine = await store.get(own);
+    assert.equal(mine?.max_attempts, 2);
+    assert.equal(mine?.lease_ms, 1_000);
+    assert.deepEqual(mine?.backoff, { base_ms: 5, max_ms: 10 });
+    // The queue's lease length is the job's own from then on: a claim without one takes it.
+    const delivery = await claimOne(store, "q");
+    assert.equal(delivery.job.id, bare);
+    assert.equal(delivery.lease.expires_at, T0 + 45_000);
+  });
+
+  test("enqueue() without queue defaults gives the server's: 5 attempts, no lease or backoff", async (store) => {
+    await store.putSettings("q", queueSettings({ concurrency: 2 }), T0);
+    const id = await enqueueOne(store, "q", { max_attempts: null });
+    const other = await enqueueOne(store, "other", { max_attempts: null });
+    for (const job of [await store.get(id), await store.get(other)]) {
+      assert.equal(job?.max_attempts, 5);
+      assert.equal(job?.lease_ms, null);
+      assert.equal(job?.backoff, null);
+    }
+  });
+
+  test("enqueue() keeps the defaults a job was given when its queue's settings change", async (store) => {
+    await store.putSettings("q", queueSettings({ max_attempts: 2 }), T0);
+    const id = await enqueueOne(store, "q", { max_attempts: null });
+    await store.putSettings("q", queueSettings({ max_attempts: 7 }), T0 + 1);
+    const later = await enqueueOne(store, "q", { max_attempts: null });
+    assert.equal((await store.get(id))?.max_attempts, 2);
+    assert.equal((await store.get(later))?.max_attempts, 7);
+  });
+
+  test("sweepFinished() keeps a queue's done jobs for its retain_done_ms, not the server's", async (store) => {
+    await store.putSettings("long", queueSettings({ retain_done_ms: 1_000 }), T0);
+    await store.putSettings("short", queueSettings({ retain_done_ms: 10 }), T0);
+    const finish = async (queue: string) => {
+      const id = await enqueueOne(store, queue);
+      const d = await claimOne(store, queue);
+      await store.ack(id, d.lease.token, null, T0);
+      return id;
+    };
+    const long = await finish("long"), short = await finish("short"), plain = await finish("q");
+    const cancelled = await enqueueOne(store, "long");
+    await store.cancel(cancelled, T0);
+    // The server keeps done jobs 100 ms; "short" keeps them 10 ms, "long" 1 s.
+    assert.equal(await store.sweepFinished(T0 + 10, 100), 0);
+    assert.equal(await store.sweepFinished(T0 + 11, 100), 1);
+    assert.equal(await store.get(short), null);
+    assert.equal(await store.sweepFinished(T0 + 101, 100), 1);
+    assert.equal(await store.get(plain), null);
+    assert.equal(await stateOf(store, long), "done");
+    assert.equal(await store.sweepFinished(T0 + 1_000, 100), 0);
+    assert.equal(await store.sweepFinished(T0 + 1_001, 100), 2);
+    assert.equal(await store.get(long), null);
+    assert.equal(await store.get(cancelled), null);
+    assert.deepEqual(await countsOf(store, "long"), counts());
+  });
+
+  test("sweepFinished() removes dead jobs past their queue's retain_dead_ms only", async (store) => {
+    await store.putSettings("q", queueSettings({ retain_dead_ms: 50 }), T0);
+    const [old] = await makeDead(store, "q", 1, T0);
+    const [young] = await makeDead(store, "q", 1, T0 + 40);
+    const [kept] = await makeDead(store, "other", 1, T0);
+    assert.equal(await store.sweepFinished(T0 + 50, 0), 0);
+    assert.equal(await store.sweepFinished(T0 + 51, 0), 1);
+    assert.equal(await store.get(old), null);
+    assert.equal(await stateOf(store, young), "dead");
+    assert.equal(await stateOf(store, kept), "dead", "without retain_dead_ms dead jobs stay");
+    assert.deepEqual(await countsOf(store, "q"), counts({ dead: 1 }));
+    assert.equal(await store.sweepFinished(T0 + 1_000_000, 0), 1);
+    assert.equal(await stateOf(store, kept), "dead");
+  });
+
+  sharedTest(
+    "settings put through one store are what the other reads and applies",
+    async (a, b) => {
+      await a.putSettings("q", FULL_SETTINGS, T0);
+      assert.deepEqual(await b.settings("q"), FULL_SETTINGS);
+      assert.deepEqual((await b.stats("q"))[0].settings, FULL_SETTINGS);
+      const id = await enqueueOne(b, "q", { max_attempts: null });
+      assert.equal((await b.get(id))?.max_attempts, 9);
+      await b.putSettings("q", queueSettings({ max_attempts: 3 }), T0 + 1);
+      assert.deepEqual(await a.settings("q"), queueSettings({ max_attempts: 3 }));
+      const next = await enqueueOne(a, "q", { max_attempts: null });
+      assert.equal((await a.get(next))?.max_attempts, 3);
+    },
+  );
+
+  sharedTest(
+    "settings put through one store are news of a ready queue on the other",
+    async (a, b) => {
+      const heard: StoreEvent[] = [];
+      const stop = b.listen((event) => heard.push(event));
+      try {
+        await a.putSettings("q", queueSettings({ concurrency: 4 }), T0);
+        await eventually(
+          "the ready news",
+          () => heard.some((e) => e.kind === "ready" && e.queue === "q"),
+        );
+      } finally {
+        stop();
+      }
+    },
+  );
+
+  sharedTest("settings survive the store that put them", async (a, b) => {
+    await a.putSettings("q", FULL_SETTINGS, T0);
+    await a.close();
+    assert.deepEqual(await b.settings("q"), FULL_SETTINGS);
+    assert.deepEqual((await b.stats()).map((s) => s.name), ["q"]);
   });
 
   // ---- commits, closing, concurrency ----
@@ -1599,7 +1792,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await rejectsWith(store.requeueDead("q", null, T0), "unavailable");
     await rejectsWith(store.tick(T0), "unavailable");
     await rejectsWith(store.release([{ id, token: lease.token }], T0), "unavailable");
-    await rejectsWith(store.sweepFinished(T0), "unavailable");
+    await rejectsWith(store.sweepFinished(T0, 0), "unavailable");
     await rejectsWith(store.probeWritable(), "unavailable");
   });
 

@@ -12,10 +12,15 @@
 
 import type { Sql } from "./pg_driver.ts";
 import migration1 from "./migrations/001_jobs.sql" with { type: "text" };
-import migrationGroups from "./migrations/002_groups.sql" with { type: "text" };
+import migrationQueueSettings from "./migrations/002_queue_settings.sql" with { type: "text" };
+import migrationGroups from "./migrations/003_groups.sql" with { type: "text" };
 
 /** The migrations in order; index i brings the schema to version i + 1. */
-export const PG_MIGRATIONS: readonly string[] = [migration1, migrationGroups];
+export const PG_MIGRATIONS: readonly string[] = [
+  migration1,
+  migrationQueueSettings,
+  migrationGroups,
+];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */
 export const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;

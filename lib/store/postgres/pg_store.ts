@@ -24,6 +24,7 @@ import { attempted, type JobRow, rowToJob, zeroCounts } from "../job_row.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
+import { DEFAULT_MAX_ATTEMPTS } from "../../core/limits.ts";
 import {
   afterLeaseEnd,
   afterNack,
@@ -78,6 +79,8 @@ import {
 } from "./pg_group_commit.ts";
 import { Coalescer } from "./pg_coalesce.ts";
 import { migratePg } from "./pg_schema.ts";
+import { readAllQueueSettings, readQueueSettings, writeQueueSettings } from "./pg_settings.ts";
+import { defaultQueueSettings, type QueueSettings } from "../../core/queue_settings.ts";
 
 /** Options of {@linkcode PgStore.open}. */
 export interface PgStoreOptions {
@@ -244,8 +247,12 @@ export class PgStore implements Store {
       const inserted = await tx<{ id: number; key: string | null }[]>`
         INSERT INTO jobs (queue, state, priority, key, grp, payload, max_attempts, run_at,
           lease_ms, backoff_base_ms, backoff_max_ms, created_at)
-        SELECT ${queue}, t.state, t.priority, t.key, t.grp, t.payload, t.max_attempts, t.run_at,
-          t.lease_ms, t.base_ms, t.max_ms, ${now}::bigint
+        SELECT ${queue}, t.state, t.priority, t.key, t.grp, t.payload,
+          -- withQueueDefaults() (core/queue_settings.ts) in SQL: the job's own, else its queue's
+          -- (s, from the row this transaction reads), else the server's.
+          coalesce(t.max_attempts, s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int), t.run_at,
+          coalesce(t.lease_ms, s.lease_ms), coalesce(t.base_ms, s.backoff_base_ms),
+          coalesce(t.max_ms, s.backoff_max_ms), ${now}::bigint
         FROM unnest(
           ${states}::text[], ${jobs.map((j) => j.priority)}::int[], ${
         jobs.map((j) => j.key)
@@ -257,6 +264,7 @@ export class PgStore implements Store {
           ${jobs.map((j) => j.backoff?.max_ms ?? null)}::bigint[]
         ) WITH ORDINALITY AS t(state, priority, key, grp, payload, max_attempts, run_at,
           lease_ms, base_ms, max_ms, ord)
+        LEFT JOIN queue_settings s ON s.name = ${queue}
         ORDER BY t.ord
         ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING
         RETURNING id, key`;
@@ -461,9 +469,22 @@ export class PgStore implements Store {
     });
   }
 
+  settings(queue: string): Promise<QueueSettings> {
+    return this.#read("read the queue settings", (sql) => readQueueSettings(sql, queue));
+  }
+
+  putSettings(queue: string, settings: QueueSettings, now: number): Promise<QueueSettings> {
+    return this.#write(async (tx, news) => {
+      await writeQueueSettings(tx, queue, settings, now);
+      // A limit may have been raised or removed: every server looks at the queue again.
+      news.ready.add(queue);
+      return await readQueueSettings(tx, queue);
+    });
+  }
+
   stats(queue?: string): Promise<QueueCounts[]> {
     return this.#read("read the stats", async (sql) => {
-      const [counts, queues, oldest] = await Promise.all([
+      const [counts, queues, oldest, settings] = await Promise.all([
         queue === undefined
           ? sql<{ queue: string; state: JobState; n: number }[]>`
             SELECT queue, state, count(*) AS n FROM jobs GROUP BY queue, state`
@@ -480,12 +501,19 @@ export class PgStore implements Store {
           : sql<{ queue: string; at: number }[]>`
             SELECT queue, min(run_at) AS at FROM jobs WHERE state = 'pending'
               AND queue = ${queue} GROUP BY queue`,
+        readAllQueueSettings(sql, queue),
       ]);
       const byName = new Map<string, QueueCounts>();
       const entry = (name: string): QueueCounts => {
         let found = byName.get(name);
         if (found === undefined) {
-          found = { name, paused: false, counts: zeroCounts(), oldest_pending_at: null };
+          found = {
+            name,
+            paused: false,
+            counts: zeroCounts(),
+            oldest_pending_at: null,
+            settings: settings.get(name) ?? defaultQueueSettings(),
+          };
           byName.set(name, found);
         }
         return found;
@@ -496,6 +524,8 @@ export class PgStore implements Store {
         if (row.paused || byName.has(row.name)) entry(row.name).paused = row.paused;
       }
       for (const row of oldest) entry(row.queue).oldest_pending_at = row.at;
+      // A queue with settings is known even without jobs.
+      for (const name of settings.keys()) entry(name);
       return [...byName.values()].sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
     });
   }
@@ -610,20 +640,42 @@ export class PgStore implements Store {
     });
   }
 
-  async sweepFinished(before: number): Promise<number> {
+  async sweepFinished(now: number, retainDoneMs: number): Promise<number> {
+    const before = now - retainDoneMs;
     let total = 0;
     for (;;) {
-      const n = await this.#write(async (tx) => {
-        const rows = await tx`
+      const [n, full] = await this.#write(async (tx) => {
+        // Queues without their own retain_done_ms: jobs_finished from the oldest, passing over
+        // the rows of queues that keep theirs longer.
+        const shared = await tx`
           WITH f AS (
             SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ${before}
+              AND queue NOT IN (SELECT name FROM queue_settings WHERE retain_done_ms IS NOT NULL)
             LIMIT ${CHUNK} FOR UPDATE SKIP LOCKED
           )
           DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
-        return rows.length;
+        // Queues with their own retention: each one's finished jobs by jobs_browse.
+        const done = await tx`
+          WITH f AS (
+            SELECT j.id FROM queue_settings s JOIN jobs j ON j.queue = s.name
+            WHERE s.retain_done_ms IS NOT NULL AND j.state IN ('done', 'cancelled')
+              AND j.finished_at < ${now}::bigint - s.retain_done_ms
+            LIMIT ${CHUNK} FOR UPDATE OF j SKIP LOCKED
+          )
+          DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
+        const dead = await tx`
+          WITH f AS (
+            SELECT j.id FROM queue_settings s JOIN jobs j ON j.queue = s.name
+            WHERE s.retain_dead_ms IS NOT NULL AND j.state = 'dead'
+              AND j.finished_at < ${now}::bigint - s.retain_dead_ms
+            LIMIT ${CHUNK} FOR UPDATE OF j SKIP LOCKED
+          )
+          DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
+        const full = [shared, done, dead].some((rows) => rows.length === CHUNK);
+        return [shared.length + done.length + dead.length, full] as const;
       });
       total += n;
-      if (n < CHUNK) return total;
+      if (!full) return total;
     }
   }
 
@@ -806,8 +858,12 @@ async function enqueueMany(
   const inserted = await tx<{ id: number }[]>`
     INSERT INTO jobs (queue, state, priority, grp, payload, max_attempts, run_at, lease_ms,
       backoff_base_ms, backoff_max_ms, created_at)
-    SELECT t.queue, t.state, t.priority, t.grp, t.payload, t.max_attempts, t.run_at, t.lease_ms,
-      t.base_ms, t.max_ms, t.now
+    SELECT t.queue, t.state, t.priority, t.grp, t.payload,
+      -- withQueueDefaults() (core/queue_settings.ts) in SQL: the job's own, else its queue's
+      -- (s, from the row this transaction reads), else the server's.
+      coalesce(t.max_attempts, s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int), t.run_at,
+      coalesce(t.lease_ms, s.lease_ms), coalesce(t.base_ms, s.backoff_base_ms),
+      coalesce(t.max_ms, s.backoff_max_ms), t.now
     FROM unnest(
       ${queues}::text[], ${states}::text[], ${jobs.map((j) => j.priority)}::int[],
       ${jobs.map((j) => j.group ?? null)}::text[],
@@ -817,6 +873,7 @@ async function enqueueMany(
       ${jobs.map((j) => j.backoff?.max_ms ?? null)}::bigint[], ${nows}::bigint[]
     ) WITH ORDINALITY AS t(queue, state, priority, grp, payload, max_attempts, run_at,
       lease_ms, base_ms, max_ms, now, ord)
+    LEFT JOIN queue_settings s ON s.name = t.queue
     ORDER BY t.ord
     RETURNING id`;
   let at = 0;

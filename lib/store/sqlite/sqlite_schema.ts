@@ -66,6 +66,24 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX jobs_browse ON jobs (queue, state, id);
   DROP INDEX jobs_dead;
   `,
+  // Queue settings: one row per queue with settings (settings_row.ts); a queue without a row has
+  // the defaults. Apart from \`queues\` (pause), which other features share.
+  `
+  CREATE TABLE queue_settings (
+    name            TEXT    PRIMARY KEY,
+    concurrency     INTEGER,
+    rate_limit      INTEGER,
+    rate_per_ms     INTEGER,
+    group_limit     INTEGER NOT NULL DEFAULT 1,
+    max_attempts    INTEGER,
+    lease_ms        INTEGER,
+    backoff_base_ms INTEGER,
+    backoff_max_ms  INTEGER,
+    retain_done_ms  INTEGER,
+    retain_dead_ms  INTEGER,
+    updated_at      INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
   // Ordering groups. A grouped job is claimed through its group (job_groups: how many of its
   // jobs are pending and leased, and when it was last served), never through jobs_pending,
   // which now holds only ungrouped jobs: a hot group's backlog is never scanned by a claim.

@@ -41,6 +41,13 @@ import {
   type Transactor,
 } from "../group_commit.ts";
 import { migrate } from "./sqlite_schema.ts";
+import {
+  DEFAULT_QUEUE_SETTINGS,
+  isDefaultSettings,
+  type QueueSettings,
+  withQueueDefaults,
+} from "../../core/queue_settings.ts";
+import { rowToSettings, type SettingsRow, settingsToRow } from "../settings_row.ts";
 import { WalSync } from "./wal_sync.ts";
 import { DEFAULT_GROUP_LIMIT } from "../../core/limits.ts";
 import {
@@ -117,7 +124,15 @@ export class SqliteStore implements Store {
   readonly #commits: Committer;
   readonly #counts = new Map<string, StateCounts>();
   readonly #paused = new Set<string>();
+  /**
+   * Every queue's settings as committed (queues without a row are absent): the store is the sole
+   * writer of its file, so this is exact, and a claim reads it without a query.
+   */
+  readonly #settings = new Map<string, QueueSettings>();
   #moves: Move[] = [];
+  /** Settings written by the open transaction, applied to #settings at its commit (null: removed). */
+  #settingsMoves: [queue: string, settings: QueueSettings | null][] = [];
+  #settingsMarkAt = 0;
   /** The queue of each job leased by this process, by id (see `#queueOf`). */
   readonly #leasedQueues = new Map<number, string>();
   /**
@@ -181,6 +196,13 @@ export class SqliteStore implements Store {
     }
     for (const row of this.#statements.pausedQueues.all() as { name: string }[]) {
       this.#paused.add(row.name);
+    }
+    for (
+      const row of this.#statements.allSettings.all() as unknown as (SettingsRow & {
+        name: string;
+      })[]
+    ) {
+      this.#settings.set(row.name, rowToSettings(row));
     }
   }
 
@@ -265,9 +287,15 @@ export class SqliteStore implements Store {
           }
         }
         this.#moves = [];
+        for (const [queue, settings] of this.#settingsMoves) {
+          if (settings === null) this.#settings.delete(queue);
+          else this.#settings.set(queue, settings);
+        }
+        this.#settingsMoves = [];
       },
       rollback: () => {
         this.#moves = [];
+        this.#settingsMoves = [];
         if (!this.#db.isTransaction) return;
         try {
           s.rollback.run();
@@ -277,6 +305,7 @@ export class SqliteStore implements Store {
       },
       mark: () => {
         this.#markAt = this.#moves.length;
+        this.#settingsMarkAt = this.#settingsMoves.length;
         s.savepoint.run();
       },
       release: () => s.releaseSavepoint.run(),
@@ -284,6 +313,7 @@ export class SqliteStore implements Store {
         s.rollbackSavepoint.run();
         s.releaseSavepoint.run();
         this.#moves.length = this.#markAt;
+        this.#settingsMoves.length = this.#settingsMarkAt;
       },
     };
   }
@@ -311,9 +341,10 @@ export class SqliteStore implements Store {
   enqueue(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
     return this.#write(() => {
       const s = this.#statements;
+      const settings = this.#settingsOf(queue);
       const out: Enqueued[] = new Array(jobs.length);
       for (let i = 0; i < jobs.length; i++) {
-        const job = jobs[i];
+        const job = withQueueDefaults(jobs[i], settings);
         if (job.key !== null) {
           const existing = s.findByKey.get(queue, job.key) as
             | { id: number; state: JobState }
@@ -538,9 +569,41 @@ export class SqliteStore implements Store {
     });
   }
 
+  settings(queue: string): Promise<QueueSettings> {
+    return this.#read(() => copySettings(this.#settingsOf(queue)));
+  }
+
+  putSettings(queue: string, settings: QueueSettings, now: number): Promise<QueueSettings> {
+    const stored = copySettings(settings);
+    return this.#write(() => {
+      if (isDefaultSettings(stored)) {
+        this.#statements.deleteSettings.run(queue);
+        this.#settingsMoves.push([queue, null]);
+      } else {
+        const row = settingsToRow(stored);
+        this.#statements.putSettings.run(
+          queue,
+          row.concurrency,
+          row.rate_limit,
+          row.rate_per_ms,
+          row.group_limit,
+          row.max_attempts,
+          row.lease_ms,
+          row.backoff_base_ms,
+          row.backoff_max_ms,
+          row.retain_done_ms,
+          row.retain_dead_ms,
+          now,
+        );
+        this.#settingsMoves.push([queue, stored]);
+      }
+      return copySettings(stored);
+    });
+  }
+
   stats(queue?: string): Promise<QueueCounts[]> {
     const names = queue === undefined
-      ? [...new Set([...this.#counts.keys(), ...this.#paused])].sort()
+      ? [...new Set([...this.#counts.keys(), ...this.#paused, ...this.#settings.keys()])].sort()
       : [queue];
     return this.#read(() => {
       // With many queues, one grouped scan of the pending index beats a query per queue.
@@ -561,6 +624,7 @@ export class SqliteStore implements Store {
           paused: this.#paused.has(name),
           counts: { ...(counts ?? zeroCounts()) },
           oldest_pending_at: oldest,
+          settings: copySettings(this.#settingsOf(name)),
         };
       });
     });
@@ -661,12 +725,15 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc */
   knownQueues(): KnownQueues {
-    const counts = this.#counts, paused = this.#paused;
+    const counts = this.#counts, paused = this.#paused, settings = this.#settings;
     return {
-      has: (queue) => counts.has(queue) || paused.has(queue),
+      has: (queue) => counts.has(queue) || paused.has(queue) || settings.has(queue),
       get size() {
         let n = counts.size;
         for (const queue of paused) if (!counts.has(queue)) n++;
+        for (const queue of settings.keys()) {
+          if (!counts.has(queue) && !paused.has(queue)) n++;
+        }
         return n;
       },
     };
@@ -686,19 +753,30 @@ export class SqliteStore implements Store {
     });
   }
 
-  async sweepFinished(before: number): Promise<number> {
+  async sweepFinished(now: number, retainDoneMs: number): Promise<number> {
+    const s = this.#statements;
     let total = 0;
     for (;;) {
-      const n = await this.#write(() => {
-        const rows = this.#statements.sweep.all(before, SWEEP_CHUNK) as {
-          queue: string;
-          state: JobState;
-        }[];
-        for (const row of rows) this.#moves.push([row.queue, row.state, null]);
-        return rows.length;
+      // The queues without their own retention, then those with one (done and cancelled, dead):
+      // each statement at most a chunk, all three in one short commit.
+      const [n, full] = await this.#write(() => {
+        let n = 0, full = false;
+        for (
+          const [statement, ...args] of [
+            [s.sweep, now - retainDoneMs, SWEEP_CHUNK],
+            [s.sweepOwnDone, now, SWEEP_CHUNK],
+            [s.sweepOwnDead, now, SWEEP_CHUNK],
+          ] as const
+        ) {
+          const rows = statement.all(...args) as { queue: string; state: JobState }[];
+          for (const row of rows) this.#moves.push([row.queue, row.state, null]);
+          n += rows.length;
+          if (rows.length === SWEEP_CHUNK) full = true;
+        }
+        return [n, full] as const;
       });
       total += n;
-      if (n < SWEEP_CHUNK) return total;
+      if (!full) return total;
     }
   }
 
@@ -792,6 +870,15 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * A queue's settings as committed, read synchronously: what a claim or an enqueue inside this
+   * store's transaction applies. Exact, since this store is the only writer of its file; a change
+   * made in the same transaction shows from its commit on. Never modify the answer.
+   */
+  #settingsOf(queue: string): Readonly<QueueSettings> {
+    return this.#settings.get(queue) ?? DEFAULT_QUEUE_SETTINGS;
+  }
+
   #countsOf(queue: string): StateCounts {
     let counts = this.#counts.get(queue);
     if (counts === undefined) {
@@ -853,6 +940,15 @@ export class SqliteStore implements Store {
     }
     this.#moves.push([row.queue, "leased", next.state]);
   }
+}
+
+/** A copy of settings that later changes to either do not reach. */
+function copySettings(settings: Readonly<QueueSettings>): QueueSettings {
+  return {
+    ...settings,
+    rate: settings.rate === null ? null : { ...settings.rate },
+    backoff: settings.backoff === null ? null : { ...settings.backoff },
+  };
 }
 
 /** Bytes of a SQLite database file and its WAL (0 for a missing file); null for `:memory:`. */
@@ -996,11 +1092,42 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     ),
     nextDelayed: p("SELECT min(run_at) AS at FROM jobs WHERE state = 'delayed'"),
     nextExpiry: p("SELECT min(lease_expires_at) AS at FROM jobs WHERE state = 'leased'"),
+    // The sweep of queues without their own retain_done_ms. It walks jobs_finished from the
+    // oldest; rows of queues that keep theirs longer are passed over at each chunk (a cost that
+    // grows with how many such rows are older than the server's retention).
     sweep: p(
       `DELETE FROM jobs WHERE id IN (
-         SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? LIMIT ?)
+         SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ?
+           AND queue NOT IN (SELECT name FROM queue_settings WHERE retain_done_ms IS NOT NULL)
+         LIMIT ?)
        RETURNING queue, state`,
     ),
+    // The sweeps of queues with their own retention: for each such queue, its jobs of the state
+    // by jobs_browse.
+    sweepOwnDone: p(
+      `DELETE FROM jobs WHERE id IN (
+         SELECT j.id FROM queue_settings s CROSS JOIN jobs j
+         WHERE s.retain_done_ms IS NOT NULL AND j.queue = s.name
+           AND j.state IN ('done', 'cancelled') AND j.finished_at < ?1 - s.retain_done_ms
+         LIMIT ?2)
+       RETURNING queue, state`,
+    ),
+    sweepOwnDead: p(
+      `DELETE FROM jobs WHERE id IN (
+         SELECT j.id FROM queue_settings s CROSS JOIN jobs j
+         WHERE s.retain_dead_ms IS NOT NULL AND j.queue = s.name
+           AND j.state = 'dead' AND j.finished_at < ?1 - s.retain_dead_ms
+         LIMIT ?2)
+       RETURNING queue, state`,
+    ),
+    allSettings: p("SELECT * FROM queue_settings"),
+    putSettings: p(
+      `INSERT OR REPLACE INTO queue_settings (name, concurrency, rate_limit, rate_per_ms,
+         group_limit, max_attempts, lease_ms, backoff_base_ms, backoff_max_ms, retain_done_ms,
+         retain_dead_ms, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    deleteSettings: p("DELETE FROM queue_settings WHERE name = ?"),
     probe: p("INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)"),
   };
 }

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
-import { exerciseStore, newJob, SUITE_POLICY } from "../store_suite.ts";
+import { exerciseStore, newJob, queueSettings, SUITE_POLICY } from "../store_suite.ts";
 
 const T0 = 1_700_000_000_000;
 
@@ -98,6 +98,33 @@ Deno.test("SqliteStore keeps jobs, counts, leases and pauses across a close and 
     assert.equal((await after.get(leasedOut.id))?.state, "done");
     const [next] = await after.enqueue("q", [job], T0 + 3);
     assert.ok(next.id > delayedOut.id);
+  } finally {
+    await after.close();
+  }
+});
+
+Deno.test("SqliteStore keeps queue settings across a close and reopen", async () => {
+  await using db = await tempDb();
+  const before = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  const settings = queueSettings({
+    concurrency: 2,
+    rate: { limit: 5, per_ms: 250 },
+    group_limit: 3,
+    max_attempts: 4,
+    retain_dead_ms: 60_000,
+  });
+  await before.putSettings("configured", settings, T0);
+  await before.close();
+
+  const after = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    assert.deepEqual(await after.settings("configured"), settings);
+    assert.equal(after.knownQueues().has("configured"), true);
+    assert.deepEqual((await after.stats()).map((s) => [s.name, s.settings]), [
+      ["configured", settings],
+    ]);
+    const [out] = await after.enqueue("configured", [{ ...job, max_attempts: null }], T0);
+    assert.equal((await after.get(out.id))?.max_attempts, 4);
   } finally {
     await after.close();
   }
