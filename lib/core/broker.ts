@@ -118,6 +118,8 @@ export class Broker {
     { id: number; queue: string; at: number; holder: LeaseHolder | null }
   >();
   #timer: TimerHandle | null = null;
+  /** Per queue whose rate holds consumers back, the timer for its next token. */
+  readonly #heldTimers = new Map<string, TimerHandle>();
   #timerAt = Infinity;
   #sweepTimer: TimerHandle | null = null;
   #closed = false;
@@ -159,6 +161,8 @@ export class Broker {
     this.#unlisten = null;
     if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
     if (this.#sweepTimer !== null) this.#clock.clearTimer(this.#sweepTimer);
+    for (const timer of this.#heldTimers.values()) this.#clock.clearTimer(timer);
+    this.#heldTimers.clear();
     this.#timer = null;
     for (const stop of [...this.#longPolls]) stop();
     this.#gate.openAll();
@@ -488,6 +492,11 @@ export class Broker {
       let delivered = 0;
       for (const dealt of lists) delivered += dealt.length;
       this.#gate.recheck(queue, delivered);
+      // Credit left unused because the queue's rate held the claim back: offer the queue again
+      // when the next token comes (one timer per queue, never a spin).
+      let asked = 0;
+      for (const want of wants) asked += want.max;
+      if (delivered < asked) this.#armHeld(queue);
     } while (this.#again.has(queue));
   }
 
@@ -570,6 +579,17 @@ export class Broker {
   }
 
   // ---- time ----
+
+  /** Arms the queue's wake for its next rate token, if its last claim was held back by it. */
+  #armHeld(queue: string): void {
+    const at = this.#store.claimHeldUntil?.(queue) ?? null;
+    if (at === null || this.#closed || this.#heldTimers.has(queue)) return;
+    const timer = this.#clock.setTimer(() => {
+      this.#heldTimers.delete(queue);
+      this.wake(queue);
+    }, Math.max(0, at - this.#clock.now()));
+    this.#heldTimers.set(queue, timer);
+  }
 
   /** Arms the timer for the earliest expiry among new leases (their lengths may differ). */
   #armForLeases(deliveries: Delivery[]): void {

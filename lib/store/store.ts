@@ -107,7 +107,10 @@ export interface KnownQueues {
 
 /** The outcome of advancing time: due delayed jobs made pending, expired leases ended. */
 export interface TickResult {
-  /** Queues that gained pending jobs. */
+  /**
+   * Queues that gained pending jobs, or whose leases expired (which frees a slot of a group or of
+   * a concurrency even when the job went to dead).
+   */
   woken: string[];
   /** Leases that expired. */
   expired: EndedLease[];
@@ -321,6 +324,11 @@ export interface Store {
    * hint for skipping empty claims.
    */
   readyHint?(queue: string): number;
+  /**
+   * When the last claim of `queue` was held back by the queue's rate: when its next token comes
+   * (ms), for a timer that offers the queue again then; null otherwise.
+   */
+  claimHeldUntil?(queue: string): number | null;
   /** The earliest lease expiry or delayed `run_at`, or null. */
   nextDeadline(): Promise<number | null>;
   /**

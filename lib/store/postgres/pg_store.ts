@@ -40,7 +40,7 @@ import {
   runNowPromotes,
   type Transition,
 } from "../../core/lifecycle.ts";
-import { DEFAULT_GROUP_LIMIT } from "../../core/limits.ts";
+import { nextTokenAt, tokensAt } from "../../core/rate_bucket.ts";
 import {
   type AckResult,
   type CancelResult,
@@ -119,6 +119,10 @@ export class PgStore implements Store {
   readonly #stats: CommitStats = emptyCommitStats();
   readonly #acks: Coalescer<AckItem, AckResult>;
   readonly #enqueues: Coalescer<EnqueueItem, Enqueued[]>;
+  /** Queues whose last claim found a concurrency or a rate (see claimFair). */
+  readonly #limited = new Set<string>();
+  /** Queues whose last claim its rate held back, and when their next token comes. */
+  readonly #heldUntil = new Map<string, number>();
   #closed = false;
   #dbClosed = false;
   #closing: Promise<void> | null = null;
@@ -313,59 +317,149 @@ export class PgStore implements Store {
 
   claimFair(queue: string, wants: ClaimWant[], now: number): Promise<Delivery[][]> {
     const total = claimTotal(wants);
+    const out: Delivery[][] = wants.map(() => []);
+    if (total === 0) return this.#write(() => Promise.resolve(out));
+    if (this.#limited.has(queue)) {
+      return this.#write((tx) => this.#claimLimited(tx, queue, wants, total, now));
+    }
+    // The usual claim is one statement; if it finds the queue limited (a concurrency or a rate,
+    // perhaps set by another server), it claimed nothing and the limited claim runs after it,
+    // in the same transaction.
+    return this.#write(async (tx) => {
+      const claimed = await this.#claimStatement(tx, queue, wants, total, now, true);
+      if (claimed === "limited") {
+        this.#limited.add(queue);
+        return await this.#claimLimited(tx, queue, wants, total, now);
+      }
+      this.#heldUntil.delete(queue);
+      return claimed;
+    }, true);
+  }
+
+  /** When the last claim of `queue` was held back by its rate, when the next token comes. */
+  claimHeldUntil(queue: string): number | null {
+    return this.#heldUntil.get(queue) ?? null;
+  }
+
+  /**
+   * The claim of a queue with a concurrency or a rate. Its bucket row is locked first, so the
+   * servers claiming from the queue take turns, and only then (a later statement, so a fresh
+   * snapshot that sees every claim committed before the lock was granted) are its settings, its
+   * leased jobs and its tokens read: no two servers can both see the same free slot.
+   */
+  async #claimLimited(
+    tx: TxSql,
+    queue: string,
+    wants: ClaimWant[],
+    total: number,
+    now: number,
+  ): Promise<Delivery[][]> {
+    const [locked] = await tx<{ tokens: number; at: number; fresh: boolean }[]>`
+      INSERT INTO queue_buckets AS b (queue, tokens, at) VALUES (${queue}, -1, ${now})
+      ON CONFLICT (queue) DO UPDATE SET queue = b.queue
+      RETURNING b.tokens, b.at, b.tokens = -1 AS fresh`;
+    const settings = await readQueueSettings(tx, queue);
+    if (settings.concurrency === null && settings.rate === null) {
+      this.#limited.delete(queue);
+      this.#heldUntil.delete(queue);
+      const claimed = await this.#claimStatement(tx, queue, wants, total, now, false);
+      return claimed as Delivery[][];
+    }
+    let cap = total;
+    if (settings.concurrency !== null) {
+      const [row] = await tx<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM jobs WHERE queue = ${queue} AND state = 'leased'`;
+      cap = Math.min(cap, settings.concurrency - row.n);
+    }
+    const rate = settings.rate;
+    let tokens = 0;
+    if (rate !== null) {
+      tokens = tokensAt(locked.fresh ? null : locked, rate, now);
+      if (Math.floor(tokens) < cap) {
+        cap = Math.floor(tokens);
+        this.#heldUntil.set(queue, nextTokenAt(tokens - cap, rate, now));
+      } else this.#heldUntil.delete(queue);
+    } else this.#heldUntil.delete(queue);
+    if (cap <= 0) return wants.map(() => []);
+    const out = await this.#claimStatement(tx, queue, wants, cap, now, false) as Delivery[][];
+    if (rate !== null) {
+      let taken = 0;
+      for (const list of out) taken += list.length;
+      await tx`
+        UPDATE queue_buckets SET tokens = ${tokens - taken}, at = ${now} WHERE queue = ${queue}`;
+    }
+    return out;
+  }
+
+  /**
+   * The claim statement: up to `total` jobs dealt over `wants`. `guarded`: claim nothing and
+   * answer "limited" if the queue has a concurrency or a rate (the caller then takes the
+   * limited claim).
+   */
+  async #claimStatement(
+    tx: TxSql,
+    queue: string,
+    wants: ClaimWant[],
+    total: number,
+    now: number,
+    guarded: boolean,
+  ): Promise<Delivery[][] | "limited"> {
     // Which want each claimed job goes to, by claim position: fixed before the claim, so one
     // statement can write each job's own token and lease length.
     const positions = dealRoundRobin(total, wants);
     const out: Delivery[][] = wants.map(() => []);
-    if (total === 0) return this.#write(() => Promise.resolve(out));
     const tokens = positions.map(() => newLeaseToken());
     const leases = positions.map((w) => wants[w].lease_ms);
     const fallback = this.#policy.defaultLeaseMs;
-    const groupLimit = DEFAULT_GROUP_LIMIT;
-    return this.#write(async (tx) => {
-      // The claim order (the same as SQLite's groupCandidates, which explains it): ungrouped
-      // jobs from jobs_pending; for each group with pending jobs and room, served longest ago
-      // first, its first jobs, as many as its room. Locking the groups' rows (SKIP LOCKED: a
-      // group another server is claiming from waits for the next claim) is what keeps servers
-      // claiming at once within a group's limit. A queue without groups finds no group rows.
-      const rows = await tx<(JobRow & { k: number })[]>`
-        WITH g AS (
-          SELECT grp, turn, ${groupLimit}::int - leased AS room FROM job_groups
-          WHERE queue = ${queue} AND pending > 0 AND leased < ${groupLimit}::int
-            AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
-          ORDER BY turn LIMIT ${total}
-          FOR UPDATE SKIP LOCKED
-        ), gc AS (
-          SELECT x.id, x.priority, x.rank, g.turn FROM g CROSS JOIN LATERAL (
-            SELECT y.id, y.priority, row_number() OVER (ORDER BY y.priority DESC, y.id) AS rank
-            FROM (
-              SELECT id, priority FROM jobs
-              WHERE queue = ${queue} AND state = 'pending' AND grp = g.grp
-              ORDER BY priority DESC, id
-              LIMIT least(g.room, ${total}::int)
-              FOR UPDATE SKIP LOCKED
-            ) y
-          ) x
-        ), uc AS (
-          SELECT id, priority, row_number() OVER (ORDER BY priority DESC, id) AS rank,
-            -1::bigint AS turn
+    // The claim order (the same as SQLite's groupCandidates, which explains it): ungrouped
+    // jobs from jobs_pending; for each group with pending jobs and room, served longest ago
+    // first, its first jobs, as many as its room. Locking the groups' rows (SKIP LOCKED: a
+    // group another server is claiming from waits for the next claim) is what keeps servers
+    // claiming at once within a group's limit. A queue without groups finds no group rows.
+    const rows = await tx<(JobRow & { k: number | null; limited: boolean })[]>`
+      WITH s AS (
+        SELECT coalesce((SELECT group_limit FROM queue_settings WHERE name = ${queue}), 1)
+            AS group_limit,
+          ${guarded}::boolean AND EXISTS (SELECT 1 FROM queue_settings WHERE name = ${queue}
+            AND (concurrency IS NOT NULL OR rate_limit IS NOT NULL)) AS limited,
+          EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused) AS paused
+      ), g AS (
+        SELECT grp, turn, (SELECT group_limit FROM s) - leased AS room FROM job_groups
+        WHERE queue = ${queue} AND pending > 0 AND leased < (SELECT group_limit FROM s)
+          AND NOT (SELECT limited OR paused FROM s)
+        ORDER BY turn LIMIT ${total}
+        FOR UPDATE SKIP LOCKED
+      ), gc AS (
+        SELECT x.id, x.priority, x.rank, g.turn FROM g CROSS JOIN LATERAL (
+          SELECT y.id, y.priority, row_number() OVER (ORDER BY y.priority DESC, y.id) AS rank
           FROM (
             SELECT id, priority FROM jobs
-            WHERE queue = ${queue} AND state = 'pending' AND grp IS NULL
-              AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
+            WHERE queue = ${queue} AND state = 'pending' AND grp = g.grp
             ORDER BY priority DESC, id
-            LIMIT ${total}
+            LIMIT least(g.room, ${total}::int)
             FOR UPDATE SKIP LOCKED
-          ) u
-        ), c AS (
-          SELECT * FROM gc UNION ALL SELECT * FROM uc
-          ORDER BY priority DESC, rank, turn, id LIMIT ${total}
-        ), n AS (
-          SELECT id, row_number() OVER (ORDER BY priority DESC, rank, turn, id) AS k FROM c
-        ), p AS (
-          SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
-            AS p(token, lease, k)
-        )
+          ) y
+        ) x
+      ), uc AS (
+        SELECT id, priority, row_number() OVER (ORDER BY priority DESC, id) AS rank,
+          -1::bigint AS turn
+        FROM (
+          SELECT id, priority FROM jobs
+          WHERE queue = ${queue} AND state = 'pending' AND grp IS NULL
+            AND NOT (SELECT limited OR paused FROM s)
+          ORDER BY priority DESC, id
+          LIMIT ${total}
+          FOR UPDATE SKIP LOCKED
+        ) u
+      ), c AS (
+        SELECT * FROM gc UNION ALL SELECT * FROM uc
+        ORDER BY priority DESC, rank, turn, id LIMIT ${total}
+      ), n AS (
+        SELECT id, row_number() OVER (ORDER BY priority DESC, rank, turn, id) AS k FROM c
+      ), p AS (
+        SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
+          AS p(token, lease, k)
+      ), u AS (
         -- The lease length is claimLeaseMs() (core/lifecycle.ts) in SQL: the consumer's, else
         -- the job's own, else the server's.
         UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_token = p.token,
@@ -373,16 +467,20 @@ export class PgStore implements Store {
           lease_expires_at = ${now}::bigint + coalesce(p.lease, j.lease_ms, ${fallback}::bigint)
         FROM n JOIN p ON p.k = n.k
         WHERE j.id = n.id
-        RETURNING j.*, n.k`;
-      rows.sort((a, b) => a.k - b.k);
-      for (const row of rows) {
-        out[positions[row.k - 1]].push({
-          job: rowToJob(row),
-          lease: { token: row.lease_token as string, expires_at: row.lease_expires_at as number },
-        });
-      }
-      return out;
-    }, true);
+        RETURNING j.*, n.k
+      )
+      -- One row at least, so that "limited" is heard even when nothing was claimed.
+      SELECT u.*, s.limited FROM s LEFT JOIN u ON true`;
+    if (rows[0].limited) return "limited";
+    const claimed = rows.filter((row) => row.k !== null) as (JobRow & { k: number })[];
+    claimed.sort((a, b) => a.k - b.k);
+    for (const row of claimed) {
+      out[positions[row.k - 1]].push({
+        job: rowToJob(row),
+        lease: { token: row.lease_token as string, expires_at: row.lease_expires_at as number },
+      });
+    }
+    return out;
   }
 
   ack(
@@ -399,8 +497,8 @@ export class PgStore implements Store {
       const row = await this.#leased(tx, id, token, now, "nack");
       const next = afterNack(attempted(row), request, now, this.#policy);
       await unlease(tx, [{ id, next }]);
-      // Even a retry later frees a slot of the job's group.
-      if (next.state === "pending" || row.grp !== null) news.ready.add(row.queue);
+      // Even a retry later frees a slot (of the job's group, of its queue's concurrency).
+      news.ready.add(row.queue);
       return { id, queue: row.queue, state: next.state, run_at: next.run_at };
     });
   }
@@ -455,7 +553,7 @@ export class PgStore implements Store {
         WHERE id = ${id}`;
       const revoked = row.state === "leased" ? row.lease_token : null;
       if (revoked !== null) news.ended.push([id, revoked, "cancelled"]);
-      if (revoked !== null && row.grp !== null) news.ready.add(row.queue);
+      if (revoked !== null) news.ready.add(row.queue);
       return { id, queue: row.queue, state: "cancelled", removed: false, revoked_token: revoked };
     });
   }
@@ -594,8 +692,8 @@ export class PgStore implements Store {
       const ended = await endLeases(tx, due.map((row) => ({ row, cause: "expired" })), now);
       for (let i = 0; i < ended.length; i++) {
         const lease = ended[i];
-        // Even a lease that ended in dead frees a slot of its group.
-        if (lease.state === "pending" || due[i].grp !== null) woken.add(lease.queue);
+        // Even a lease that ended in dead frees a slot (of its group, of its queue).
+        woken.add(lease.queue);
         news.ended.push([lease.id, lease.token, "expired"]);
       }
       for (const queue of woken) news.ready.add(queue);
@@ -622,9 +720,8 @@ export class PgStore implements Store {
         ending.push({ row, cause: undelivered === true ? "undelivered" : "released" });
       }
       const out = await endLeases(tx, ending, now);
-      for (let i = 0; i < out.length; i++) {
-        if (out[i].state === "pending" || ending[i].row.grp !== null) news.ready.add(out[i].queue);
-      }
+      // Even a lease that ended in dead frees a slot (of its group, of its queue).
+      for (const lease of out) news.ready.add(lease.queue);
       return out;
     });
   }
@@ -783,6 +880,7 @@ async function ackMany(
       k: number;
       queue: string | null;
       grp: string | null;
+      limited: boolean | null;
       state: JobState | null;
       token: string | null;
       done: boolean;
@@ -795,7 +893,9 @@ async function ackMany(
         ${items.map((i) => i.result)}::text[], ${items.map((i) => i.now)}::bigint[])
         WITH ORDINALITY AS a(id, token, result, now, k)
     ), j AS (
-      SELECT jobs.id, jobs.queue, jobs.grp, jobs.state, jobs.lease_token FROM jobs
+      SELECT jobs.id, jobs.queue, jobs.grp, jobs.state, jobs.lease_token,
+        s.concurrency IS NOT NULL AS limited
+      FROM jobs LEFT JOIN queue_settings s ON s.name = jobs.queue
       WHERE jobs.id IN (SELECT id FROM a)
     ), u AS (
       UPDATE jobs SET state = 'done', result = a.result, finished_at = a.now,
@@ -805,7 +905,7 @@ async function ackMany(
         AND jobs.lease_expires_at > a.now
       RETURNING jobs.id, a.token
     )
-    SELECT a.k, j.queue, j.grp, j.state, j.lease_token AS token,
+    SELECT a.k, j.queue, j.grp, j.limited, j.state, j.lease_token AS token,
       EXISTS (SELECT 1 FROM u WHERE u.id = a.id AND u.token = a.token) AS done
     FROM a LEFT JOIN j ON j.id = a.id
     ORDER BY a.k`;
@@ -813,8 +913,9 @@ async function ackMany(
     const { id, token } = items[i];
     if (row.queue === null) return jobNotFound(id);
     if (row.done) {
-      // A slot of the job's group is free: servers whose consumers wait for it must hear.
-      const frees = row.grp !== null;
+      // A slot of the job's group or queue is free: servers whose consumers wait for it must
+      // hear.
+      const frees = row.grp !== null || row.limited === true;
       if (frees) news.ready.add(row.queue);
       return { id, queue: row.queue, frees };
     }

@@ -140,6 +140,13 @@ export const MIGRATIONS: readonly string[] = [
     DELETE FROM job_groups
       WHERE queue = OLD.queue AND grp = OLD.grp AND pending = 0 AND leased = 0;
   END;
+
+  -- The token bucket of a queue with a rate (core/rate_bucket.ts), taken in the claim.
+  CREATE TABLE queue_buckets (
+    queue  TEXT    PRIMARY KEY,
+    tokens REAL    NOT NULL,
+    at     INTEGER NOT NULL
+  ) WITHOUT ROWID;
   `,
 ];
 

@@ -49,7 +49,7 @@ import {
 } from "../../core/queue_settings.ts";
 import { rowToSettings, type SettingsRow, settingsToRow } from "../settings_row.ts";
 import { WalSync } from "./wal_sync.ts";
-import { DEFAULT_GROUP_LIMIT } from "../../core/limits.ts";
+import { type Bucket, nextTokenAt, tokensAt } from "../../core/rate_bucket.ts";
 import {
   type AckResult,
   type CancelResult,
@@ -142,6 +142,8 @@ export class SqliteStore implements Store {
    * at open; it stays until the store closes.
    */
   readonly #grouped = new Set<string>();
+  /** Queues whose last claim its rate held back, and when their next token comes. */
+  readonly #heldUntil = new Map<string, number>();
 
   #markAt = 0;
   /** SQLite's change counter when the open transaction began. */
@@ -387,37 +389,92 @@ export class SqliteStore implements Store {
       if (this.#paused.has(queue)) return out;
       const total = claimTotal(wants);
       if (total === 0) return out;
-      const s = this.#statements;
-      const wanted = wants[0].lease_ms;
-      if (this.#grouped.has(queue)) return this.#claimGrouped(queue, wants, total, now);
-      if (wants.every((want) => want.lease_ms === wanted)) {
-        // One statement leases them all; the deal happens after, in claim order.
-        // The fast path: a queue without groups, one statement.
-        const rows = s.claimAll.all(
-          wanted,
-          now,
-          this.#policy.defaultLeaseMs,
-          queue,
-          total,
-        ) as unknown as JobRow[];
-        rows.sort((a, b) => b.priority - a.priority || a.id - b.id);
-        const dealt = dealRoundRobin(rows.length, wants);
-        for (let i = 0; i < rows.length; i++) {
-          const row = rows[i];
-          this.#moves.push([queue, "pending", "leased"]);
-          this.#rememberLeased(row.id, queue);
-          out[dealt[i]].push({
-            job: rowToJob(row),
-            lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
-          });
-        }
-        return out;
+      const settings = this.#settingsOf(queue);
+      if (settings.concurrency !== null || settings.rate !== null) {
+        return this.#claimLimited(queue, wants, total, settings, now);
       }
-      // Wants with different lease lengths: each job's length depends on whom it is dealt to.
-      const rows = s.selectPending.all(queue, total) as unknown as JobRow[];
-      this.#leaseEach(queue, rows, wants, out, now);
-      return out;
+      this.#heldUntil.delete(queue);
+      if (this.#grouped.has(queue)) return this.#claimGrouped(queue, wants, total, now);
+      return this.#claimPlain(queue, wants, total, now);
     });
+  }
+
+  /** When the last claim of `queue` was held back by its rate, when the next token comes. */
+  claimHeldUntil(queue: string): number | null {
+    return this.#heldUntil.get(queue) ?? null;
+  }
+
+  /**
+   * The claim of a queue with a concurrency or a rate: at most as many jobs as the queue's
+   * free slots and the bucket's whole tokens, both read inside this transaction.
+   */
+  #claimLimited(
+    queue: string,
+    wants: ClaimWant[],
+    total: number,
+    settings: Readonly<QueueSettings>,
+    now: number,
+  ): Delivery[][] {
+    const s = this.#statements;
+    let cap = total;
+    if (settings.concurrency !== null) {
+      const leased = (s.countLeased.get(queue) as { n: number }).n;
+      cap = Math.min(cap, settings.concurrency - leased);
+    }
+    let tokens = 0;
+    const rate = settings.rate;
+    if (rate !== null) {
+      const bucket = s.readBucket.get(queue) as Bucket | undefined;
+      tokens = tokensAt(bucket ?? null, rate, now);
+      if (Math.floor(tokens) < cap) {
+        cap = Math.floor(tokens);
+        this.#heldUntil.set(queue, nextTokenAt(tokens - cap, rate, now));
+      } else this.#heldUntil.delete(queue);
+    } else this.#heldUntil.delete(queue);
+    if (cap <= 0) return wants.map(() => []);
+    const out = this.#grouped.has(queue)
+      ? this.#claimGrouped(queue, wants, cap, now)
+      : this.#claimPlain(queue, wants, cap, now);
+    if (rate !== null) {
+      let taken = 0;
+      for (const list of out) taken += list.length;
+      s.writeBucket.run(queue, tokens - taken, now);
+    }
+    return out;
+  }
+
+  /** The claim of a queue without groups or limits. */
+  #claimPlain(queue: string, wants: ClaimWant[], total: number, now: number): Delivery[][] {
+    const out: Delivery[][] = wants.map(() => []);
+    const s = this.#statements;
+    const wanted = wants[0].lease_ms;
+    if (wants.every((want) => want.lease_ms === wanted)) {
+      // One statement leases them all; the deal happens after, in claim order.
+      // The fast path: a queue without groups, one statement.
+      const rows = s.claimAll.all(
+        wanted,
+        now,
+        this.#policy.defaultLeaseMs,
+        queue,
+        total,
+      ) as unknown as JobRow[];
+      rows.sort((a, b) => b.priority - a.priority || a.id - b.id);
+      const dealt = dealRoundRobin(rows.length, wants);
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i];
+        this.#moves.push([queue, "pending", "leased"]);
+        this.#rememberLeased(row.id, queue);
+        out[dealt[i]].push({
+          job: rowToJob(row),
+          lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
+        });
+      }
+      return out;
+    }
+    // Wants with different lease lengths: each job's length depends on whom it is dealt to.
+    const rows = s.selectPending.all(queue, total) as unknown as JobRow[];
+    this.#leaseEach(queue, rows, wants, out, now);
+    return out;
   }
 
   /**
@@ -466,8 +523,8 @@ export class SqliteStore implements Store {
   }
 
   /** The most jobs of one group leased at once in `queue`. */
-  #groupLimit(_queue: string): number {
-    return DEFAULT_GROUP_LIMIT;
+  #groupLimit(queue: string): number {
+    return this.#settingsOf(queue).group_limit;
   }
 
   ack(
@@ -480,8 +537,8 @@ export class SqliteStore implements Store {
       const changed = this.#statements.ack.run(result, now, id, token, now).changes;
       if (changed === 1) {
         const queue = this.#queueOf(id);
-        // In a queue with groups, the ack may free a group's slot.
-        const frees = this.#grouped.has(queue);
+        // In a queue with groups or a concurrency, the ack may free a slot.
+        const frees = this.#grouped.has(queue) || this.#settingsOf(queue).concurrency !== null;
         this.#leasedQueues.delete(id);
         this.#moves.push([queue, "leased", "done"]);
         return { id, queue, frees };
@@ -700,7 +757,7 @@ export class SqliteStore implements Store {
       for (const row of due) {
         const ended = this.#endLease(row, now, "expired");
         // Even a lease that ended in dead frees a slot of its group or queue.
-        if (ended.state === "pending" || row.grp !== null) woken.add(row.queue);
+        woken.add(row.queue);
         expired.push(ended);
       }
       return {
@@ -1129,5 +1186,8 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     ),
     deleteSettings: p("DELETE FROM queue_settings WHERE name = ?"),
     probe: p("INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)"),
+    countLeased: p("SELECT count(*) AS n FROM jobs WHERE queue = ? AND state = 'leased'"),
+    readBucket: p("SELECT tokens, at FROM queue_buckets WHERE queue = ?"),
+    writeBucket: p("INSERT OR REPLACE INTO queue_buckets (queue, tokens, at) VALUES (?, ?, ?)"),
   };
 }

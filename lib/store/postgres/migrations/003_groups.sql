@@ -59,3 +59,11 @@ CREATE TRIGGER jobs_group_update AFTER UPDATE OF state ON jobs
   EXECUTE FUNCTION job_groups_count();
 CREATE TRIGGER jobs_group_delete AFTER DELETE ON jobs
   FOR EACH ROW WHEN (OLD.grp IS NOT NULL) EXECUTE FUNCTION job_groups_count();
+
+-- The token bucket of a queue with a rate (core/rate_bucket.ts). Its row is locked by every
+-- claim of a queue with a concurrency or a rate, so servers claiming from it take turns.
+CREATE TABLE queue_buckets (
+  queue  text             PRIMARY KEY,
+  tokens double precision NOT NULL,
+  at     bigint           NOT NULL
+);
