@@ -32,6 +32,16 @@ export interface ClaimWant {
 /** Counts of a queue's jobs by state. */
 export type StateCounts = Record<JobState, number>;
 
+/** A queue's ordering groups, counted. */
+export interface GroupCounts {
+  /** Groups with jobs pending. */
+  waiting: number;
+  /** Groups with jobs leased. */
+  leased: number;
+  /** Groups with jobs pending that are at the queue's `group_limit`: waiting for a slot. */
+  full: number;
+}
+
 /** A queue's numbers as the store knows them. */
 export interface QueueCounts {
   /** The queue's name. */
@@ -44,6 +54,10 @@ export interface QueueCounts {
   oldest_pending_at: number | null;
   /** The queue's settings (the defaults when it has none). */
   settings: QueueSettings;
+  /** Its ordering groups. */
+  groups: GroupCounts;
+  /** True when this server's last claim of the queue was held back by its rate. */
+  rate_held: boolean;
 }
 
 /** The answer to a nack. */

@@ -104,3 +104,21 @@ Deno.test("a subscriber under a rate gets a job per token as the clock moves", a
   server.clock.advance(100);
   await ws.nextJob("q");
 });
+
+Deno.test("GET /v1/queues/{q} shows the groups and the limit holding consumers back", async () => {
+  await using server = await startTestServer();
+  await server.request("PUT", "/v1/queues/q/settings", { concurrency: 1 });
+  await enqueue(server, "q", { payload: 1, group: "a" });
+  await enqueue(server, "q", { payload: 2, group: "a" });
+  await enqueue(server, "q", { payload: 3, group: "b" });
+  await lease(server, "q", { max: 5 });
+  const idle = (await server.request("GET", "/v1/queues/q")).body;
+  assert.deepEqual(idle.groups, { waiting: 2, leased: 1, full: 1 });
+  assert.equal(idle.held, null, "nobody consumes: nothing is held back");
+  const waiting = server.request("POST", "/v1/queues/q/leases", { max: 5, wait_ms: 5_000 });
+  await settle();
+  const held = (await server.request("GET", "/v1/queues/q")).body;
+  assert.equal(held.held, "concurrency");
+  await server.stop();
+  await waiting;
+});

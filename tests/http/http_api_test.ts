@@ -5,6 +5,7 @@
  */
 
 import assert from "node:assert/strict";
+import { defaultQueueSettings, settingsView } from "../../lib/core/queue_settings.ts";
 import {
   deadJob,
   type DeliveryBody,
@@ -19,6 +20,9 @@ import {
 import { startTestServer } from "../helpers/test_server.ts";
 
 // ---- enqueue ----
+
+/** The settings view of a queue nobody configured. */
+const DEFAULT_SETTINGS = settingsView(defaultQueueSettings());
 
 Deno.test("POST /v1/queues/{q}/jobs answers 201 with the new job's id", async () => {
   await using server = await startTestServer();
@@ -307,6 +311,9 @@ Deno.test("GET /v1/queues/{q} counts jobs per state", async () => {
     counts: { pending: 1, delayed: 1, leased: 1, done: 1, dead: 1, cancelled: 1 },
     oldest_pending_age_ms: 0,
     consumers: 0,
+    settings: DEFAULT_SETTINGS,
+    groups: { waiting: 0, leased: 0, full: 0 },
+    held: null,
   });
 });
 
@@ -320,6 +327,9 @@ Deno.test("GET /v1/queues/{q} of an unknown queue answers zeros", async () => {
     counts: { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 },
     oldest_pending_age_ms: 0,
     consumers: 0,
+    settings: DEFAULT_SETTINGS,
+    groups: { waiting: 0, leased: 0, full: 0 },
+    held: null,
   });
 });
 
@@ -352,6 +362,9 @@ Deno.test("GET /v1/queues lists every known queue's stats", async () => {
     counts: { pending: 1, delayed: 1, leased: 0, done: 0, dead: 0, cancelled: 0 },
     oldest_pending_age_ms: 0,
     consumers: 0,
+    settings: DEFAULT_SETTINGS,
+    groups: { waiting: 0, leased: 0, full: 0 },
+    held: null,
   });
   assert.equal((byName.get("c") as { paused: boolean }).paused, true);
 });

@@ -1036,6 +1036,8 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
         counts: counts(),
         oldest_pending_at: null,
         settings: defaultQueueSettings(),
+        groups: { waiting: 0, leased: 0, full: 0 },
+        rate_held: false,
       },
     ]);
   });
@@ -2039,5 +2041,19 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       taken += x.length + y.length;
     }
     assert.ok(taken >= 9 && taken <= 11, `${taken} in one second at 10/s`);
+  });
+
+  test("stats() counts a queue's groups: waiting, leased, and full (waiting for a slot)", async (store) => {
+    await enqueueOne(store, "q", { group: "a" });
+    await enqueueOne(store, "q", { group: "a" });
+    await enqueueOne(store, "q", { group: "b" });
+    await enqueueOne(store, "q");
+    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 0, full: 0 });
+    await store.claim("q", 1, null, T0);
+    await store.claim("q", 1, null, T0);
+    // a and b each have a job leased; a has another waiting for its slot.
+    const [stats] = await store.stats("q");
+    assert.deepEqual(stats.groups, { waiting: 1, leased: 2, full: 1 });
+    assert.equal(stats.rate_held, false);
   });
 }

@@ -582,7 +582,7 @@ export class PgStore implements Store {
 
   stats(queue?: string): Promise<QueueCounts[]> {
     return this.#read("read the stats", async (sql) => {
-      const [counts, queues, oldest, settings] = await Promise.all([
+      const [counts, queues, oldest, settings, groups] = await Promise.all([
         queue === undefined
           ? sql<{ queue: string; state: JobState; n: number }[]>`
             SELECT queue, state, count(*) AS n FROM jobs GROUP BY queue, state`
@@ -600,6 +600,14 @@ export class PgStore implements Store {
             SELECT queue, min(run_at) AS at FROM jobs WHERE state = 'pending'
               AND queue = ${queue} GROUP BY queue`,
         readAllQueueSettings(sql, queue),
+        sql<{ queue: string; waiting: number; leased: number; full: number }[]>`
+          SELECT g.queue, count(*) FILTER (WHERE g.pending > 0)::int AS waiting,
+            count(*) FILTER (WHERE g.leased > 0)::int AS leased,
+            count(*) FILTER (WHERE g.pending > 0
+              AND g.leased >= coalesce(s.group_limit, 1))::int AS full
+          FROM job_groups g LEFT JOIN queue_settings s ON s.name = g.queue
+          WHERE ${queue === undefined} OR g.queue = ${queue ?? ""}
+          GROUP BY g.queue`,
       ]);
       const byName = new Map<string, QueueCounts>();
       const entry = (name: string): QueueCounts => {
@@ -611,6 +619,8 @@ export class PgStore implements Store {
             counts: zeroCounts(),
             oldest_pending_at: null,
             settings: settings.get(name) ?? defaultQueueSettings(),
+            groups: { waiting: 0, leased: 0, full: 0 },
+            rate_held: this.#heldUntil.has(name),
           };
           byName.set(name, found);
         }
@@ -622,6 +632,9 @@ export class PgStore implements Store {
         if (row.paused || byName.has(row.name)) entry(row.name).paused = row.paused;
       }
       for (const row of oldest) entry(row.queue).oldest_pending_at = row.at;
+      for (const { queue, ...counted } of groups) {
+        if (byName.has(queue)) entry(queue).groups = counted;
+      }
       // A queue with settings is known even without jobs.
       for (const name of settings.keys()) entry(name);
       return [...byName.values()].sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);

@@ -59,6 +59,7 @@ import {
   countCommit,
   emptyCommitStats,
   type EndedLease,
+  type GroupCounts,
   type JobPage,
   type KnownQueues,
   type LeaseRef,
@@ -522,6 +523,16 @@ export class SqliteStore implements Store {
     return out;
   }
 
+  /** The queue's groups, counted (no query for a queue that never had any). */
+  #groupCounts(queue: string): GroupCounts {
+    if (!this.#grouped.has(queue)) return { waiting: 0, leased: 0, full: 0 };
+    const row = this.#statements.groupCounts.get(
+      queue,
+      this.#groupLimit(queue),
+    ) as unknown as GroupCounts;
+    return { waiting: row.waiting, leased: row.leased, full: row.full };
+  }
+
   /** The most jobs of one group leased at once in `queue`. */
   #groupLimit(queue: string): number {
     return this.#settingsOf(queue).group_limit;
@@ -682,6 +693,8 @@ export class SqliteStore implements Store {
           counts: { ...(counts ?? zeroCounts()) },
           oldest_pending_at: oldest,
           settings: copySettings(this.#settingsOf(name)),
+          groups: this.#groupCounts(name),
+          rate_held: this.#heldUntil.has(name),
         };
       });
     });
@@ -1186,6 +1199,11 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     ),
     deleteSettings: p("DELETE FROM queue_settings WHERE name = ?"),
     probe: p("INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)"),
+    groupCounts: p(
+      `SELECT coalesce(sum(pending > 0), 0) AS waiting, coalesce(sum(leased > 0), 0) AS leased,
+         coalesce(sum(pending > 0 AND leased >= ?2), 0) AS full
+       FROM job_groups WHERE queue = ?1`,
+    ),
     countLeased: p("SELECT count(*) AS n FROM jobs WHERE queue = ? AND state = 'leased'"),
     readBucket: p("SELECT tokens, at FROM queue_buckets WHERE queue = ?"),
     writeBucket: p("INSERT OR REPLACE INTO queue_buckets (queue, tokens, at) VALUES (?, ?, ?)"),
