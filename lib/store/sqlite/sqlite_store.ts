@@ -513,13 +513,37 @@ export class SqliteStore implements Store {
   #claimGrouped(queue: string, wants: ClaimWant[], total: number, now: number): Delivery[][] {
     const out: Delivery[][] = wants.map(() => []);
     const limit = this.#groupLimit(queue);
-    const rows = this.#statements.groupCandidates.all(
+    const s = this.#statements;
+    const rows = s.groupCandidates.all(
       queue,
       total,
       limit,
       Math.min(limit, total),
     ) as unknown as JobRow[];
-    this.#leaseEach(queue, rows, wants, out, now);
+    const wanted = wants[0].lease_ms;
+    if (rows.length === 0 || !wants.every((want) => want.lease_ms === wanted)) {
+      this.#leaseEach(queue, rows, wants, out, now);
+      return out;
+    }
+    // One statement leases them all, as on the fast path; the deal follows the claim order.
+    const order = new Map(rows.map((row, i) => [row.id, i]));
+    const leased = s.claimIds.all(
+      wanted,
+      now,
+      this.#policy.defaultLeaseMs,
+      JSON.stringify(rows.map((row) => row.id)),
+    ) as unknown as JobRow[];
+    leased.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+    const dealt = dealRoundRobin(leased.length, wants);
+    for (let i = 0; i < leased.length; i++) {
+      const row = leased[i];
+      this.#moves.push([queue, "pending", "leased"]);
+      this.#rememberLeased(row.id, queue);
+      out[dealt[i]].push({
+        job: rowToJob(row),
+        lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
+      });
+    }
     return out;
   }
 
@@ -1095,6 +1119,14 @@ function prepare(db: DatabaseSync, count: StatementCount) {
          lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
        WHERE id IN (SELECT id FROM jobs WHERE queue = ?4 AND state = 'pending' AND grp IS NULL
          ORDER BY priority DESC, id LIMIT ?5)
+       RETURNING *`,
+    ),
+    // The grouped claim's lease of the candidates it chose (ids as a JSON array).
+    claimIds: p(
+      `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = tegami_token(),
+         lease_len_ms = coalesce(?1, lease_ms, ?3),
+         lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
+       WHERE id IN (SELECT value FROM json_each(?4)) AND state = 'pending'
        RETURNING *`,
     ),
     lease: p(
