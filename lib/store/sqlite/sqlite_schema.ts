@@ -127,15 +127,11 @@ export const MIGRATIONS: readonly string[] = [
       leased = leased + excluded.leased,
       turn = CASE WHEN NEW.state = 'leased'
         THEN (SELECT max(turn) FROM job_groups WHERE queue = NEW.queue) + 1 ELSE turn END;
-  END;
-
-  -- A group with nothing pending or leased is forgotten (its name may never come again).
-  CREATE TRIGGER jobs_group_left AFTER UPDATE OF state ON jobs
-  WHEN NEW.grp IS NOT NULL AND OLD.state IN ('pending', 'leased')
-    AND NEW.state NOT IN ('pending', 'leased')
-  BEGIN
+    -- A group with nothing pending or leased is forgotten (its name may never come again);
+    -- only a job leaving pending and leased can make it so (a constant test, checked once).
     DELETE FROM job_groups
-      WHERE queue = NEW.queue AND grp = NEW.grp AND pending = 0 AND leased = 0;
+      WHERE NEW.state NOT IN ('pending', 'leased')
+        AND queue = NEW.queue AND grp = NEW.grp AND pending = 0 AND leased = 0;
   END;
 
   CREATE TRIGGER jobs_group_delete AFTER DELETE ON jobs
