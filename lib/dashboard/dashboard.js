@@ -23,7 +23,9 @@
    * @typedef {Error & { status?: number }} ApiError
    * @typedef {{ enqueued: number, acked: number, failed: number }} Rates
    * @typedef {{ pending: number, delayed: number, leased: number, done: number, dead: number, cancelled: number }} Counts
-   * @typedef {{ name: string, paused: boolean, counts: Counts, oldest_pending_age_ms: number, consumers: number, rates: Rates }} QueueView
+   * @typedef {{ waiting: number, leased: number, full: number }} GroupCounts
+   * @typedef {{ concurrency: number | null, rate: string | null, group_limit: number }} LimitSettings
+   * @typedef {{ name: string, paused: boolean, counts: Counts, oldest_pending_age_ms: number, consumers: number, rates: Rates, groups?: GroupCounts, held?: string | null, settings?: LimitSettings }} QueueView
    * @typedef {{ at: number, queues: Record<string, Rates> }} Sample
    * @typedef {{ at: number, e: number, a: number, f: number }} Point
    * @typedef {{
@@ -38,7 +40,7 @@
    * }} Chart
    * @typedef {{
    *   tr: HTMLTableRowElement, cells: Record<string, HTMLElement>, badge: HTMLElement, spark: HTMLElement,
-   *   pause: HTMLButtonElement
+   *   pause: HTMLButtonElement, limits: { line: HTMLElement, held: HTMLElement }
    * }} Row
    * @typedef {{
    *   queue: string, jobs: Job[], next: number | null, loading: boolean, error: string,
@@ -610,10 +612,18 @@
     /** @type {Record<string, HTMLElement>} */
     const cells = {};
     const badge = h("span", { class: "badge paused hidden", text: "paused" });
+    const limits = makeLimits();
     const tr = h(
       "tr",
       { "data-queue": name },
-      h("td", { class: "l" }, h("span", { class: "qname", text: name }), badge),
+      h(
+        "td",
+        { class: "l" },
+        h("span", { class: "qname", text: name }),
+        badge,
+        limits.held,
+        limits.line,
+      ),
     );
     STATES.forEach(function (st) {
       cells[st] = h("td", { class: "c-" + st });
@@ -646,7 +656,53 @@
       },
     });
     tr.appendChild(h("td", { class: "actions" }, pause, jobs, dead));
-    return { tr: tr, cells: cells, badge: badge, spark: spark, pause: pause };
+    return { tr: tr, cells: cells, badge: badge, spark: spark, pause: pause, limits: limits };
+  }
+
+  /**
+   * The parts of a queue row that show its limits: a badge naming the limit that holds its
+   * consumers back right now, and a line with its settings' limits and its ordering groups.
+   * @returns {{ line: HTMLElement, held: HTMLElement }}
+   */
+  function makeLimits() {
+    return {
+      held: h("span", { class: "badge held hidden" }),
+      line: h("span", { class: "limits hidden" }),
+    };
+  }
+
+  /**
+   * @param {{ line: HTMLElement, held: HTMLElement }} parts
+   * @param {QueueView} q
+   */
+  function updateLimits(parts, q) {
+    const held = q.held ?? null;
+    parts.held.classList.toggle("hidden", held === null);
+    parts.held.textContent = held === null ? "" : "held by " + held;
+    parts.held.title = held === "rate"
+      ? "Consumers have credit but the queue's rate allows no delivery until its next token"
+      : held === "concurrency"
+      ? "Consumers have credit but the queue has as many jobs leased as its concurrency allows"
+      : "";
+    /** @type {string[]} */
+    const bits = [];
+    const settings = q.settings;
+    if (settings && settings.concurrency !== null) {
+      bits.push("concurrency " + int(q.counts.leased) + "/" + int(settings.concurrency));
+    }
+    if (settings && settings.rate !== null) bits.push("rate " + settings.rate);
+    const groups = q.groups;
+    if (groups && (groups.waiting > 0 || groups.leased > 0)) {
+      bits.push(
+        "groups: " + int(groups.waiting) + " waiting · " + int(groups.leased) + " leased" +
+          (groups.full > 0
+            ? " · " + int(groups.full) + " at limit " +
+              int(settings ? settings.group_limit : 1)
+            : ""),
+      );
+    }
+    parts.line.classList.toggle("hidden", bits.length === 0);
+    parts.line.textContent = bits.join(" · ");
   }
 
   /**
@@ -669,6 +725,7 @@
     row.badge.classList.toggle("hidden", !q.paused);
     row.pause.textContent = q.paused ? "Resume" : "Pause";
     row.spark.replaceChildren(sparkline(q.name));
+    updateLimits(row.limits, q);
   }
 
   function renderQueues() {
