@@ -1,12 +1,18 @@
 /**
- * The client commands of the `tegami` program: `enqueue`, `stats`, `job`, `dead` and
- * `consume --exec`. They talk to a running server through the client library, find it with
+ * The client commands of the `tegami` program: `enqueue`, `stats`, `job`, `dead`,
+ * `queue settings` and `consume --exec`. They talk to a running server through the client library, find it with
  * `--url`/`TEGAMI_URL` and authenticate with `--token`/`TEGAMI_TOKEN`.
  *
  * @module
  */
 
-import { consume, JobFailure, TegamiClient, TegamiError } from "../client/mod.ts";
+import {
+  consume,
+  JobFailure,
+  type QueueSettings,
+  TegamiClient,
+  TegamiError,
+} from "../client/mod.ts";
 import { resolveClientConfig } from "../config/client_config.ts";
 import { ConfigError } from "../config/flags.ts";
 import { JOB_STATES } from "../core/job.ts";
@@ -32,7 +38,7 @@ export interface CommandIO {
 }
 
 /** The client commands, by name. */
-export const CLIENT_COMMANDS = ["enqueue", "stats", "job", "dead", "consume"] as const;
+export const CLIENT_COMMANDS = ["enqueue", "stats", "job", "dead", "queue", "consume"] as const;
 
 /** Runs a client command; answers the exit code (0 ok, 1 failed, 2 usage error). */
 export async function runClientCommand(
@@ -50,6 +56,8 @@ export async function runClientCommand(
         return await jobCommand(args, io);
       case "dead":
         return await deadCommand(args, io);
+      case "queue":
+        return await queueCommand(args, io);
       case "consume":
         return await consumeCommand(args, io);
     }
@@ -187,6 +195,88 @@ async function deadCommand(args: string[], io: CommandIO): Promise<number> {
     return 0;
   }
   throw new UsageError(`expected list or requeue, got "${action}"`);
+}
+
+/** The flags of `tegami queue settings` that change a setting, by the setting. */
+const SETTING_FLAGS = {
+  concurrency: "concurrency",
+  rate: "rate",
+  group_limit: "group-limit",
+  max_attempts: "max-attempts",
+  lease_ms: "lease",
+  backoff: "backoff",
+  retain_done_ms: "retain-done",
+  retain_dead_ms: "retain-dead",
+} as const satisfies Record<keyof QueueSettings, string>;
+
+/** A flag's text as a setting's value; `none` unsets it (null: the default). */
+function settingValue(setting: keyof QueueSettings, flag: string, text: string): unknown {
+  if (text === "none") return null;
+  const duration = (value: string) => {
+    try {
+      return parseDuration(value);
+    } catch (error) {
+      throw new UsageError(`--${flag}: ${(error as Error).message}`);
+    }
+  };
+  switch (setting) {
+    case "rate":
+      return text; // checked by the server, which names the field
+    case "lease_ms":
+    case "retain_done_ms":
+    case "retain_dead_ms":
+      return duration(text);
+    case "backoff": {
+      const parts = text.split(",");
+      if (parts.length !== 2) {
+        throw new UsageError(`--backoff expects BASE,MAX such as 1s,1h (or none), got "${text}"`);
+      }
+      return { base_ms: duration(parts[0].trim()), max_ms: duration(parts[1].trim()) };
+    }
+    default:
+      return integerFlag(text, flag);
+  }
+}
+
+/** The settings as `tegami queue settings` prints them, one per line. */
+function settingsLines(queue: string, settings: QueueSettings): string {
+  const show = (value: unknown) =>
+    value === null ? "none" : typeof value === "object" ? JSON.stringify(value) : String(value);
+  const names = Object.keys(SETTING_FLAGS) as (keyof QueueSettings)[];
+  const width = Math.max(...names.map((n) => n.length));
+  return [`queue ${queue}`, ...names.map((n) => `  ${n.padEnd(width)}  ${show(settings[n])}`)]
+    .join("\n") + "\n";
+}
+
+/**
+ * `tegami queue settings QUEUE [--concurrency N …]`: without setting flags, shows the queue's
+ * settings; with them, changes those and keeps the others (`--reset` starts from the defaults).
+ */
+async function queueCommand(args: string[], io: CommandIO): Promise<number> {
+  const extra = Object.fromEntries(
+    Object.values(SETTING_FLAGS).map((flag) => [flag, { type: "string" as const }]),
+  );
+  const { config, rest, values } = resolveClientConfig(args, io.env, {
+    ...extra,
+    reset: { type: "boolean" },
+    json: { type: "boolean" },
+  });
+  const [action, queue] = positionals(rest, ["settings", "QUEUE"]);
+  if (action !== "settings") throw new UsageError(`expected settings, got "${action}"`);
+  const changes: Partial<Record<keyof QueueSettings, unknown>> = {};
+  for (const [setting, flag] of Object.entries(SETTING_FLAGS) as [keyof QueueSettings, string][]) {
+    const text = values[flag];
+    if (text !== undefined) changes[setting] = settingValue(setting, flag, String(text));
+  }
+  const client = new TegamiClient({ url: config.url, token: config.token ?? undefined });
+  const changing = values.reset === true || Object.keys(changes).length > 0;
+  const settings = !changing
+    ? await client.settings(queue)
+    : values.reset === true
+    ? await client.putSettings(queue, changes as Partial<QueueSettings>)
+    : await client.updateSettings(queue, changes as Partial<QueueSettings>);
+  io.out(values.json === true ? JSON.stringify(settings) + "\n" : settingsLines(queue, settings));
+  return 0;
 }
 
 async function consumeCommand(args: string[], io: CommandIO): Promise<number> {

@@ -34,6 +34,7 @@ export {
   type EnqueueResult,
   type JobInfo,
   type JobOptions,
+  type QueueSettings,
   type QueueStats,
   TegamiClient,
 } from "./producer.ts";

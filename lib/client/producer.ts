@@ -1,6 +1,6 @@
 /**
  * The HTTP side of the client: enqueue (one or a batch), get, cancel, queue stats, dead letters,
- * pause/resume. Uses only the standard `fetch`, so it runs in Deno, browsers and Node 20 or later.
+ * pause/resume, queue settings. Uses only the standard `fetch`, so it runs in Deno, browsers and Node 20 or later.
  * Server errors come back as {@linkcode TegamiError} carrying the server's code.
  *
  * `enqueue` calls made in the same tick go out together: one request per queue carrying them all
@@ -108,6 +108,31 @@ export interface QueueStats {
   oldest_pending_age_ms: number;
   /** Connected consumers. */
   consumers: number;
+  /** The queue's settings. */
+  settings: QueueSettings;
+}
+
+/**
+ * A queue's settings as the API shows them (`GET /v1/queues/{queue}/settings`): null means not
+ * set (no limit, or the server's value).
+ */
+export interface QueueSettings {
+  /** Most leased jobs of the queue at once, across every consumer and server; null: no limit. */
+  concurrency: number | null;
+  /** Most deliveries per interval, `LIMIT/INTERVAL` such as `"100/1s"`; null: no limit. */
+  rate: string | null;
+  /** Most jobs of one ordering group leased at once. @default 1 */
+  group_limit: number;
+  /** Deliveries allowed to a job enqueued without its own; null: the server's (5). */
+  max_attempts: number | null;
+  /** Lease length of a job enqueued without its own, ms; null: the server's. */
+  lease_ms: number | null;
+  /** Retry backoff of a job enqueued without its own; null: the server's. */
+  backoff: { base_ms: number; max_ms: number } | null;
+  /** How long done and cancelled jobs are kept, ms; null: the server's `--retain-done`. */
+  retain_done_ms: number | null;
+  /** How long dead jobs are kept, ms; null: until requeued or removed. */
+  retain_dead_ms: number | null;
 }
 
 /** How to reach a server. */
@@ -364,5 +389,28 @@ export class TegamiClient {
   /** Restarts delivery from a queue. */
   resume(queue: string): Promise<{ name: string; paused: boolean }> {
     return this.request("POST", `/v1/queues/${encodeURIComponent(queue)}/resume`);
+  }
+
+  /** A queue's settings (the defaults for a queue nobody configured). */
+  settings(queue: string): Promise<QueueSettings> {
+    return this.request("GET", `/v1/queues/${encodeURIComponent(queue)}/settings`);
+  }
+
+  /**
+   * Replaces a queue's settings as a whole: what `settings` leaves out (or sets to null) takes its
+   * default, so `{}` resets the queue. Answers the settings as stored. Needs the admin scope.
+   */
+  putSettings(queue: string, settings: Partial<QueueSettings>): Promise<QueueSettings> {
+    return this.request("PUT", `/v1/queues/${encodeURIComponent(queue)}/settings`, settings);
+  }
+
+  /**
+   * Changes some of a queue's settings and keeps the others: reads them, applies `changes`
+   * (a member set to null goes back to its default) and writes the whole. Not atomic: a change
+   * made by someone else between the read and the write is overwritten.
+   */
+  async updateSettings(queue: string, changes: Partial<QueueSettings>): Promise<QueueSettings> {
+    const current = await this.settings(queue);
+    return await this.putSettings(queue, { ...current, ...changes });
   }
 }

@@ -1,7 +1,7 @@
 /**
- * The settings the client subcommands share (`enqueue`, `stats`, `job`, `dead`, `consume`):
- * where the server is and which token to present. One flag table, {@linkcode CLIENT_FLAGS};
- * each subcommand adds its own flags (without env vars) through `extra`.
+ * The settings the client subcommands share (`enqueue`, `stats`, `job`, `dead`, `queue`,
+ * `consume`): where the server is and which token to present. One flag table,
+ * {@linkcode CLIENT_FLAGS}; each subcommand adds its own flags (without env vars) through `extra`.
  *
  * @module
  */

@@ -191,7 +191,7 @@ export function parseQueueSettings(value: unknown): QueueSettings {
 }
 
 /** The settings as the API shows them: every member present, the rate as its canonical text. */
-export function settingsView(settings: QueueSettings): Record<string, unknown> {
+export function settingsView(settings: Readonly<QueueSettings>): Record<string, unknown> {
   return {
     concurrency: settings.concurrency,
     rate: settings.rate === null ? null : formatRate(settings.rate),

@@ -24,8 +24,12 @@
    * @typedef {{ enqueued: number, acked: number, failed: number }} Rates
    * @typedef {{ pending: number, delayed: number, leased: number, done: number, dead: number, cancelled: number }} Counts
    * @typedef {{ waiting: number, leased: number, full: number }} GroupCounts
-   * @typedef {{ concurrency: number | null, rate: string | null, group_limit: number }} LimitSettings
-   * @typedef {{ name: string, paused: boolean, counts: Counts, oldest_pending_age_ms: number, consumers: number, rates: Rates, groups?: GroupCounts, held?: string | null, settings?: LimitSettings }} QueueView
+   * @typedef {{
+   *   concurrency: number | null, rate: string | null, group_limit: number, max_attempts: number | null,
+   *   lease_ms: number | null, backoff: { base_ms: number, max_ms: number } | null,
+   *   retain_done_ms: number | null, retain_dead_ms: number | null
+   * }} QueueSettings
+   * @typedef {{ name: string, paused: boolean, counts: Counts, oldest_pending_age_ms: number, consumers: number, rates: Rates, settings?: QueueSettings, groups?: GroupCounts, held?: string | null }} QueueView
    * @typedef {{ at: number, queues: Record<string, Rates> }} Sample
    * @typedef {{ at: number, e: number, a: number, f: number }} Point
    * @typedef {{
@@ -40,7 +44,8 @@
    * }} Chart
    * @typedef {{
    *   tr: HTMLTableRowElement, cells: Record<string, HTMLElement>, badge: HTMLElement, spark: HTMLElement,
-   *   pause: HTMLButtonElement, limits: { line: HTMLElement, held: HTMLElement }
+   *   pause: HTMLButtonElement, settings: HTMLElement, settingsKey: string,
+   *   limits: { line: HTMLElement, held: HTMLElement }
    * }} Row
    * @typedef {{
    *   queue: string, jobs: Job[], next: number | null, loading: boolean, error: string,
@@ -612,6 +617,7 @@
     /** @type {Record<string, HTMLElement>} */
     const cells = {};
     const badge = h("span", { class: "badge paused hidden", text: "paused" });
+    const settings = h("div", { class: "qsettings hidden" });
     const limits = makeLimits();
     const tr = h(
       "tr",
@@ -622,6 +628,7 @@
         h("span", { class: "qname", text: name }),
         badge,
         limits.held,
+        settings,
         limits.line,
       ),
     );
@@ -656,12 +663,22 @@
       },
     });
     tr.appendChild(h("td", { class: "actions" }, pause, jobs, dead));
-    return { tr: tr, cells: cells, badge: badge, spark: spark, pause: pause, limits: limits };
+    return {
+      tr: tr,
+      cells: cells,
+      badge: badge,
+      spark: spark,
+      pause: pause,
+      settings: settings,
+      settingsKey: "",
+      limits: limits,
+    };
   }
 
   /**
-   * The parts of a queue row that show its limits: a badge naming the limit that holds its
-   * consumers back right now, and a line with its settings' limits and its ordering groups.
+   * The parts of a queue row that show its limits at work (the settings chips show the limits
+   * themselves): a badge naming the limit that holds its consumers back right now, and a line
+   * with its leased jobs against its concurrency and its ordering groups.
    * @returns {{ line: HTMLElement, held: HTMLElement }}
    */
   function makeLimits() {
@@ -688,9 +705,8 @@
     const bits = [];
     const settings = q.settings;
     if (settings && settings.concurrency !== null) {
-      bits.push("concurrency " + int(q.counts.leased) + "/" + int(settings.concurrency));
+      bits.push("leased " + int(q.counts.leased) + " of " + int(settings.concurrency));
     }
-    if (settings && settings.rate !== null) bits.push("rate " + settings.rate);
     const groups = q.groups;
     if (groups && (groups.waiting > 0 || groups.leased > 0)) {
       bits.push(
@@ -725,7 +741,69 @@
     row.badge.classList.toggle("hidden", !q.paused);
     row.pause.textContent = q.paused ? "Resume" : "Pause";
     row.spark.replaceChildren(sparkline(q.name));
+    renderQueueSettings(row, q.settings);
     updateLimits(row.limits, q);
+  }
+
+  // ---- queue settings ----
+
+  /**
+   * The settings of a queue that differ from the defaults, as [label, value, meaning] for its row.
+   * @param {QueueSettings} settings
+   * @returns {[string, string, string][]}
+   */
+  function settingsChips(settings) {
+    /** @type {[string, string, string][]} */
+    const out = [];
+    if (settings.concurrency !== null) {
+      out.push(["concurrency", int(settings.concurrency), "most jobs leased at once"]);
+    }
+    if (settings.rate !== null) out.push(["rate", settings.rate, "most deliveries per interval"]);
+    if (settings.group_limit !== 1) {
+      out.push(["group limit", int(settings.group_limit), "most jobs of one group leased at once"]);
+    }
+    if (settings.max_attempts !== null) {
+      out.push(["attempts", int(settings.max_attempts), "default max_attempts of new jobs"]);
+    }
+    if (settings.lease_ms !== null) {
+      out.push(["lease", span(settings.lease_ms), "default lease of new jobs"]);
+    }
+    if (settings.backoff !== null) {
+      out.push([
+        "backoff",
+        span(settings.backoff.base_ms) + " – " + span(settings.backoff.max_ms),
+        "default retry backoff of new jobs",
+      ]);
+    }
+    if (settings.retain_done_ms !== null) {
+      out.push(["keep done", span(settings.retain_done_ms), "how long done jobs are kept"]);
+    }
+    if (settings.retain_dead_ms !== null) {
+      out.push(["keep dead", span(settings.retain_dead_ms), "how long dead jobs are kept"]);
+    }
+    return out;
+  }
+
+  /**
+   * Shows a queue's settings under its name (nothing when all are the defaults); rebuilt only
+   * when they change.
+   * @param {Row} row
+   * @param {QueueSettings | undefined} settings
+   */
+  function renderQueueSettings(row, settings) {
+    const chips = settings === undefined ? [] : settingsChips(settings);
+    const key = JSON.stringify(chips);
+    if (key === row.settingsKey) return;
+    row.settingsKey = key;
+    row.settings.replaceChildren(...chips.map(function (chip) {
+      return h(
+        "span",
+        { class: "setting", title: chip[2], "data-setting": chip[0] },
+        h("span", { class: "k", text: chip[0] }),
+        h("span", { class: "v", text: chip[1] }),
+      );
+    }));
+    row.settings.classList.toggle("hidden", chips.length === 0);
   }
 
   function renderQueues() {

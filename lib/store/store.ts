@@ -52,8 +52,8 @@ export interface QueueCounts {
   counts: StateCounts;
   /** When the oldest pending job became available, or null if none is pending. */
   oldest_pending_at: number | null;
-  /** The queue's settings (the defaults when it has none). */
-  settings: QueueSettings;
+  /** The queue's settings (the defaults when it has none); shared, never to be modified. */
+  settings: Readonly<QueueSettings>;
   /** Its ordering groups. */
   groups: GroupCounts;
   /** True when this server's last claim of the queue was held back by its rate. */

@@ -10,6 +10,7 @@
 import fc from "fast-check";
 import assert from "node:assert/strict";
 import { TegamiError } from "../../lib/core/errors.ts";
+import { formatRate, parseQueueSettings, settingsView } from "../../lib/core/queue_settings.ts";
 import { readJsonBody } from "../../lib/http/body.ts";
 import {
   MAX_ATTEMPTS,
@@ -100,6 +101,15 @@ const shapedValue: fc.Arbitrary<unknown> = fc.oneof(
     delay_ms: edgyInt,
     dead: fc.boolean(),
   }, { requiredKeys: ["token"] }),
+  fc.record({
+    concurrency: fc.option(edgyInt),
+    rate: fc.option(
+      fc.oneof(edgyString, fc.constantFrom("100/1s", "5/250ms", "0/1s", "1/25h", "10/s", "1/0ms")),
+    ),
+    group_limit: fc.option(edgyInt),
+    lease_ms: fc.option(edgyInt),
+    retain_done_ms: fc.option(edgyInt),
+  }, { requiredKeys: [] }),
 );
 
 Deno.test("every body parser answers or refuses with a 4xx code, whatever the value", () => {
@@ -139,6 +149,16 @@ Deno.test("every body parser answers or refuses with a 4xx code, whatever the va
       parsesOrRefuses(() => parseCheckpoint(value, LIMITS), "checkpoint");
       parsesOrRefuses(() => parseRequeue(value), "requeue");
       parsesOrRefuses(() => parseEmpty(value), "empty");
+      const settings = parsesOrRefuses(() => parseQueueSettings(value), "queue settings");
+      if (settings !== null) {
+        // What is answered parses back to the same settings (a GET then a PUT changes nothing).
+        assert.deepEqual(parseQueueSettings(settingsView(settings)), settings);
+        if (settings.rate !== null) {
+          assert.ok(settings.rate.limit >= 1 && settings.rate.per_ms >= 1);
+          assert.match(formatRate(settings.rate), /^\d+\/\d+(ms|s|m|h)$/);
+          seen.add("settings with rate");
+        }
+      }
       parsesOrRefuses(() => jobId(value), "job id");
       const queue = parsesOrRefuses(() => queueName(value), "queue name");
       if (queue !== null) assert.match(queue, QUEUE_NAME);
@@ -147,7 +167,13 @@ Deno.test("every body parser answers or refuses with a 4xx code, whatever the va
   );
   assert.deepEqual(
     [...seen].sort(),
-    ["enqueue with key", "enqueue with lease_ms", "lease with fields", "nack with error"],
+    [
+      "enqueue with key",
+      "enqueue with lease_ms",
+      "lease with fields",
+      "nack with error",
+      "settings with rate",
+    ],
   );
 });
 

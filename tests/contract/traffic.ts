@@ -1,8 +1,8 @@
 /**
  * End-to-end traffic for the contract run: every documented operation called the way a worker
  * and an operator call it (produce, lease, checkpoint, extend, nack, ack, browse, run now, cancel,
- * requeue, pause, stats, health, metrics, the documents), and its refusals that a valid request
- * can still get (404, 409 and, with auth, 401 and 403). Sent through Prism's validating proxy:
+ * requeue, pause, settings, stats, health, metrics, the documents), and its refusals that a valid
+ * request can still get (404, 409 and, with auth, 401 and 403). Sent through Prism's validating proxy:
  * every request here is valid by the document, so any Prism error is a violation of the answer.
  *
  * @module
@@ -207,6 +207,15 @@ export async function driveTraffic(
   await call("/v1/queues/{queue}/pause", "POST", `/v1/queues/${q}/pause`);
   await call("/v1/queues/{queue}/leases", "POST", `/v1/queues/${q}/leases`, { max: 100 }, consume);
   await call("/v1/queues/{queue}/resume", "POST", `/v1/queues/${q}/resume`, {});
+  await call("/v1/queues/{queue}/settings", "PUT", `/v1/queues/${q}/settings`, {
+    concurrency: 10,
+    rate: "100/1s",
+    max_attempts: 3,
+    backoff: { base_ms: 100, max_ms: 1000 },
+    retain_done_ms: 3_600_000,
+  });
+  await call("/v1/queues/{queue}/settings", "GET", `/v1/queues/${q}/settings`);
+  await call("/v1/queues/{queue}/settings", "PUT", `/v1/queues/${q}/settings`, {});
   await call("/healthz", "GET", "/healthz", undefined, {});
   await call("/readyz", "GET", "/readyz", undefined, {});
   await call("/metrics", "GET", "/metrics");
@@ -278,6 +287,7 @@ export async function driveTraffic(
     }
     await call("/v1/queues/{queue}/leases", "POST", `/v1/queues/${q}/leases`, {}, produce);
     await call("/v1/queues/{queue}/pause", "POST", `/v1/queues/${q}/pause`, undefined, consume);
+    await call("/v1/queues/{queue}/settings", "PUT", `/v1/queues/${q}/settings`, {}, consume);
     await call(
       "/v1/queues/{queue}/jobs",
       "GET",

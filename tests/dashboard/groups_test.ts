@@ -38,8 +38,7 @@ Deno.test({
       () => textOf(page, `${row} .limits`),
       (text) => text.includes("groups"),
     );
-    assert.match(line, /concurrency 2\/2/);
-    assert.match(line, /rate 100\/1s/);
+    assert.match(line, /leased 2 of 2/);
     assert.match(line, /groups: 2 waiting · 2 leased · 1 at limit 1/);
     await until(
       "the held badge",

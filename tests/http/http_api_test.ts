@@ -5,7 +5,6 @@
  */
 
 import assert from "node:assert/strict";
-import { defaultQueueSettings, settingsView } from "../../lib/core/queue_settings.ts";
 import {
   deadJob,
   type DeliveryBody,
@@ -20,10 +19,6 @@ import {
 import { startTestServer } from "../helpers/test_server.ts";
 
 // ---- enqueue ----
-
-/** The settings view of a queue nobody configured. */
-const DEFAULT_SETTINGS = settingsView(defaultQueueSettings());
-
 Deno.test("POST /v1/queues/{q}/jobs answers 201 with the new job's id", async () => {
   await using server = await startTestServer();
   const first = await server.request("POST", "/v1/queues/mail/jobs", { payload: { to: "a@b" } });
@@ -290,6 +285,18 @@ Deno.test("DELETE /v1/jobs/{id} of an unknown id answers 404", async () => {
 });
 
 // ---- queue stats, pause, resume ----
+
+/** The settings of a queue nobody configured, as stats show them. */
+const DEFAULT_SETTINGS = {
+  concurrency: null,
+  rate: null,
+  group_limit: 1,
+  max_attempts: null,
+  lease_ms: null,
+  backoff: null,
+  retain_done_ms: null,
+  retain_dead_ms: null,
+};
 
 Deno.test("GET /v1/queues/{q} counts jobs per state", async () => {
   await using server = await startTestServer();

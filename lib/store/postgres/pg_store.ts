@@ -80,7 +80,7 @@ import {
 import { Coalescer } from "./pg_coalesce.ts";
 import { migratePg } from "./pg_schema.ts";
 import { readAllQueueSettings, readQueueSettings, writeQueueSettings } from "./pg_settings.ts";
-import { defaultQueueSettings, type QueueSettings } from "../../core/queue_settings.ts";
+import { DEFAULT_QUEUE_SETTINGS, type QueueSettings } from "../../core/queue_settings.ts";
 
 /** Options of {@linkcode PgStore.open}. */
 export interface PgStoreOptions {
@@ -618,7 +618,7 @@ export class PgStore implements Store {
             paused: false,
             counts: zeroCounts(),
             oldest_pending_at: null,
-            settings: settings.get(name) ?? defaultQueueSettings(),
+            settings: settings.get(name) ?? DEFAULT_QUEUE_SETTINGS,
             groups: { waiting: 0, leased: 0, full: 0 },
             rate_held: this.#heldUntil.has(name),
           };

@@ -716,7 +716,9 @@ export class SqliteStore implements Store {
           paused: this.#paused.has(name),
           counts: { ...(counts ?? zeroCounts()) },
           oldest_pending_at: oldest,
-          settings: copySettings(this.#settingsOf(name)),
+          // Shared, not copied: stored settings are replaced, never changed in place, and a
+          // stats call over tens of thousands of queues should not copy them all.
+          settings: this.#settingsOf(name),
           groups: this.#groupCounts(name),
           rate_held: this.#heldUntil.has(name),
         };
