@@ -121,6 +121,8 @@ export class PgStore implements Store {
   readonly #enqueues: Coalescer<EnqueueItem, Enqueued[]>;
   /** Queues whose last claim found a concurrency or a rate (see claimFair). */
   readonly #limited = new Set<string>();
+  /** Queues whose last claim found groups: claimed with the grouped statement (see #claim). */
+  readonly #grouped = new Set<string>();
   /** Queues whose last claim its rate held back, and when their next token comes. */
   readonly #heldUntil = new Map<string, number>();
   #closed = false;
@@ -326,7 +328,7 @@ export class PgStore implements Store {
     // perhaps set by another server), it claimed nothing and the limited claim runs after it,
     // in the same transaction.
     return this.#write(async (tx) => {
-      const claimed = await this.#claimStatement(tx, queue, wants, total, now, true);
+      const claimed = await this.#claim(tx, queue, wants, total, now, true);
       if (claimed === "limited") {
         this.#limited.add(queue);
         return await this.#claimLimited(tx, queue, wants, total, now);
@@ -362,7 +364,7 @@ export class PgStore implements Store {
     if (settings.concurrency === null && settings.rate === null) {
       this.#limited.delete(queue);
       this.#heldUntil.delete(queue);
-      const claimed = await this.#claimStatement(tx, queue, wants, total, now, false);
+      const claimed = await this.#claim(tx, queue, wants, total, now, false);
       return claimed as Delivery[][];
     }
     let cap = total;
@@ -381,7 +383,7 @@ export class PgStore implements Store {
       } else this.#heldUntil.delete(queue);
     } else this.#heldUntil.delete(queue);
     if (cap <= 0) return wants.map(() => []);
-    const out = await this.#claimStatement(tx, queue, wants, cap, now, false) as Delivery[][];
+    const out = await this.#claim(tx, queue, wants, cap, now, false) as Delivery[][];
     if (rate !== null) {
       let taken = 0;
       for (const list of out) taken += list.length;
@@ -392,9 +394,33 @@ export class PgStore implements Store {
   }
 
   /**
-   * The claim statement: up to `total` jobs dealt over `wants`. `guarded`: claim nothing and
-   * answer "limited" if the queue has a concurrency or a rate (the caller then takes the
-   * limited claim).
+   * Claims up to `total` jobs dealt over `wants`: with the plain statement unless the queue is
+   * known to have groups, and with the grouped one when the plain one finds groups (it then
+   * claimed nothing). `guarded`: claim nothing and answer "limited" if the queue has a
+   * concurrency or a rate (the caller then takes the limited claim).
+   */
+  async #claim(
+    tx: TxSql,
+    queue: string,
+    wants: ClaimWant[],
+    total: number,
+    now: number,
+    guarded: boolean,
+  ): Promise<Delivery[][] | "limited"> {
+    if (!this.#grouped.has(queue)) {
+      const plain = await this.#claimStatement(tx, queue, wants, total, now, guarded, false);
+      if (plain.out === "limited" || !plain.grouped) return plain.out;
+      this.#grouped.add(queue);
+    }
+    const full = await this.#claimStatement(tx, queue, wants, total, now, guarded, true);
+    if (!full.grouped) this.#grouped.delete(queue);
+    return full.out;
+  }
+
+  /**
+   * One claim statement. `grouped` false: the plain one, which takes ungrouped jobs only and
+   * claims nothing if the queue has groups (answering `grouped`); true: the one that also takes
+   * jobs through their groups.
    */
   async #claimStatement(
     tx: TxSql,
@@ -403,7 +429,8 @@ export class PgStore implements Store {
     total: number,
     now: number,
     guarded: boolean,
-  ): Promise<Delivery[][] | "limited"> {
+    grouped: boolean,
+  ): Promise<{ out: Delivery[][] | "limited"; grouped: boolean }> {
     // Which want each claimed job goes to, by claim position: fixed before the claim, so one
     // statement can write each job's own token and lease length.
     const positions = dealRoundRobin(total, wants);
@@ -411,18 +438,75 @@ export class PgStore implements Store {
     const tokens = positions.map(() => newLeaseToken());
     const leases = positions.map((w) => wants[w].lease_ms);
     const fallback = this.#policy.defaultLeaseMs;
+    type Claimed = JobRow & { k: number | null; limited: boolean; grouped: boolean };
+    const rows = grouped
+      ? await this.#claimGroupedSql(tx, queue, total, now, guarded, tokens, leases, fallback)
+      : await tx<Claimed[]>`
+      WITH s AS (
+        SELECT ${guarded}::boolean AND EXISTS (SELECT 1 FROM queue_settings WHERE name = ${queue}
+            AND (concurrency IS NOT NULL OR rate_limit IS NOT NULL)) AS limited,
+          EXISTS (SELECT 1 FROM job_groups WHERE queue = ${queue}) AS grouped,
+          EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused) AS paused
+      ), c AS (
+        SELECT id, priority FROM jobs
+        WHERE queue = ${queue} AND state = 'pending' AND grp IS NULL
+          AND NOT (SELECT limited OR grouped OR paused FROM s)
+        ORDER BY priority DESC, id
+        LIMIT ${total}
+        FOR UPDATE SKIP LOCKED
+      ), n AS (
+        SELECT id, row_number() OVER (ORDER BY priority DESC, id) AS k FROM c
+      ), p AS (
+        SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
+          AS p(token, lease, k)
+      ), u AS (
+        -- The lease length is claimLeaseMs() (core/lifecycle.ts) in SQL: the consumer's, else
+        -- the job's own, else the server's.
+        UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_token = p.token,
+          lease_len_ms = coalesce(p.lease, j.lease_ms, ${fallback}::bigint),
+          lease_expires_at = ${now}::bigint + coalesce(p.lease, j.lease_ms, ${fallback}::bigint)
+        FROM n JOIN p ON p.k = n.k
+        WHERE j.id = n.id
+        RETURNING j.*, n.k
+      )
+      -- One row at least, so that "limited" and "grouped" are heard when nothing was claimed.
+      SELECT u.*, s.limited, s.grouped FROM s LEFT JOIN u ON true`;
+    if (rows[0].limited) return { out: "limited", grouped: rows[0].grouped };
+    const claimed = rows.filter((row) => row.k !== null) as (JobRow & { k: number })[];
+    claimed.sort((a, b) => a.k - b.k);
+    for (const row of claimed) {
+      out[positions[row.k - 1]].push({
+        job: rowToJob(row),
+        lease: { token: row.lease_token as string, expires_at: row.lease_expires_at as number },
+      });
+    }
+    return { out, grouped: rows[0].grouped };
+  }
+
+  /** The grouped claim statement (see {@linkcode PgStore.claimFair}'s #claimStatement). */
+  #claimGroupedSql(
+    tx: TxSql,
+    queue: string,
+    total: number,
+    now: number,
+    guarded: boolean,
+    tokens: string[],
+    leases: (number | null)[],
+    fallback: number,
+  ) {
     // The claim order (the same as SQLite's groupCandidates, which explains it): ungrouped
     // jobs from jobs_pending; for each group with pending jobs and room, served longest ago
     // first, its first jobs, as many as its room. Locking the groups' rows (SKIP LOCKED: a
     // group another server is claiming from waits for the next claim) is what keeps servers
     // claiming at once within a group's limit. A queue without groups finds no group rows.
-    const rows = await tx<(JobRow & { k: number | null; limited: boolean })[]>`
+    return tx<(JobRow & { k: number | null; limited: boolean; grouped: boolean })[]>`
       WITH s AS (
         SELECT coalesce((SELECT group_limit FROM queue_settings WHERE name = ${queue}), 1)
             AS group_limit,
           ${guarded}::boolean AND EXISTS (SELECT 1 FROM queue_settings WHERE name = ${queue}
             AND (concurrency IS NOT NULL OR rate_limit IS NOT NULL)) AS limited,
-          EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused) AS paused
+          EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused) AS paused,
+          EXISTS (SELECT 1 FROM job_groups WHERE queue = ${queue}) AS grouped
       ), g AS (
         SELECT grp, turn, (SELECT group_limit FROM s) - leased AS room FROM job_groups
         WHERE queue = ${queue} AND pending > 0 AND leased < (SELECT group_limit FROM s)
@@ -469,18 +553,8 @@ export class PgStore implements Store {
         WHERE j.id = n.id
         RETURNING j.*, n.k
       )
-      -- One row at least, so that "limited" is heard even when nothing was claimed.
-      SELECT u.*, s.limited FROM s LEFT JOIN u ON true`;
-    if (rows[0].limited) return "limited";
-    const claimed = rows.filter((row) => row.k !== null) as (JobRow & { k: number })[];
-    claimed.sort((a, b) => a.k - b.k);
-    for (const row of claimed) {
-      out[positions[row.k - 1]].push({
-        job: rowToJob(row),
-        lease: { token: row.lease_token as string, expires_at: row.lease_expires_at as number },
-      });
-    }
-    return out;
+      -- One row at least, so that "limited" and "grouped" are heard when nothing was claimed.
+      SELECT u.*, s.limited, s.grouped FROM s LEFT JOIN u ON true`;
   }
 
   ack(
