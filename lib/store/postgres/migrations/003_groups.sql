@@ -27,6 +27,8 @@ CREATE FUNCTION job_groups_count() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   d_pending integer := 0;
   d_leased integer := 0;
+  now_pending integer;
+  now_leased integer;
   q text;
   g text;
 BEGIN
@@ -43,12 +45,22 @@ BEGIN
   IF d_pending = 0 AND d_leased = 0 THEN
     RETURN NULL;
   END IF;
-  INSERT INTO job_groups AS t (queue, grp, pending, leased)
-    VALUES (q, g, d_pending, d_leased)
-  ON CONFLICT (queue, grp) DO UPDATE SET pending = t.pending + excluded.pending,
-    leased = t.leased + excluded.leased,
-    turn = CASE WHEN excluded.leased > 0 THEN nextval('job_group_turns') ELSE t.turn END;
-  DELETE FROM job_groups WHERE queue = q AND grp = g AND pending = 0 AND leased = 0;
+  -- Usually the group's row is there: one UPDATE; an INSERT only for a group new to the queue.
+  UPDATE job_groups SET pending = pending + d_pending, leased = leased + d_leased,
+    turn = CASE WHEN d_leased > 0 THEN nextval('job_group_turns') ELSE turn END
+  WHERE queue = q AND grp = g
+  RETURNING pending, leased INTO now_pending, now_leased;
+  IF NOT FOUND THEN
+    INSERT INTO job_groups AS t (queue, grp, pending, leased)
+      VALUES (q, g, d_pending, d_leased)
+    ON CONFLICT (queue, grp) DO UPDATE SET pending = t.pending + excluded.pending,
+      leased = t.leased + excluded.leased
+    RETURNING pending, leased INTO now_pending, now_leased;
+  END IF;
+  -- A group with nothing pending or leased is forgotten (its name may never come again).
+  IF now_pending = 0 AND now_leased = 0 THEN
+    DELETE FROM job_groups WHERE queue = q AND grp = g AND pending = 0 AND leased = 0;
+  END IF;
   RETURN NULL;
 END $$;
 
