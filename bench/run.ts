@@ -11,6 +11,8 @@
  * - W3 enqueue only, 4 × 32 in flight; W3b the same over tegami's WebSocket `enqueue` frames
  * - W4 batch enqueue, 100 jobs per request (tegami)
  * - W5 idle push latency: one consumer, one job at a time
+ * - W1g: W1 with its jobs spread over 1 000 ordering groups (group_limit 1); compare with W1
+ * - W6: a queue with `rate` 500/s and a deep backlog; the deliveries of 10 s against the rate
  * - idle RSS of each system; with `--scale`, W1 and W5 with 100 000 and 1 000 000 jobs waiting
  *
  * Absolute numbers on a shared machine are noisy: compare rows of the same run.
@@ -42,9 +44,10 @@ import { drain, fillBacklog, type Filled } from "./workloads/drain.ts";
 import { endToEnd } from "./workloads/end_to_end.ts";
 import { enqueue } from "./workloads/enqueue.ts";
 import { pushLatency } from "./workloads/push_latency.ts";
+import { rateLimit } from "./workloads/rate_limit.ts";
 import { scaling } from "./workloads/scaling.ts";
 
-const WORKLOADS = ["RSS", "W1", "W2", "W3", "W3b", "W4", "W5", "scale"] as const;
+const WORKLOADS = ["RSS", "W1", "W1g", "W2", "W3", "W3b", "W4", "W5", "W6", "scale"] as const;
 type WorkloadKey = typeof WORKLOADS[number];
 const PEER_KEYS = [
   "sdk",
@@ -305,6 +308,15 @@ async function main(): Promise<number> {
       label: "W1 end to end",
       run: (t) => endToEnd(t, { queue: "w1", jobs: o.jobs }),
     }],
+    ["W1g", [tegami], {
+      label: "W1g end to end over 1000 groups",
+      run: (t) =>
+        endToEnd(t, {
+          queue: "w1g",
+          jobs: o.jobs,
+          producer: (q) => asTegami(t).groupedProducer(q, 1000),
+        }),
+    }],
     ["W2", everyone, {
       label: "W2 drain",
       prepare: async (t) => {
@@ -329,6 +341,10 @@ async function main(): Promise<number> {
       label: "W5 idle push latency",
       throughput: false,
       run: (t) => pushLatency(t, { queue: "w5", samples: o.samples }),
+    }],
+    ["W6", [tegami], {
+      label: "W6 rate 500/s for 10 s",
+      run: (t) => rateLimit(asTegami(t), { queue: "w6", rate: 500, seconds: 10 }),
     }],
   ];
 

@@ -224,6 +224,30 @@ export class TegamiTarget implements Target {
     });
   }
 
+  /**
+   * An HTTP producer like {@linkcode TegamiTarget.producer}'s whose jobs go round `groups`
+   * ordering groups (`g0`, `g1`, …) in turn.
+   */
+  groupedProducer(queue: string, groups: number): Promise<Producer> {
+    const http = poster(`${this.url}/v1/queues/${queue}/jobs`, this.#http);
+    let next = 0;
+    return Promise.resolve({
+      send: (payload) => http.post(`{"payload":${payload},"group":"g${next++ % groups}"}`),
+      close: () => Promise.resolve(http.close()),
+    });
+  }
+
+  /** Replaces a queue's settings (`PUT /v1/queues/{queue}/settings`). */
+  async putSettings(queue: string, settings: Record<string, unknown>): Promise<void> {
+    const response = await fetch(`${this.url}/v1/queues/${queue}/settings`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(settings),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`Cannot set the settings of "${queue}": ${text}`);
+  }
+
   /** An HTTP producer sending all of a batch in one request (`{"jobs":[…]}`). */
   batchProducer(queue: string, priority = 0, delayMs = 0): BatchProducer {
     const http = poster(`${this.url}/v1/queues/${queue}/jobs`, this.#http);

@@ -27,6 +27,8 @@ export interface EndToEndOptions {
   consumers?: number;
   /** Unacked jobs per consumer. @default 32 */
   prefetch?: number;
+  /** Makes each producer. @default the target's own */
+  producer?: (queue: string) => Promise<Producer>;
 }
 
 /** Runs W1 against `target`; answers throughput, latency, CPU and the RSS at the end. */
@@ -54,7 +56,8 @@ export async function endToEnd(target: Target, options: EndToEndOptions): Promis
   const subscribed = await Promise.all(
     range(consumers).map(() => target.consumer(queue, prefetch, onJob)),
   );
-  const senders: Producer[] = await Promise.all(range(producers).map(() => target.producer(queue)));
+  const makeProducer = options.producer ?? ((q: string) => target.producer(q));
+  const senders: Producer[] = await Promise.all(range(producers).map(() => makeProducer(queue)));
   try {
     let next = 0;
     let enqueued = 0;

@@ -23,6 +23,7 @@ import {
   MAX_ATTEMPTS,
   MAX_DELAY_MS,
   MAX_ERROR_CHARS,
+  MAX_GROUP_BYTES,
   MAX_KEY_BYTES,
   MAX_KEY_TTL_MS,
   MAX_LEASE_BATCH,
@@ -154,6 +155,7 @@ const JOB_FIELDS = new Set([
   "payload",
   "priority",
   "key",
+  "group",
   "delay_ms",
   "run_at",
   "max_attempts",
@@ -192,26 +194,8 @@ export function parseJob(
     ? jsonText(body.payload, prefix + "payload", limits.maxPayload)
     : withinLimit(rawPayload, prefix + "payload", limits.maxPayload);
   const priority = integer(body, "priority", PRIORITY_RANGE[0], PRIORITY_RANGE[1], prefix) ?? 0;
-  let key: string | null = null;
-  if (has(body, "key") && body.key !== null) {
-    if (typeof body.key !== "string" || body.key.length === 0) {
-      throw invalid(prefix + "key", "expected a non-empty string");
-    }
-    // A lone surrogate cannot be stored as UTF-8: SQLite would turn every one into U+FFFD,
-    // so two different keys would collide and one job would be wrongly deduplicated.
-    if (!body.key.isWellFormed()) {
-      throw invalid(prefix + "key", "expected well-formed Unicode (it holds a lone surrogate)");
-    }
-    // Nor can a NUL: SQLite keeps it, but reads the text back cut at the first one, so the
-    // key shown and delivered would differ from the key stored (found by fuzz_http_test.ts).
-    if (body.key.includes("\u0000")) {
-      throw invalid(prefix + "key", "expected no NUL (U+0000) characters");
-    }
-    if (utf8Length(body.key) > MAX_KEY_BYTES) {
-      throw invalid(prefix + "key", `longer than ${MAX_KEY_BYTES} bytes`);
-    }
-    key = body.key;
-  }
+  const key = textField(body, "key", MAX_KEY_BYTES, prefix);
+  const group = textField(body, "group", MAX_GROUP_BYTES, prefix);
   const delay = integer(body, "delay_ms", 0, MAX_DELAY_MS, prefix);
   const runAt = integer(body, "run_at", 0, Number.MAX_SAFE_INTEGER, prefix);
   if (delay !== undefined && runAt !== undefined) {
@@ -249,6 +233,7 @@ export function parseJob(
     payload,
     priority,
     key,
+    group,
     run_at: delay !== undefined ? now + delay : Math.max(runAt ?? now, now),
     max_attempts: maxAttempts,
     lease_ms: leaseMs,
@@ -256,6 +241,37 @@ export function parseJob(
     key_ttl_ms: keyTtl,
     on_duplicate: onDuplicate,
   };
+}
+
+/**
+ * An optional text member of a job (`key`, `group`): absent or null is null, else a non-empty
+ * string of at most `maxBytes` UTF-8 bytes that SQLite stores and reads back unchanged.
+ */
+function textField(
+  body: Fields,
+  name: string,
+  maxBytes: number,
+  prefix: string,
+): string | null {
+  if (!has(body, name) || body[name] === null) return null;
+  const value = body[name];
+  if (typeof value !== "string" || value.length === 0) {
+    throw invalid(prefix + name, "expected a non-empty string");
+  }
+  // A lone surrogate cannot be stored as UTF-8: SQLite would turn every one into U+FFFD,
+  // so two different keys (or groups) would collide.
+  if (!value.isWellFormed()) {
+    throw invalid(prefix + name, "expected well-formed Unicode (it holds a lone surrogate)");
+  }
+  // Nor can a NUL: SQLite keeps it, but reads the text back cut at the first one, so the
+  // value shown and delivered would differ from the one stored (found by fuzz_http_test.ts).
+  if (value.includes("\u0000")) {
+    throw invalid(prefix + name, "expected no NUL (U+0000) characters");
+  }
+  if (utf8Length(value) > maxBytes) {
+    throw invalid(prefix + name, `longer than ${maxBytes} bytes`);
+  }
+  return value;
 }
 
 /** A parsed enqueue: the jobs to store, and how the caller is answered. */

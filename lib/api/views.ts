@@ -9,8 +9,21 @@ import { settingsView } from "../core/queue_settings.ts";
 import type { QueueCounts } from "../store/store.ts";
 
 /**
- * A queue's stats as the API shows them: counts, pause, oldest pending age, consumers and its
- * settings.
+ * What holds a queue's waiting jobs back from consumers that have credit: its `concurrency`
+ * (as many jobs leased as it allows), its `rate` (this server's last claim found no token), or
+ * nothing (null). Only while jobs are pending and someone consumes.
+ */
+export function heldBy(stats: QueueCounts, consumers: number): "concurrency" | "rate" | null {
+  if (stats.counts.pending === 0 || consumers === 0) return null;
+  const { concurrency } = stats.settings;
+  if (concurrency !== null && stats.counts.leased >= concurrency) return "concurrency";
+  if (stats.rate_held) return "rate";
+  return null;
+}
+
+/**
+ * A queue's stats as the API shows them: counts, pause, oldest pending age, consumers, its
+ * settings, its ordering groups and the limit holding it back.
  */
 export function statsView(stats: QueueCounts, now: number, consumers: number): unknown {
   return {
@@ -22,5 +35,7 @@ export function statsView(stats: QueueCounts, now: number, consumers: number): u
       : Math.max(0, now - stats.oldest_pending_at),
     consumers,
     settings: settingsView(stats.settings),
+    groups: stats.groups,
+    held: heldBy(stats, consumers),
   };
 }

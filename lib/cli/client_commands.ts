@@ -111,6 +111,7 @@ async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
     key: { type: "string" },
     "key-ttl": { type: "string" },
     "on-duplicate": { type: "string" },
+    group: { type: "string" },
     delay: { type: "string" },
     "max-attempts": { type: "string" },
     "batch-size": { type: "string" },
@@ -125,6 +126,7 @@ async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
       ? undefined
       : parseDuration(String(values["key-ttl"])),
     onDuplicate: values["on-duplicate"] as JobOptions["onDuplicate"],
+    group: values.group as string | undefined,
     delayMs: values.delay === undefined ? undefined : parseDuration(String(values.delay)),
     maxAttempts: integerFlag(values["max-attempts"], "max-attempts"),
   };

@@ -42,6 +42,7 @@ const JOB_KEYS: Record<string, keyof JobOptions> = {
   key: "key",
   key_ttl_ms: "keyTtlMs",
   on_duplicate: "onDuplicate",
+  group: "group",
   delay_ms: "delayMs",
   run_at: "runAt",
   max_attempts: "maxAttempts",

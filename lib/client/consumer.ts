@@ -56,6 +56,8 @@ export interface JobContext<T = unknown> {
   readonly id: number;
   /** Its queue. */
   readonly queue: string;
+  /** Its ordering group, or null. */
+  readonly group: string | null;
   /** This delivery's number, 1-based. */
   readonly attempt: number;
   /** Deliveries allowed before the job is dead. */
@@ -144,6 +146,7 @@ interface JobFrame {
   max_attempts: number;
   checkpoint: unknown;
   last_error: string | null;
+  group?: string | null;
   lease: { token: string; expires_at: number };
 }
 
@@ -389,6 +392,7 @@ export function consume<T = unknown>(
       payload: job.payload as T,
       checkpoint: job.checkpoint,
       lastError: job.last_error,
+      group: job.group ?? null,
       signal: abort.signal,
       saveCheckpoint: async (data) => {
         await call({ op: "checkpoint", id: job.id, token, data: data ?? null });

@@ -31,6 +31,11 @@ export interface JobOptions {
    * job's. A leased or finished holder is never changed. @default "ignore"
    */
   onDuplicate?: "ignore" | "replace" | "extend";
+  /**
+   * Ordering group: at most the queue's `group_limit` (default 1) jobs of one group are leased
+   * at once, in priority then FIFO order, while other groups' jobs flow.
+   */
+  group?: string;
   /** Run no sooner than this many ms from now (not with `runAt`). */
   delayMs?: number;
   /** Run no sooner than this time, ms since the epoch (not with `delayMs`). */
@@ -75,6 +80,8 @@ export interface JobInfo<T = unknown> {
   key: string | null;
   /** When the key stops blocking duplicates, or null: as long as the job is stored. */
   key_expires_at: number | null;
+  /** Ordering group or null. */
+  group: string | null;
   /** Deliveries so far. */
   attempts: number;
   /** Deliveries allowed. */
@@ -183,6 +190,7 @@ export function jobBody(payload: unknown, options: JobOptions = {}): Record<stri
   if (options.key !== undefined) body.key = options.key;
   if (options.keyTtlMs !== undefined) body.key_ttl_ms = options.keyTtlMs;
   if (options.onDuplicate !== undefined) body.on_duplicate = options.onDuplicate;
+  if (options.group !== undefined) body.group = options.group;
   if (options.delayMs !== undefined) body.delay_ms = options.delayMs;
   if (options.runAt !== undefined) body.run_at = options.runAt;
   if (options.maxAttempts !== undefined) body.max_attempts = options.maxAttempts;

@@ -119,6 +119,8 @@ export class Broker {
     { id: number; queue: string; at: number; holder: LeaseHolder | null }
   >();
   #timer: TimerHandle | null = null;
+  /** Per queue whose rate holds consumers back, the timer for its next token. */
+  readonly #heldTimers = new Map<string, TimerHandle>();
   #timerAt = Infinity;
   #sweepTimer: TimerHandle | null = null;
   #closed = false;
@@ -160,6 +162,8 @@ export class Broker {
     this.#unlisten = null;
     if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
     if (this.#sweepTimer !== null) this.#clock.clearTimer(this.#sweepTimer);
+    for (const timer of this.#heldTimers.values()) this.#clock.clearTimer(timer);
+    this.#heldTimers.clear();
     this.#timer = null;
     for (const stop of [...this.#longPolls]) stop();
     this.#gate.openAll();
@@ -225,6 +229,8 @@ export class Broker {
     const result = await this.#store.cancel(id, this.#clock.now());
     if (result.revoked_token !== null) {
       this.#over(result.revoked_token, result.queue, "cancelled", "cancelled");
+      // The lease held a slot (of its group, of the queue's concurrency) that is free now.
+      this.wake(result.queue);
     } else if (!result.removed) this.#observer?.settled(result.queue, "cancelled", null);
     return result;
   }
@@ -322,7 +328,8 @@ export class Broker {
     // A lease this server did not hand out is held, if at all, through another one.
     if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
     this.#over(token, out.queue, "acked", "settled");
-    return out;
+    if (out.frees) this.wake(out.queue);
+    return { id: out.id };
   }
 
   /** Fails a leased job: retry later (backoff or `delay_ms`) or dead. */
@@ -330,8 +337,10 @@ export class Broker {
     const out = await this.#store.nack(id, token, request, this.#clock.now());
     if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
     this.#over(token, out.queue, out.state === "dead" ? "dead" : "nacked", "settled");
-    if (out.state === "pending") this.wake(out.queue);
-    else if (out.state === "delayed") this.#armAt(out.run_at);
+    // Whatever became of the job, its lease's slot (of a group, of a limit) is free: offer the
+    // queue again (cheap when nothing is pending).
+    this.wake(out.queue);
+    if (out.state === "delayed") this.#armAt(out.run_at);
     return out;
   }
 
@@ -364,7 +373,7 @@ export class Broker {
     for (const lease of ended) {
       // The holder is the one giving the lease back (or is gone): nobody to tell.
       this.#over(lease.token, lease.queue, lease.state === "dead" ? "dead" : "released", null);
-      if (lease.state === "pending") this.wake(lease.queue);
+      this.wake(lease.queue);
     }
     return ended;
   }
@@ -493,6 +502,11 @@ export class Broker {
       let delivered = 0;
       for (const dealt of lists) delivered += dealt.length;
       this.#gate.recheck(queue, delivered);
+      // Credit left unused because the queue's rate held the claim back: offer the queue again
+      // when the next token comes (one timer per queue, never a spin).
+      let asked = 0;
+      for (const want of wants) asked += want.max;
+      if (delivered < asked) this.#armHeld(queue);
     } while (this.#again.has(queue));
   }
 
@@ -575,6 +589,17 @@ export class Broker {
   }
 
   // ---- time ----
+
+  /** Arms the queue's wake for its next rate token, if its last claim was held back by it. */
+  #armHeld(queue: string): void {
+    const at = this.#store.claimHeldUntil?.(queue) ?? null;
+    if (at === null || this.#closed || this.#heldTimers.has(queue)) return;
+    const timer = this.#clock.setTimer(() => {
+      this.#heldTimers.delete(queue);
+      this.wake(queue);
+    }, Math.max(0, at - this.#clock.now()));
+    this.#heldTimers.set(queue, timer);
+  }
 
   /** Arms the timer for the earliest expiry among new leases (their lengths may differ). */
   #armForLeases(deliveries: Delivery[]): void {

@@ -53,6 +53,8 @@ export interface Job {
   key: string | null;
   /** When the key stops blocking duplicates, or null: as long as the job is stored. */
   key_expires_at: number | null;
+  /** Ordering group: at most the queue's `group_limit` of its jobs are leased at once. */
+  group: string | null;
   /** Deliveries so far. */
   attempts: number;
   /** Deliveries allowed before the job is dead. */
@@ -109,6 +111,8 @@ export interface NewJob {
   key_ttl_ms?: number | null;
   /** What a duplicate of a job holding the key does to it. @default "ignore" */
   on_duplicate?: OnDuplicate;
+  /** Ordering group or null (absent: null). */
+  group?: string | null;
   /** When due, ms since the epoch; a value ≤ now means pending at once. */
   run_at: number;
   /** Deliveries allowed, or null for the queue's default (else the server's, 5). */
@@ -142,6 +146,7 @@ function jobMembers(job: Job): string {
   return `"id":${job.id},"queue":${JSON.stringify(job.queue)},"state":"${job.state}",` +
     `"payload":${job.payload},"priority":${job.priority},"key":${JSON.stringify(job.key)},` +
     `"key_expires_at":${job.key_expires_at},` +
+    `"group":${JSON.stringify(job.group)},` +
     `"attempts":${job.attempts},"max_attempts":${job.max_attempts},"run_at":${job.run_at},` +
     `"lease_ms":${job.lease_ms},"backoff":${JSON.stringify(job.backoff)},` +
     `"created_at":${job.created_at},"checkpoint":${jsonOrNull(job.checkpoint)},` +

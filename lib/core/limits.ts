@@ -8,6 +8,10 @@
 export const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 /** The longest dedup key, in UTF-8 bytes. */
 export const MAX_KEY_BYTES = 512;
+/** The longest ordering group name, in UTF-8 bytes. */
+export const MAX_GROUP_BYTES = 512;
+/** How many jobs of one group a queue leases at once, unless its settings say otherwise. */
+export const DEFAULT_GROUP_LIMIT = 1;
 /** The shortest lease, ms. */
 export const MIN_LEASE_MS = 100;
 /** The longest lease, ms (12 h). */
@@ -34,10 +38,10 @@ export const MAX_REQUEUE_IDS = 10_000;
 export const MAX_LIST_LIMIT = 1000;
 /**
  * Room a job object takes besides its user JSON values (payload, checkpoint, result), in bytes:
- * member names and numbers (under 1 KiB), the queue name (128), the key (512 bytes, up to 3072
- * once JSON-escaped), `last_error` (8192 characters plus the cut marker, up to 6 bytes each once
- * escaped: under 48.1 KiB), the progress report (4 KiB) and the lease. 64 KiB covers them all
- * with room to spare.
+ * member names and numbers (under 1 KiB), the queue name (128), the key and the group (512 bytes
+ * each, up to 3072 once JSON-escaped), `last_error` (8192 characters plus the cut marker, up to 6
+ * bytes each once escaped: under 48.1 KiB), the progress report (4 KiB) and the lease. 64 KiB
+ * covers them all with room to spare.
  */
 export const JOB_OVERHEAD_BYTES = 64 * 1024;
 

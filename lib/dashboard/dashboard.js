@@ -23,12 +23,13 @@
    * @typedef {Error & { status?: number }} ApiError
    * @typedef {{ enqueued: number, acked: number, failed: number }} Rates
    * @typedef {{ pending: number, delayed: number, leased: number, done: number, dead: number, cancelled: number }} Counts
+   * @typedef {{ waiting: number, leased: number, full: number }} GroupCounts
    * @typedef {{
    *   concurrency: number | null, rate: string | null, group_limit: number, max_attempts: number | null,
    *   lease_ms: number | null, backoff: { base_ms: number, max_ms: number } | null,
    *   retain_done_ms: number | null, retain_dead_ms: number | null
    * }} QueueSettings
-   * @typedef {{ name: string, paused: boolean, counts: Counts, oldest_pending_age_ms: number, consumers: number, rates: Rates, settings?: QueueSettings }} QueueView
+   * @typedef {{ name: string, paused: boolean, counts: Counts, oldest_pending_age_ms: number, consumers: number, rates: Rates, settings?: QueueSettings, groups?: GroupCounts, held?: string | null }} QueueView
    * @typedef {{ at: number, queues: Record<string, Rates> }} Sample
    * @typedef {{ at: number, e: number, a: number, f: number }} Point
    * @typedef {{
@@ -44,7 +45,8 @@
    * }} Chart
    * @typedef {{
    *   tr: HTMLTableRowElement, cells: Record<string, HTMLElement>, badge: HTMLElement, spark: HTMLElement,
-   *   pause: HTMLButtonElement, settings: HTMLElement, settingsKey: string
+   *   pause: HTMLButtonElement, settings: HTMLElement, settingsKey: string,
+   *   limits: { line: HTMLElement, held: HTMLElement }
    * }} Row
    * @typedef {{
    *   queue: string, jobs: Job[], next: number | null, loading: boolean, error: string,
@@ -618,10 +620,19 @@
     const cells = {};
     const badge = h("span", { class: "badge paused hidden", text: "paused" });
     const settings = h("div", { class: "qsettings hidden" });
+    const limits = makeLimits();
     const tr = h(
       "tr",
       { "data-queue": name },
-      h("td", { class: "l" }, h("span", { class: "qname", text: name }), badge, settings),
+      h(
+        "td",
+        { class: "l" },
+        h("span", { class: "qname", text: name }),
+        badge,
+        limits.held,
+        settings,
+        limits.line,
+      ),
     );
     STATES.forEach(function (st) {
       cells[st] = h("td", { class: "c-" + st });
@@ -662,7 +673,54 @@
       pause: pause,
       settings: settings,
       settingsKey: "",
+      limits: limits,
     };
+  }
+
+  /**
+   * The parts of a queue row that show its limits at work (the settings chips show the limits
+   * themselves): a badge naming the limit that holds its consumers back right now, and a line
+   * with its leased jobs against its concurrency and its ordering groups.
+   * @returns {{ line: HTMLElement, held: HTMLElement }}
+   */
+  function makeLimits() {
+    return {
+      held: h("span", { class: "badge held hidden" }),
+      line: h("span", { class: "limits hidden" }),
+    };
+  }
+
+  /**
+   * @param {{ line: HTMLElement, held: HTMLElement }} parts
+   * @param {QueueView} q
+   */
+  function updateLimits(parts, q) {
+    const held = q.held ?? null;
+    parts.held.classList.toggle("hidden", held === null);
+    parts.held.textContent = held === null ? "" : "held by " + held;
+    parts.held.title = held === "rate"
+      ? "Consumers have credit but the queue's rate allows no delivery until its next token"
+      : held === "concurrency"
+      ? "Consumers have credit but the queue has as many jobs leased as its concurrency allows"
+      : "";
+    /** @type {string[]} */
+    const bits = [];
+    const settings = q.settings;
+    if (settings && settings.concurrency !== null) {
+      bits.push("leased " + int(q.counts.leased) + " of " + int(settings.concurrency));
+    }
+    const groups = q.groups;
+    if (groups && (groups.waiting > 0 || groups.leased > 0)) {
+      bits.push(
+        "groups: " + int(groups.waiting) + " waiting · " + int(groups.leased) + " leased" +
+          (groups.full > 0
+            ? " · " + int(groups.full) + " at limit " +
+              int(settings ? settings.group_limit : 1)
+            : ""),
+      );
+    }
+    parts.line.classList.toggle("hidden", bits.length === 0);
+    parts.line.textContent = bits.join(" · ");
   }
 
   /**
@@ -686,6 +744,7 @@
     row.pause.textContent = q.paused ? "Resume" : "Pause";
     row.spark.replaceChildren(sparkline(q.name));
     renderQueueSettings(row, q.settings);
+    updateLimits(row.limits, q);
   }
 
   // ---- queue settings ----

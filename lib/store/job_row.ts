@@ -21,6 +21,8 @@ export interface JobRow {
   key_expires_at: number | null;
   /** The key a job gave up when its window passed and another job took it, else null. */
   released_key: string | null;
+  /** The job's ordering group (`group` is a reserved word in SQL). */
+  grp: string | null;
   payload: string;
   attempts: number;
   max_attempts: number;
@@ -67,6 +69,7 @@ export function rowToJob(row: JobRow): Job {
     priority: row.priority,
     key: row.key ?? row.released_key,
     key_expires_at: row.key_expires_at,
+    group: row.grp,
     attempts: row.attempts,
     max_attempts: row.max_attempts,
     run_at: row.run_at,

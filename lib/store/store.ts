@@ -33,6 +33,16 @@ export interface ClaimWant {
 /** Counts of a queue's jobs by state. */
 export type StateCounts = Record<JobState, number>;
 
+/** A queue's ordering groups, counted. */
+export interface GroupCounts {
+  /** Groups with jobs pending. */
+  waiting: number;
+  /** Groups with jobs leased. */
+  leased: number;
+  /** Groups with jobs pending that are at the queue's `group_limit`: waiting for a slot. */
+  full: number;
+}
+
 /** A queue's numbers as the store knows them. */
 export interface QueueCounts {
   /** The queue's name. */
@@ -45,6 +55,10 @@ export interface QueueCounts {
   oldest_pending_at: number | null;
   /** The queue's settings (the defaults when it has none); shared, never to be modified. */
   settings: Readonly<QueueSettings>;
+  /** Its ordering groups. */
+  groups: GroupCounts;
+  /** True when this server's last claim of the queue was held back by its rate. */
+  rate_held: boolean;
 }
 
 /** The answer to a nack. */
@@ -57,6 +71,19 @@ export interface NackResult {
   state: JobState;
   /** When it runs again (for dead: when it died). */
   run_at: number;
+}
+
+/** The answer to an ack. */
+export interface AckResult {
+  /** The job. */
+  id: number;
+  /** Its queue. */
+  queue: string;
+  /**
+   * True when the lease's end may let a waiting job be claimed that a limit held back (a slot
+   * of its group, of its queue's concurrency): the queue's consumers should be offered it again.
+   */
+  frees: boolean;
 }
 
 /** The answer to a cancel. */
@@ -95,7 +122,10 @@ export interface KnownQueues {
 
 /** The outcome of advancing time: due delayed jobs made pending, expired leases ended. */
 export interface TickResult {
-  /** Queues that gained pending jobs. */
+  /**
+   * Queues that gained pending jobs, or whose leases expired (which frees a slot of a group or of
+   * a concurrency even when the job went to dead).
+   */
   woken: string[];
   /** Leases that expired. */
   expired: EndedLease[];
@@ -256,7 +286,8 @@ export interface Store {
   enqueue(queue: string, jobs: NewJob[], now: number, tick?: ScheduleTick): Promise<Enqueued[]>;
   /**
    * Leases up to `max` pending jobs of a queue, highest priority first then oldest, unless the
-   * queue is paused. `lease_ms` null means each job's own lease length, else the server's.
+   * queue is paused. Never more jobs of one group than the queue's group limit are leased at
+   * once; groups with room take turns (see docs/api.md, "Groups"). `lease_ms` null means each job's own lease length, else the server's.
    */
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]>;
   /**
@@ -271,7 +302,7 @@ export interface Store {
     token: string,
     result: string | null,
     now: number,
-  ): Promise<{ id: number; queue: string }>;
+  ): Promise<AckResult>;
   /** Gives a leased job back for a retry later, or to dead. */
   nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult>;
   /** Moves a lease's expiry to now + `lease_ms` (null: the length in force). */
@@ -335,6 +366,11 @@ export interface Store {
    * hint for skipping empty claims.
    */
   readyHint?(queue: string): number;
+  /**
+   * When the last claim of `queue` was held back by the queue's rate: when its next token comes
+   * (ms), for a timer that offers the queue again then; null otherwise.
+   */
+  claimHeldUntil?(queue: string): number | null;
   /** The earliest lease expiry or delayed `run_at`, or null. */
   nextDeadline(): Promise<number | null>;
   /**

@@ -15,6 +15,7 @@ export const JOB_FIELDS = [
   "checkpoint",
   "created_at",
   "finished_at",
+  "group",
   "id",
   "key",
   "key_expires_at",

@@ -20,7 +20,6 @@ import { startTestServer } from "../helpers/test_server.ts";
 import { DEFAULT_SETTINGS_JSON } from "../helpers/settings_json.ts";
 
 // ---- enqueue ----
-
 Deno.test("POST /v1/queues/{q}/jobs answers 201 with the new job's id", async () => {
   await using server = await startTestServer();
   const first = await server.request("POST", "/v1/queues/mail/jobs", { payload: { to: "a@b" } });
@@ -41,6 +40,7 @@ Deno.test("POST /v1/queues/{q}/jobs stores every field it is given", async () =>
     payload: { nested: [1, "two", { three: null }] },
     priority: 7,
     key: "order-1",
+    group: "customer-9",
     delay_ms: 5000,
     max_attempts: 3,
     lease_ms: 2000,
@@ -56,6 +56,7 @@ Deno.test("POST /v1/queues/{q}/jobs stores every field it is given", async () =>
     priority: 7,
     key: "order-1",
     key_expires_at: null,
+    group: "customer-9",
     attempts: 0,
     max_attempts: 3,
     run_at: now + 5000,
@@ -318,6 +319,8 @@ Deno.test("GET /v1/queues/{q} counts jobs per state", async () => {
     oldest_pending_age_ms: 0,
     consumers: 0,
     settings: DEFAULT_SETTINGS_JSON,
+    groups: { waiting: 0, leased: 0, full: 0 },
+    held: null,
   });
 });
 
@@ -332,6 +335,8 @@ Deno.test("GET /v1/queues/{q} of an unknown queue answers zeros", async () => {
     oldest_pending_age_ms: 0,
     consumers: 0,
     settings: DEFAULT_SETTINGS_JSON,
+    groups: { waiting: 0, leased: 0, full: 0 },
+    held: null,
   });
 });
 
@@ -365,6 +370,8 @@ Deno.test("GET /v1/queues lists every known queue's stats", async () => {
     oldest_pending_age_ms: 0,
     consumers: 0,
     settings: DEFAULT_SETTINGS_JSON,
+    groups: { waiting: 0, leased: 0, full: 0 },
+    held: null,
   });
   assert.equal((byName.get("c") as { paused: boolean }).paused, true);
 });

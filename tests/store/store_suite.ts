@@ -372,6 +372,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       priority: 3,
       key: "k1",
       key_expires_at: null,
+      group: null,
       attempts: 0,
       max_attempts: 7,
       run_at: T0,
@@ -905,7 +906,11 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
   test("ack() completes the job and stores its result", async (store) => {
     const id = await enqueueOne(store, "q");
     const { lease } = await claimOne(store, "q");
-    assert.deepEqual(await store.ack(id, lease.token, '{"ok":true}', T0 + 10), { id, queue: "q" });
+    assert.deepEqual(await store.ack(id, lease.token, '{"ok":true}', T0 + 10), {
+      id,
+      queue: "q",
+      frees: false,
+    });
     const job = await store.get(id);
     assert.equal(job?.state, "done");
     assert.equal(job?.result, '{"ok":true}');
@@ -926,8 +931,16 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const id = await enqueueOne(store, "q");
     const { lease } = await claimOne(store, "q");
     await store.ack(id, lease.token, '"r1"', T0 + 10);
-    assert.deepEqual(await store.ack(id, lease.token, '"r1"', T0 + 20), { id, queue: "q" });
-    assert.deepEqual(await store.ack(id, lease.token, '"other"', T0 + 40_000), { id, queue: "q" });
+    assert.deepEqual(await store.ack(id, lease.token, '"r1"', T0 + 20), {
+      id,
+      queue: "q",
+      frees: false,
+    });
+    assert.deepEqual(await store.ack(id, lease.token, '"other"', T0 + 40_000), {
+      id,
+      queue: "q",
+      frees: false,
+    });
     const job = await store.get(id);
     assert.equal(job?.result, '"r1"');
     assert.equal(job?.finished_at, T0 + 10);
@@ -959,7 +972,11 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const a = await enqueueOne(store, "q");
     const b = await enqueueOne(store, "q");
     const [da, db] = await store.claim("q", 2, 1_000, T0);
-    assert.deepEqual(await store.ack(a, da.lease.token, null, T0 + 999), { id: a, queue: "q" });
+    assert.deepEqual(await store.ack(a, da.lease.token, null, T0 + 999), {
+      id: a,
+      queue: "q",
+      frees: false,
+    });
     // Expired at now = expires_at, even before a tick has ended the lease.
     await rejectsWith(store.ack(b, db.lease.token, null, T0 + 1_000), "lease_lost");
     assert.equal(await stateOf(store, b), "leased");
@@ -1339,6 +1356,8 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
         counts: counts(),
         oldest_pending_at: null,
         settings: defaultQueueSettings(),
+        groups: { waiting: 0, leased: 0, full: 0 },
+        rate_held: false,
       },
     ]);
   });
@@ -1651,7 +1670,8 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const id = await enqueueOne(store, "q", { max_attempts: 1 });
     const { lease } = await claimOne(store, "q", T0, 1_000);
     assert.deepEqual(await store.tick(T0 + 1_000), {
-      woken: [],
+      // The lease's slot is free, even though no job became pending.
+      woken: ["q"],
       expired: [{ id, queue: "q", token: lease.token, state: "dead" }],
       more: false,
     });
@@ -2101,5 +2121,262 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await rejectsWith(store.release([{ id, token: lease.token }], T0), "unavailable");
     await rejectsWith(store.sweepFinished(T0, 0), "unavailable");
     await rejectsWith(store.probeWritable(), "unavailable");
+  });
+
+  // ---- ordering groups ----
+
+  /** The ids of a claim's deliveries. */
+  const idsOf = (deliveries: Delivery[]) => deliveries.map((d) => d.job.id);
+
+  test("enqueue() stores a job's group and get() and claim() answer it", async (store) => {
+    const id = await enqueueOne(store, "q", { group: "user-7" });
+    const plain = await enqueueOne(store, "q");
+    assert.equal((await store.get(id))?.group, "user-7");
+    assert.equal((await store.get(plain))?.group, null);
+    const got = await store.claim("q", 2, null, T0);
+    assert.deepEqual(got.map((d) => d.job.group).sort(), [null, "user-7"].sort());
+  });
+
+  test("claim() leases one job of a group at a time while other groups' jobs flow", async (store) => {
+    const a1 = await enqueueOne(store, "q", { group: "a" });
+    const a2 = await enqueueOne(store, "q", { group: "a" });
+    const b1 = await enqueueOne(store, "q", { group: "b" });
+    const free = await enqueueOne(store, "q");
+    const first = await store.claim("q", 10, null, T0);
+    assert.deepEqual(idsOf(first).sort((x, y) => x - y), [a1, b1, free]);
+    assert.deepEqual(await store.claim("q", 10, null, T0), [], "a2 waits for a1");
+    const leasedA1 = first.find((d) => d.job.id === a1)!;
+    const acked = await store.ack(a1, leasedA1.lease.token, null, T0);
+    assert.equal(acked.frees, true);
+    assert.deepEqual(idsOf(await store.claim("q", 10, null, T0)), [a2]);
+  });
+
+  test("claim() takes groups in turn: a hot group's backlog never starves a small one", async (store) => {
+    const hot = await store.enqueue(
+      "q",
+      Array.from({ length: 50 }, () => newJob({ group: "hot" })),
+      T0,
+    );
+    const small = await enqueueOne(store, "q", { group: "small" });
+    const first = await claimOne(store, "q");
+    assert.equal(first.job.id, hot[0].id);
+    await store.ack(first.job.id, first.lease.token, null, T0);
+    // The hot group was just served: the small one's turn, though its job is younger.
+    assert.equal((await claimOne(store, "q")).job.id, small);
+    assert.equal((await claimOne(store, "q")).job.id, hot[1].id);
+  });
+
+  test("claim() serves a group's jobs by priority, then id; a nacked job is first again", async (store) => {
+    const low = await enqueueOne(store, "q", { group: "g", priority: 0 });
+    const high = await enqueueOne(store, "q", { group: "g", priority: 5 });
+    const next = await enqueueOne(store, "q", { group: "g", priority: 0 });
+    const one = await claimOne(store, "q");
+    assert.equal(one.job.id, high);
+    await store.nack(high, one.lease.token, { error: "x", delay_ms: 0, dead: false }, T0);
+    const again = await claimOne(store, "q");
+    assert.equal(again.job.id, high);
+    await store.ack(high, again.lease.token, null, T0);
+    const two = await claimOne(store, "q");
+    assert.equal(two.job.id, low);
+    await store.ack(low, two.lease.token, null, T0);
+    assert.equal((await claimOne(store, "q")).job.id, next);
+  });
+
+  test("a nack, an expiry, a release and a cancel each free the group's slot", async (store) => {
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push(await enqueueOne(store, "q", { group: "g" }));
+    let held = await claimOne(store, "q");
+    assert.deepEqual(await store.claim("q", 5, null, T0), []);
+    // A nack with a delay: the job waits, the next one goes.
+    await store.nack(
+      held.job.id,
+      held.lease.token,
+      { error: null, delay_ms: 60_000, dead: false },
+      T0,
+    );
+    held = await claimOne(store, "q");
+    assert.equal(held.job.id, ids[1]);
+    // An expiry.
+    const tick = await store.tick(T0 + 30_000);
+    assert.deepEqual(tick.expired.map((e) => e.id), [ids[1]]);
+    assert.ok(tick.woken.includes("q"));
+    held = await claimOne(store, "q", T0 + 30_000);
+    assert.equal(held.job.id, ids[1]);
+    // A release.
+    await store.release([{ id: held.job.id, token: held.lease.token }], T0 + 30_000);
+    held = await claimOne(store, "q", T0 + 30_000);
+    assert.equal(held.job.id, ids[1]);
+    // A cancel of the leased job.
+    const cancelled = await store.cancel(held.job.id, T0 + 30_000);
+    assert.equal(cancelled.revoked_token, held.lease.token);
+    held = await claimOne(store, "q", T0 + 30_000);
+    assert.equal(held.job.id, ids[2]);
+    // A nack to dead.
+    await store.nack(
+      held.job.id,
+      held.lease.token,
+      { error: null, delay_ms: null, dead: true },
+      T0 + 30_000,
+    );
+    assert.equal((await claimOne(store, "q", T0 + 30_000)).job.id, ids[3]);
+  });
+
+  test("claim() of grouped jobs skips a paused queue and honours each want's lease", async (store) => {
+    await enqueueOne(store, "q", { group: "a" });
+    await enqueueOne(store, "q", { group: "b" });
+    await store.setPaused("q", true);
+    assert.deepEqual(await store.claimFair("q", [{ max: 5, lease_ms: null }], T0), [[]]);
+    await store.setPaused("q", false);
+    const [x, y] = await store.claimFair("q", [{ max: 1, lease_ms: 1_000 }, {
+      max: 1,
+      lease_ms: 2_000,
+    }], T0);
+    assert.equal(x.length, 1);
+    assert.equal(y.length, 1);
+    assert.equal(x[0].lease.expires_at, T0 + 1_000);
+    assert.equal(y[0].lease.expires_at, T0 + 2_000);
+    assert.deepEqual((await countsOf(store, "q")).leased, 2);
+  });
+
+  test("groups are per queue: the same group name in two queues is two groups", async (store) => {
+    await enqueueOne(store, "q1", { group: "g" });
+    await enqueueOne(store, "q2", { group: "g" });
+    await claimOne(store, "q1");
+    await claimOne(store, "q2");
+  });
+
+  test("a delayed, dead and requeued grouped job keeps its group", async (store) => {
+    const id = await enqueueOne(store, "q", { group: "g", run_at: T0 + 1_000 });
+    await store.tick(T0 + 1_000);
+    const held = await claimOne(store, "q", T0 + 1_000);
+    await store.nack(id, held.lease.token, { error: null, delay_ms: null, dead: true }, T0 + 1_000);
+    await enqueueOne(store, "q", { group: "g" }, T0 + 1_000);
+    const other = await claimOne(store, "q", T0 + 1_000);
+    assert.equal(await store.requeueDead("q", [id], T0 + 1_000), 1);
+    assert.deepEqual(await store.claim("q", 5, null, T0 + 1_000), [], "the group is busy");
+    await store.ack(other.job.id, other.lease.token, null, T0 + 1_000);
+    assert.equal((await claimOne(store, "q", T0 + 1_000)).job.id, id);
+  });
+
+  sharedTest("two stores claiming at once never lease two jobs of one group", async (a, b) => {
+    const groups = ["g1", "g2", "g3"];
+    const jobs = [];
+    for (let i = 0; i < 30; i++) jobs.push(newJob({ group: groups[i % 3] }));
+    await a.enqueue("q", jobs, T0);
+    let acked = 0;
+    while (acked < 30) {
+      const [x, y] = await Promise.all([a.claim("q", 5, null, T0), b.claim("q", 5, null, T0)]);
+      const all = [...x, ...y];
+      const perGroup = new Map<string, number>();
+      for (const d of all) perGroup.set(d.job.group!, (perGroup.get(d.job.group!) ?? 0) + 1);
+      for (const [group, n] of perGroup) assert.ok(n <= 1, `${n} jobs of ${group} leased at once`);
+      assert.ok(all.length > 0);
+      await Promise.all(all.map((d) => a.ack(d.job.id, d.lease.token, null, T0)));
+      acked += all.length;
+    }
+  });
+
+  // ---- concurrency and rate ----
+
+  /** Settings with the defaults and `some` set. */
+  const settingsWith = (some: Partial<QueueSettings>): QueueSettings => ({
+    ...defaultQueueSettings(),
+    ...some,
+  });
+
+  test("claim() never leases more of a queue than its concurrency", async (store) => {
+    await store.putSettings("q", settingsWith({ concurrency: 2 }), T0);
+    for (let i = 0; i < 5; i++) await enqueueOne(store, "q");
+    const first = await store.claim("q", 5, null, T0);
+    assert.equal(first.length, 2);
+    assert.deepEqual(await store.claim("q", 5, null, T0), []);
+    const acked = await store.ack(first[0].job.id, first[0].lease.token, null, T0);
+    assert.equal(acked.frees, true);
+    assert.equal((await store.claim("q", 5, null, T0)).length, 1);
+    await store.nack(first[1].job.id, first[1].lease.token, {
+      error: null,
+      delay_ms: 5_000,
+      dead: false,
+    }, T0);
+    assert.equal((await store.claim("q", 5, null, T0)).length, 1);
+    // Raising the limit lets more through at once.
+    await store.putSettings("q", settingsWith({ concurrency: 10 }), T0);
+    assert.equal((await store.claim("q", 5, null, T0)).length, 1);
+  });
+
+  test("claim() leases up to the queue's group_limit of one group at once", async (store) => {
+    await store.putSettings("q", settingsWith({ group_limit: 2 }), T0);
+    for (let i = 0; i < 5; i++) await enqueueOne(store, "q", { group: "g" });
+    await enqueueOne(store, "q", { group: "h" });
+    const got = await store.claim("q", 10, null, T0);
+    assert.equal(got.filter((d) => d.job.group === "g").length, 2);
+    assert.equal(got.filter((d) => d.job.group === "h").length, 1);
+    assert.deepEqual(await store.claim("q", 10, null, T0), []);
+  });
+
+  test("claim() takes at most the rate's tokens, which come in evenly", async (store) => {
+    // 10 per second: a token every 100 ms, and the bucket holds one.
+    await store.putSettings("q", settingsWith({ rate: { limit: 10, per_ms: 1_000 } }), T0);
+    for (let i = 0; i < 30; i++) await enqueueOne(store, "q");
+    assert.equal((await store.claim("q", 10, null, T0)).length, 1);
+    assert.deepEqual(await store.claim("q", 10, null, T0 + 50), []);
+    assert.equal(store.claimHeldUntil?.("q"), T0 + 100);
+    assert.equal((await store.claim("q", 10, null, T0 + 100)).length, 1);
+    // A quiet spell fills the bucket to its capacity, no more.
+    assert.equal((await store.claim("q", 10, null, T0 + 10_000)).length, 1);
+    let taken = 0;
+    for (let t = T0 + 10_000; t <= T0 + 11_000; t += 10) {
+      taken += (await store.claim("q", 10, null, t)).length;
+    }
+    assert.ok(taken >= 9 && taken <= 11, `${taken} in one second at 10/s`);
+  });
+
+  test("claim() with a concurrency and groups holds both limits", async (store) => {
+    await store.putSettings("q", settingsWith({ concurrency: 2, group_limit: 1 }), T0);
+    for (let i = 0; i < 3; i++) await enqueueOne(store, "q", { group: "a" });
+    for (let i = 0; i < 3; i++) await enqueueOne(store, "q", { group: "b" });
+    for (let i = 0; i < 3; i++) await enqueueOne(store, "q", { group: "c" });
+    const got = await store.claim("q", 10, null, T0);
+    assert.equal(got.length, 2);
+    assert.equal(new Set(got.map((d) => d.job.group)).size, 2);
+  });
+
+  sharedTest("two stores claiming at once never exceed the queue's concurrency", async (a, b) => {
+    await a.putSettings("q", settingsWith({ concurrency: 3 }), T0);
+    await a.enqueue("q", Array.from({ length: 40 }, () => newJob()), T0);
+    let done = 0;
+    while (done < 40) {
+      const [x, y] = await Promise.all([a.claim("q", 5, null, T0), b.claim("q", 5, null, T0)]);
+      const all = [...x, ...y];
+      assert.ok(all.length <= 3, `${all.length} leased at once`);
+      assert.equal((await countsOf(a, "q")).leased, all.length);
+      assert.ok(all.length > 0);
+      await Promise.all(all.map((d) => b.ack(d.job.id, d.lease.token, null, T0)));
+      done += all.length;
+    }
+  });
+
+  sharedTest("two stores share one rate bucket", async (a, b) => {
+    await a.putSettings("q", settingsWith({ rate: { limit: 10, per_ms: 1_000 } }), T0);
+    await a.enqueue("q", Array.from({ length: 40 }, () => newJob()), T0);
+    let taken = 0;
+    for (let t = T0; t < T0 + 1_000; t += 25) {
+      const [x, y] = await Promise.all([a.claim("q", 5, null, t), b.claim("q", 5, null, t)]);
+      taken += x.length + y.length;
+    }
+    assert.ok(taken >= 9 && taken <= 11, `${taken} in one second at 10/s`);
+  });
+
+  test("stats() counts a queue's groups: waiting, leased, and full (waiting for a slot)", async (store) => {
+    await enqueueOne(store, "q", { group: "a" });
+    await enqueueOne(store, "q", { group: "a" });
+    await enqueueOne(store, "q", { group: "b" });
+    await enqueueOne(store, "q");
+    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 0, full: 0 });
+    assert.equal((await store.claim("q", 5, null, T0)).length, 3);
+    // a and b each have a job leased; a has another waiting for its slot.
+    const [stats] = await store.stats("q");
+    assert.deepEqual(stats.groups, { waiting: 1, leased: 2, full: 1 });
+    assert.equal(stats.rate_held, false);
   });
 }

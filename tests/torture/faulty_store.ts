@@ -243,7 +243,8 @@ export function answerAcksBeforeWriting(inner: Store, delayMs = UNSAFE_COMMIT_DE
       setTimeout(() => {
         inner.ack(id, token, result, now).catch(() => {}); // the caller was answered long ago
       }, delayMs);
-      return Promise.resolve({ id, queue: lease.queue }); // before the write: this is the fault
+      // before the write: this is the fault
+      return Promise.resolve({ id, queue: lease.queue, frees: false });
     },
   };
   return new Proxy(inner, {

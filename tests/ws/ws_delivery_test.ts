@@ -83,6 +83,7 @@ Deno.test("a job enqueued after subscribing is pushed without polling, with its 
     priority: 3,
     key: "k1",
     key_expires_at: null,
+    group: null,
     attempts: 1,
     max_attempts: 5,
     run_at: now,

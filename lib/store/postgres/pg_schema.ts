@@ -15,6 +15,7 @@ import migration1 from "./migrations/001_jobs.sql" with { type: "text" };
 import migrationQueueSettings from "./migrations/002_queue_settings.sql" with { type: "text" };
 import migrationDedupProgress from "./migrations/003_dedup_progress.sql" with { type: "text" };
 import migrationSchedules from "./migrations/004_schedules.sql" with { type: "text" };
+import migrationGroups from "./migrations/005_groups.sql" with { type: "text" };
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
@@ -22,6 +23,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   migrationQueueSettings,
   migrationDedupProgress,
   migrationSchedules,
+  migrationGroups,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

@@ -48,7 +48,9 @@ import {
   runNowPromotes,
   type Transition,
 } from "../../core/lifecycle.ts";
+import { nextTokenAt, tokensAt } from "../../core/rate_bucket.ts";
 import {
+  type AckResult,
   type CancelResult,
   type ClaimWant,
   type CommitStats,
@@ -129,9 +131,15 @@ export class PgStore implements Store {
   readonly #known: PgKnownQueues;
   readonly #instance: string;
   readonly #stats: CommitStats = emptyCommitStats();
-  readonly #acks: Coalescer<AckItem, { id: number; queue: string }>;
+  readonly #acks: Coalescer<AckItem, AckResult>;
   readonly #enqueues: Coalescer<EnqueueItem, Enqueued[]>;
   readonly #progress: Coalescer<ProgressItem, { id: number }>;
+  /** Queues whose last claim found a concurrency or a rate (see claimFair). */
+  readonly #limited = new Set<string>();
+  /** Queues whose last claim found groups: claimed with the grouped statement (see #claim). */
+  readonly #grouped = new Set<string>();
+  /** Queues whose last claim its rate held back, and when their next token comes. */
+  readonly #heldUntil = new Map<string, number>();
   #closed = false;
   #dbClosed = false;
   #closing: Promise<void> | null = null;
@@ -165,7 +173,7 @@ export class PgStore implements Store {
     );
     const submit = <T>(operation: PgOperation<T>, weight: () => number) =>
       this.#write(operation, true, weight);
-    this.#acks = new Coalescer(submit, (tx, _news, items) => ackMany(tx, items));
+    this.#acks = new Coalescer(submit, ackMany);
     this.#enqueues = new Coalescer(submit, enqueueMany);
     this.#progress = new Coalescer(submit, (tx, _news, items) => progressMany(tx, items));
     this.#known = new PgKnownQueues(
@@ -306,9 +314,9 @@ export class PgStore implements Store {
       await applyDuplicates(tx, queue, plan.changed);
       const fresh = plan.inserts;
       const inserted = fresh.length === 0 ? [] : await tx<{ id: number }[]>`
-        INSERT INTO jobs (queue, state, priority, key, payload, max_attempts, run_at, lease_ms,
-          backoff_base_ms, backoff_max_ms, created_at, key_expires_at)
-        SELECT ${queue}, t.state, t.priority, t.key, t.payload,
+        INSERT INTO jobs (queue, state, priority, key, grp, payload, max_attempts, run_at,
+          lease_ms, backoff_base_ms, backoff_max_ms, created_at, key_expires_at)
+        SELECT ${queue}, t.state, t.priority, t.key, t.grp, t.payload,
           -- withQueueDefaults() (core/queue_settings.ts) in SQL: the job's own, else its queue's
           -- (s, from the row this transaction reads), else the server's.
           coalesce(t.max_attempts, s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int), t.run_at,
@@ -316,13 +324,14 @@ export class PgStore implements Store {
           coalesce(t.max_ms, s.backoff_max_ms), ${now}::bigint, t.key_expires_at
         FROM unnest(
           ${fresh.map((f) => f.state)}::text[], ${fresh.map((f) => f.job.priority)}::int[],
-          ${fresh.map((f) => f.job.key)}::text[], ${fresh.map((f) => f.job.payload)}::text[],
+          ${fresh.map((f) => f.job.key)}::text[], ${fresh.map((f) => f.job.group ?? null)}::text[],
+          ${fresh.map((f) => f.job.payload)}::text[],
           ${fresh.map((f) => f.job.max_attempts)}::int[], ${fresh.map((f) => f.run_at)}::bigint[],
           ${fresh.map((f) => f.job.lease_ms)}::bigint[],
           ${fresh.map((f) => f.job.backoff?.base_ms ?? null)}::bigint[],
           ${fresh.map((f) => f.job.backoff?.max_ms ?? null)}::bigint[],
           ${fresh.map((f) => f.key_expires_at)}::bigint[]
-        ) WITH ORDINALITY AS t(state, priority, key, payload, max_attempts, run_at, lease_ms,
+        ) WITH ORDINALITY AS t(state, priority, key, grp, payload, max_attempts, run_at, lease_ms,
           base_ms, max_ms, key_expires_at, ord)
         LEFT JOIN queue_settings s ON s.name = ${queue}
         ORDER BY t.ord
@@ -350,29 +359,147 @@ export class PgStore implements Store {
 
   claimFair(queue: string, wants: ClaimWant[], now: number): Promise<Delivery[][]> {
     const total = claimTotal(wants);
+    const out: Delivery[][] = wants.map(() => []);
+    if (total === 0) return this.#write(() => Promise.resolve(out));
+    if (this.#limited.has(queue)) {
+      return this.#write((tx) => this.#claimLimited(tx, queue, wants, total, now));
+    }
+    // The usual claim is one statement; if it finds the queue limited (a concurrency or a rate,
+    // perhaps set by another server), it claimed nothing and the limited claim runs after it,
+    // in the same transaction.
+    return this.#write(async (tx) => {
+      const claimed = await this.#claim(tx, queue, wants, total, now, true);
+      if (claimed === "limited") {
+        this.#limited.add(queue);
+        return await this.#claimLimited(tx, queue, wants, total, now);
+      }
+      this.#heldUntil.delete(queue);
+      return claimed;
+    }, true);
+  }
+
+  /** When the last claim of `queue` was held back by its rate, when the next token comes. */
+  claimHeldUntil(queue: string): number | null {
+    return this.#heldUntil.get(queue) ?? null;
+  }
+
+  /**
+   * The claim of a queue with a concurrency or a rate. Its bucket row is locked first, so the
+   * servers claiming from the queue take turns, and only then (a later statement, so a fresh
+   * snapshot that sees every claim committed before the lock was granted) are its settings, its
+   * leased jobs and its tokens read: no two servers can both see the same free slot.
+   */
+  async #claimLimited(
+    tx: TxSql,
+    queue: string,
+    wants: ClaimWant[],
+    total: number,
+    now: number,
+  ): Promise<Delivery[][]> {
+    const [locked] = await tx<{ tokens: number; at: number; fresh: boolean }[]>`
+      INSERT INTO queue_buckets AS b (queue, tokens, at) VALUES (${queue}, -1, ${now})
+      ON CONFLICT (queue) DO UPDATE SET queue = b.queue
+      RETURNING b.tokens, b.at, b.tokens = -1 AS fresh`;
+    const settings = await readQueueSettings(tx, queue);
+    if (settings.concurrency === null && settings.rate === null) {
+      this.#limited.delete(queue);
+      this.#heldUntil.delete(queue);
+      const claimed = await this.#claim(tx, queue, wants, total, now, false);
+      return claimed as Delivery[][];
+    }
+    let cap = total;
+    if (settings.concurrency !== null) {
+      const [row] = await tx<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM jobs WHERE queue = ${queue} AND state = 'leased'`;
+      cap = Math.min(cap, settings.concurrency - row.n);
+    }
+    const rate = settings.rate;
+    let tokens = 0;
+    if (rate !== null) {
+      tokens = tokensAt(locked.fresh ? null : locked, rate, now);
+      if (Math.floor(tokens) < cap) {
+        cap = Math.floor(tokens);
+        this.#heldUntil.set(queue, nextTokenAt(tokens - cap, rate, now));
+      } else this.#heldUntil.delete(queue);
+    } else this.#heldUntil.delete(queue);
+    if (cap <= 0) return wants.map(() => []);
+    const out = await this.#claim(tx, queue, wants, cap, now, false) as Delivery[][];
+    if (rate !== null) {
+      let taken = 0;
+      for (const list of out) taken += list.length;
+      await tx`
+        UPDATE queue_buckets SET tokens = ${tokens - taken}, at = ${now} WHERE queue = ${queue}`;
+    }
+    return out;
+  }
+
+  /**
+   * Claims up to `total` jobs dealt over `wants`: with the plain statement unless the queue is
+   * known to have groups, and with the grouped one when the plain one finds groups (it then
+   * claimed nothing). `guarded`: claim nothing and answer "limited" if the queue has a
+   * concurrency or a rate (the caller then takes the limited claim).
+   */
+  async #claim(
+    tx: TxSql,
+    queue: string,
+    wants: ClaimWant[],
+    total: number,
+    now: number,
+    guarded: boolean,
+  ): Promise<Delivery[][] | "limited"> {
+    if (!this.#grouped.has(queue)) {
+      const plain = await this.#claimStatement(tx, queue, wants, total, now, guarded, false);
+      if (plain.out === "limited" || !plain.grouped) return plain.out;
+      this.#grouped.add(queue);
+    }
+    const full = await this.#claimStatement(tx, queue, wants, total, now, guarded, true);
+    if (!full.grouped) this.#grouped.delete(queue);
+    return full.out;
+  }
+
+  /**
+   * One claim statement. `grouped` false: the plain one, which takes ungrouped jobs only and
+   * claims nothing if the queue has groups (answering `grouped`); true: the one that also takes
+   * jobs through their groups.
+   */
+  async #claimStatement(
+    tx: TxSql,
+    queue: string,
+    wants: ClaimWant[],
+    total: number,
+    now: number,
+    guarded: boolean,
+    grouped: boolean,
+  ): Promise<{ out: Delivery[][] | "limited"; grouped: boolean }> {
     // Which want each claimed job goes to, by claim position: fixed before the claim, so one
     // statement can write each job's own token and lease length.
     const positions = dealRoundRobin(total, wants);
     const out: Delivery[][] = wants.map(() => []);
-    if (total === 0) return this.#write(() => Promise.resolve(out));
     const tokens = positions.map(() => newLeaseToken());
     const leases = positions.map((w) => wants[w].lease_ms);
     const fallback = this.#policy.defaultLeaseMs;
-    return this.#write(async (tx) => {
-      const rows = await tx<(JobRow & { k: number })[]>`
-        WITH c AS (
-          SELECT id, priority FROM jobs
-          WHERE queue = ${queue} AND state = 'pending'
-            AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
-          ORDER BY priority DESC, id
-          LIMIT ${total}
-          FOR UPDATE SKIP LOCKED
-        ), n AS (
-          SELECT id, row_number() OVER (ORDER BY priority DESC, id) AS k FROM c
-        ), p AS (
-          SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
-            AS p(token, lease, k)
-        )
+    type Claimed = JobRow & { k: number | null; limited: boolean; grouped: boolean };
+    const rows = grouped
+      ? await this.#claimGroupedSql(tx, queue, total, now, guarded, tokens, leases, fallback)
+      : await tx<Claimed[]>`
+      WITH s AS (
+        SELECT ${guarded}::boolean AND EXISTS (SELECT 1 FROM queue_settings WHERE name = ${queue}
+            AND (concurrency IS NOT NULL OR rate_limit IS NOT NULL)) AS limited,
+          EXISTS (SELECT 1 FROM job_groups WHERE queue = ${queue}) AS grouped,
+          EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused) AS paused
+      ), c AS (
+        SELECT id, priority FROM jobs
+        WHERE queue = ${queue} AND state = 'pending' AND grp IS NULL
+          AND NOT (SELECT limited OR grouped OR paused FROM s)
+        ORDER BY priority DESC, id
+        LIMIT ${total}
+        FOR UPDATE SKIP LOCKED
+      ), n AS (
+        SELECT id, row_number() OVER (ORDER BY priority DESC, id) AS k FROM c
+      ), p AS (
+        SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
+          AS p(token, lease, k)
+      ), u AS (
         -- The lease length is claimLeaseMs() (core/lifecycle.ts) in SQL: the consumer's, else
         -- the job's own, else the server's.
         UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_token = p.token,
@@ -380,16 +507,94 @@ export class PgStore implements Store {
           lease_expires_at = ${now}::bigint + coalesce(p.lease, j.lease_ms, ${fallback}::bigint)
         FROM n JOIN p ON p.k = n.k
         WHERE j.id = n.id
-        RETURNING j.*, n.k`;
-      rows.sort((a, b) => a.k - b.k);
-      for (const row of rows) {
-        out[positions[row.k - 1]].push({
-          job: rowToJob(row),
-          lease: { token: row.lease_token as string, expires_at: row.lease_expires_at as number },
-        });
-      }
-      return out;
-    }, true);
+        RETURNING j.*, n.k
+      )
+      -- One row at least, so that "limited" and "grouped" are heard when nothing was claimed.
+      SELECT u.*, s.limited, s.grouped FROM s LEFT JOIN u ON true`;
+    if (rows[0].limited) return { out: "limited", grouped: rows[0].grouped };
+    const claimed = rows.filter((row) => row.k !== null) as (JobRow & { k: number })[];
+    claimed.sort((a, b) => a.k - b.k);
+    for (const row of claimed) {
+      out[positions[row.k - 1]].push({
+        job: rowToJob(row),
+        lease: { token: row.lease_token as string, expires_at: row.lease_expires_at as number },
+      });
+    }
+    return { out, grouped: rows[0].grouped };
+  }
+
+  /** The grouped claim statement (see {@linkcode PgStore.claimFair}'s #claimStatement). */
+  #claimGroupedSql(
+    tx: TxSql,
+    queue: string,
+    total: number,
+    now: number,
+    guarded: boolean,
+    tokens: string[],
+    leases: (number | null)[],
+    fallback: number,
+  ) {
+    // The claim order (the same as SQLite's groupCandidates, which explains it): ungrouped
+    // jobs from jobs_pending; for each group with pending jobs and room, served longest ago
+    // first, its first jobs, as many as its room. Locking the groups' rows (SKIP LOCKED: a
+    // group another server is claiming from waits for the next claim) is what keeps servers
+    // claiming at once within a group's limit. A queue without groups finds no group rows.
+    return tx<(JobRow & { k: number | null; limited: boolean; grouped: boolean })[]>`
+      WITH s AS (
+        SELECT coalesce((SELECT group_limit FROM queue_settings WHERE name = ${queue}), 1)
+            AS group_limit,
+          ${guarded}::boolean AND EXISTS (SELECT 1 FROM queue_settings WHERE name = ${queue}
+            AND (concurrency IS NOT NULL OR rate_limit IS NOT NULL)) AS limited,
+          EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused) AS paused,
+          EXISTS (SELECT 1 FROM job_groups WHERE queue = ${queue}) AS grouped
+      ), g AS (
+        SELECT grp, turn, (SELECT group_limit FROM s) - leased AS room FROM job_groups
+        WHERE queue = ${queue} AND pending > 0 AND leased < (SELECT group_limit FROM s)
+          AND NOT (SELECT limited OR paused FROM s)
+        ORDER BY turn LIMIT ${total}
+        FOR UPDATE SKIP LOCKED
+      ), gc AS (
+        SELECT x.id, x.priority, x.rank, g.turn FROM g CROSS JOIN LATERAL (
+          SELECT y.id, y.priority, row_number() OVER (ORDER BY y.priority DESC, y.id) AS rank
+          FROM (
+            SELECT id, priority FROM jobs
+            WHERE queue = ${queue} AND state = 'pending' AND grp = g.grp
+            ORDER BY priority DESC, id
+            LIMIT least(g.room, ${total}::int)
+            FOR UPDATE SKIP LOCKED
+          ) y
+        ) x
+      ), uc AS (
+        SELECT id, priority, row_number() OVER (ORDER BY priority DESC, id) AS rank,
+          -1::bigint AS turn
+        FROM (
+          SELECT id, priority FROM jobs
+          WHERE queue = ${queue} AND state = 'pending' AND grp IS NULL
+            AND NOT (SELECT limited OR paused FROM s)
+          ORDER BY priority DESC, id
+          LIMIT ${total}
+          FOR UPDATE SKIP LOCKED
+        ) u
+      ), c AS (
+        SELECT * FROM gc UNION ALL SELECT * FROM uc
+        ORDER BY priority DESC, rank, turn, id LIMIT ${total}
+      ), n AS (
+        SELECT id, row_number() OVER (ORDER BY priority DESC, rank, turn, id) AS k FROM c
+      ), p AS (
+        SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
+          AS p(token, lease, k)
+      ), u AS (
+        -- The lease length is claimLeaseMs() (core/lifecycle.ts) in SQL: the consumer's, else
+        -- the job's own, else the server's.
+        UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_token = p.token,
+          lease_len_ms = coalesce(p.lease, j.lease_ms, ${fallback}::bigint),
+          lease_expires_at = ${now}::bigint + coalesce(p.lease, j.lease_ms, ${fallback}::bigint)
+        FROM n JOIN p ON p.k = n.k
+        WHERE j.id = n.id
+        RETURNING j.*, n.k
+      )
+      -- One row at least, so that "limited" and "grouped" are heard when nothing was claimed.
+      SELECT u.*, s.limited, s.grouped FROM s LEFT JOIN u ON true`;
   }
 
   ack(
@@ -397,7 +602,7 @@ export class PgStore implements Store {
     token: string,
     result: string | null,
     now: number,
-  ): Promise<{ id: number; queue: string }> {
+  ): Promise<AckResult> {
     return this.#acks.add({ id, token, result, now });
   }
 
@@ -406,7 +611,8 @@ export class PgStore implements Store {
       const row = await this.#leased(tx, id, token, now, "nack");
       const next = afterNack(attempted(row), request, now, this.#policy);
       await unlease(tx, [{ id, next }]);
-      if (next.state === "pending") news.ready.add(row.queue);
+      // Even a retry later frees a slot (of the job's group, of its queue's concurrency).
+      news.ready.add(row.queue);
       return { id, queue: row.queue, state: next.state, run_at: next.run_at };
     });
   }
@@ -466,6 +672,7 @@ export class PgStore implements Store {
         WHERE id = ${id}`;
       const revoked = row.state === "leased" ? row.lease_token : null;
       if (revoked !== null) news.ended.push([id, revoked, "cancelled"]);
+      if (revoked !== null) news.ready.add(row.queue);
       return { id, queue: row.queue, state: "cancelled", removed: false, revoked_token: revoked };
     });
   }
@@ -499,7 +706,7 @@ export class PgStore implements Store {
 
   stats(queue?: string): Promise<QueueCounts[]> {
     return this.#read("read the stats", async (sql) => {
-      const [counts, queues, oldest, settings] = await Promise.all([
+      const [counts, queues, oldest, settings, groups] = await Promise.all([
         queue === undefined
           ? sql<{ queue: string; state: JobState; n: number }[]>`
             SELECT queue, state, count(*) AS n FROM jobs GROUP BY queue, state`
@@ -517,6 +724,14 @@ export class PgStore implements Store {
             SELECT queue, min(run_at) AS at FROM jobs WHERE state = 'pending'
               AND queue = ${queue} GROUP BY queue`,
         readAllQueueSettings(sql, queue),
+        sql<{ queue: string; waiting: number; leased: number; full: number }[]>`
+          SELECT g.queue, count(*) FILTER (WHERE g.pending > 0)::int AS waiting,
+            count(*) FILTER (WHERE g.leased > 0)::int AS leased,
+            count(*) FILTER (WHERE g.pending > 0
+              AND g.leased >= coalesce(s.group_limit, 1))::int AS full
+          FROM job_groups g LEFT JOIN queue_settings s ON s.name = g.queue
+          WHERE ${queue === undefined} OR g.queue = ${queue ?? ""}
+          GROUP BY g.queue`,
       ]);
       const byName = new Map<string, QueueCounts>();
       const entry = (name: string): QueueCounts => {
@@ -528,6 +743,8 @@ export class PgStore implements Store {
             counts: zeroCounts(),
             oldest_pending_at: null,
             settings: settings.get(name) ?? DEFAULT_QUEUE_SETTINGS,
+            groups: { waiting: 0, leased: 0, full: 0 },
+            rate_held: this.#heldUntil.has(name),
           };
           byName.set(name, found);
         }
@@ -539,6 +756,9 @@ export class PgStore implements Store {
         if (row.paused || byName.has(row.name)) entry(row.name).paused = row.paused;
       }
       for (const row of oldest) entry(row.queue).oldest_pending_at = row.at;
+      for (const { queue, ...counted } of groups) {
+        if (byName.has(queue)) entry(queue).groups = counted;
+      }
       // A queue with settings is known even without jobs.
       for (const name of settings.keys()) entry(name);
       return [...byName.values()].sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
@@ -607,8 +827,10 @@ export class PgStore implements Store {
         SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ${now}
         ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       const ended = await endLeases(tx, due.map((row) => ({ row, cause: "expired" })), now);
-      for (const lease of ended) {
-        if (lease.state === "pending") woken.add(lease.queue);
+      for (let i = 0; i < ended.length; i++) {
+        const lease = ended[i];
+        // Even a lease that ended in dead frees a slot (of its group, of its queue).
+        woken.add(lease.queue);
         news.ended.push([lease.id, lease.token, "expired"]);
       }
       for (const queue of woken) news.ready.add(queue);
@@ -635,7 +857,8 @@ export class PgStore implements Store {
         ending.push({ row, cause: undelivered === true ? "undelivered" : "released" });
       }
       const out = await endLeases(tx, ending, now);
-      for (const lease of out) if (lease.state === "pending") news.ready.add(lease.queue);
+      // Even a lease that ended in dead frees a slot (of its group, of its queue).
+      for (const lease of out) news.ready.add(lease.queue);
       return out;
     });
   }
@@ -824,12 +1047,15 @@ interface AckItem {
  */
 async function ackMany(
   tx: TxSql,
+  news: BatchNews,
   items: AckItem[],
-): Promise<({ id: number; queue: string } | TegamiError)[]> {
+): Promise<(AckResult | TegamiError)[]> {
   const rows = await tx<
     {
       k: number;
       queue: string | null;
+      grp: string | null;
+      limited: boolean | null;
       state: JobState | null;
       token: string | null;
       done: boolean;
@@ -842,7 +1068,9 @@ async function ackMany(
         ${items.map((i) => i.result)}::text[], ${items.map((i) => i.now)}::bigint[])
         WITH ORDINALITY AS a(id, token, result, now, k)
     ), j AS (
-      SELECT jobs.id, jobs.queue, jobs.state, jobs.lease_token FROM jobs
+      SELECT jobs.id, jobs.queue, jobs.grp, jobs.state, jobs.lease_token,
+        s.concurrency IS NOT NULL AS limited
+      FROM jobs LEFT JOIN queue_settings s ON s.name = jobs.queue
       WHERE jobs.id IN (SELECT id FROM a)
     ), u AS (
       UPDATE jobs SET state = 'done', result = a.result, finished_at = a.now,
@@ -852,15 +1080,23 @@ async function ackMany(
         AND jobs.lease_expires_at > a.now
       RETURNING jobs.id, a.token
     )
-    SELECT a.k, j.queue, j.state, j.lease_token AS token,
+    SELECT a.k, j.queue, j.grp, j.limited, j.state, j.lease_token AS token,
       EXISTS (SELECT 1 FROM u WHERE u.id = a.id AND u.token = a.token) AS done
     FROM a LEFT JOIN j ON j.id = a.id
     ORDER BY a.k`;
   return rows.map((row, i) => {
     const { id, token } = items[i];
     if (row.queue === null) return jobNotFound(id);
-    if (row.done) return { id, queue: row.queue };
-    if (row.state === "done" && row.token === token) return { id, queue: row.queue };
+    if (row.done) {
+      // A slot of the job's group or queue is free: servers whose consumers wait for it must
+      // hear.
+      const frees = row.grp !== null || row.limited === true;
+      if (frees) news.ready.add(row.queue);
+      return { id, queue: row.queue, frees };
+    }
+    if (row.state === "done" && row.token === token) {
+      return { id, queue: row.queue, frees: false };
+    }
     return leaseLost(id, "ack");
   });
 }
@@ -941,9 +1177,9 @@ async function enqueueMany(
   }
   // PostgreSQL inserts the rows in the SELECT's order and RETURNING answers them in that order.
   const inserted = await tx<{ id: number }[]>`
-    INSERT INTO jobs (queue, state, priority, payload, max_attempts, run_at, lease_ms,
+    INSERT INTO jobs (queue, state, priority, grp, payload, max_attempts, run_at, lease_ms,
       backoff_base_ms, backoff_max_ms, created_at)
-    SELECT t.queue, t.state, t.priority, t.payload,
+    SELECT t.queue, t.state, t.priority, t.grp, t.payload,
       -- withQueueDefaults() (core/queue_settings.ts) in SQL: the job's own, else its queue's
       -- (s, from the row this transaction reads), else the server's.
       coalesce(t.max_attempts, s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int), t.run_at,
@@ -951,12 +1187,13 @@ async function enqueueMany(
       coalesce(t.max_ms, s.backoff_max_ms), t.now
     FROM unnest(
       ${queues}::text[], ${states}::text[], ${jobs.map((j) => j.priority)}::int[],
+      ${jobs.map((j) => j.group ?? null)}::text[],
       ${jobs.map((j) => j.payload)}::text[], ${jobs.map((j) => j.max_attempts)}::int[],
       ${runAts}::bigint[], ${jobs.map((j) => j.lease_ms)}::bigint[],
       ${jobs.map((j) => j.backoff?.base_ms ?? null)}::bigint[],
       ${jobs.map((j) => j.backoff?.max_ms ?? null)}::bigint[], ${nows}::bigint[]
-    ) WITH ORDINALITY AS t(queue, state, priority, payload, max_attempts, run_at, lease_ms,
-      base_ms, max_ms, now, ord)
+    ) WITH ORDINALITY AS t(queue, state, priority, grp, payload, max_attempts, run_at,
+      lease_ms, base_ms, max_ms, now, ord)
     LEFT JOIN queue_settings s ON s.name = t.queue
     ORDER BY t.ord
     RETURNING id`;

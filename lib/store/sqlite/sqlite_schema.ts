@@ -119,6 +119,73 @@ export const MIGRATIONS: readonly string[] = [
   -- the scheduler's next deadline and its due schedules
   CREATE INDEX schedules_due ON schedules (next_at) WHERE paused = 0 AND next_at IS NOT NULL;
   `,
+  // Ordering groups. A grouped job is claimed through its group (job_groups: how many of its
+  // jobs are pending and leased, and when it was last served), never through jobs_pending,
+  // which now holds only ungrouped jobs: a hot group's backlog is never scanned by a claim.
+  // The triggers keep job_groups exact in the transaction of every change of state, whichever
+  // statement makes it; they fire only for grouped jobs.
+  `
+  ALTER TABLE jobs ADD COLUMN grp TEXT;
+  DROP INDEX jobs_pending;
+  CREATE INDEX jobs_pending ON jobs (queue, priority DESC, id)
+    WHERE state = 'pending' AND grp IS NULL;
+  CREATE INDEX jobs_group_pending ON jobs (queue, grp, priority DESC, id)
+    WHERE state = 'pending' AND grp IS NOT NULL;
+
+  CREATE TABLE job_groups (
+    queue   TEXT    NOT NULL,
+    grp     TEXT    NOT NULL,
+    pending INTEGER NOT NULL DEFAULT 0,
+    leased  INTEGER NOT NULL DEFAULT 0,
+    turn    INTEGER NOT NULL DEFAULT 0, -- round-robin: larger = served more recently
+    PRIMARY KEY (queue, grp)
+  ) WITHOUT ROWID;
+  CREATE INDEX job_groups_turn ON job_groups (queue, turn);
+
+  CREATE TRIGGER jobs_group_insert AFTER INSERT ON jobs
+  WHEN NEW.grp IS NOT NULL AND NEW.state IN ('pending', 'leased')
+  BEGIN
+    INSERT INTO job_groups (queue, grp, pending, leased)
+      VALUES (NEW.queue, NEW.grp, NEW.state = 'pending', NEW.state = 'leased')
+    ON CONFLICT (queue, grp) DO UPDATE SET pending = pending + excluded.pending,
+      leased = leased + excluded.leased;
+  END;
+
+  CREATE TRIGGER jobs_group_update AFTER UPDATE OF state ON jobs
+  WHEN NEW.grp IS NOT NULL AND OLD.state <> NEW.state
+    AND (OLD.state IN ('pending', 'leased') OR NEW.state IN ('pending', 'leased'))
+  BEGIN
+    INSERT INTO job_groups (queue, grp, pending, leased)
+      VALUES (NEW.queue, NEW.grp, (NEW.state = 'pending') - (OLD.state = 'pending'),
+        (NEW.state = 'leased') - (OLD.state = 'leased'))
+    ON CONFLICT (queue, grp) DO UPDATE SET pending = pending + excluded.pending,
+      leased = leased + excluded.leased,
+      turn = CASE WHEN NEW.state = 'leased'
+        THEN (SELECT max(turn) FROM job_groups WHERE queue = NEW.queue) + 1 ELSE turn END;
+    -- A group with nothing pending or leased is forgotten (its name may never come again);
+    -- only a job leaving pending and leased can make it so (a constant test, checked once).
+    DELETE FROM job_groups
+      WHERE NEW.state NOT IN ('pending', 'leased')
+        AND queue = NEW.queue AND grp = NEW.grp AND pending = 0 AND leased = 0;
+  END;
+
+  CREATE TRIGGER jobs_group_delete AFTER DELETE ON jobs
+  WHEN OLD.grp IS NOT NULL AND OLD.state IN ('pending', 'leased')
+  BEGIN
+    UPDATE job_groups SET pending = pending - (OLD.state = 'pending'),
+      leased = leased - (OLD.state = 'leased')
+      WHERE queue = OLD.queue AND grp = OLD.grp;
+    DELETE FROM job_groups
+      WHERE queue = OLD.queue AND grp = OLD.grp AND pending = 0 AND leased = 0;
+  END;
+
+  -- The token bucket of a queue with a rate (core/rate_bucket.ts), taken in the claim.
+  CREATE TABLE queue_buckets (
+    queue  TEXT    PRIMARY KEY,
+    tokens REAL    NOT NULL,
+    at     INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ];
 
 /** Runs the migrations the database has not seen yet; answers the resulting version. */

@@ -52,7 +52,9 @@ import { rowToSettings, type SettingsRow, settingsToRow } from "../settings_row.
 import { SqliteSchedules } from "./sqlite_schedules.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 import { WalSync } from "./wal_sync.ts";
+import { type Bucket, nextTokenAt, tokensAt } from "../../core/rate_bucket.ts";
 import {
+  type AckResult,
   type CancelResult,
   type ClaimWant,
   type CommitStats,
@@ -60,6 +62,7 @@ import {
   countCommit,
   emptyCommitStats,
   type EndedLease,
+  type GroupCounts,
   type JobPage,
   type KnownQueues,
   type LeaseRef,
@@ -96,6 +99,8 @@ type Move = [queue: string, from: JobState | null, to: JobState | null];
 interface KeyHolderRow extends KeyHolder {
   id: number;
 }
+/** States a job never leaves (but by removal, or a requeue of the dead). */
+const FINISHED: ReadonlySet<JobState> = new Set(["done", "cancelled"]);
 
 /** Without fsyncs to watch (`sync: "normal"`), a write counts as idle this long after a flush. */
 const IDLE_AFTER_MS = 1;
@@ -139,6 +144,16 @@ export class SqliteStore implements Store {
   #settingsMarkAt = 0;
   /** The queue of each job leased by this process, by id (see `#queueOf`). */
   readonly #leasedQueues = new Map<number, string>();
+  /**
+   * Queues that may hold grouped jobs that are not finished: their claims go through the
+   * groups (the slower path); every other queue's claim is one statement. A queue joins when a
+   * grouped job is enqueued (inside that transaction, before any claim that could miss it) or
+   * at open; it stays until the store closes.
+   */
+  readonly #grouped = new Set<string>();
+  /** Queues whose last claim its rate held back, and when their next token comes. */
+  readonly #heldUntil = new Map<string, number>();
+
   #markAt = 0;
   /** SQLite's change counter when the open transaction began. */
   #changesAtBegin = 0;
@@ -186,9 +201,11 @@ export class SqliteStore implements Store {
         queue: string;
         state: JobState;
         n: number;
+        grouped: number;
       }[]
     ) {
       this.#countsOf(row.queue)[row.state] = row.n;
+      if (row.grouped > 0 && !FINISHED.has(row.state)) this.#grouped.add(row.queue);
     }
     for (const row of this.#statements.pausedQueues.all() as { name: string }[]) {
       this.#paused.add(row.name);
@@ -353,11 +370,13 @@ export class SqliteStore implements Store {
           }
         }
         const state = initialState(job.run_at, now);
+        if (job.group != null) this.#grouped.add(queue);
         const info = s.insert.run(
           queue,
           state,
           job.priority,
           job.key,
+          job.group ?? null,
           job.payload,
           job.max_attempts,
           state === "delayed" ? job.run_at : now,
@@ -391,49 +410,176 @@ export class SqliteStore implements Store {
       if (this.#paused.has(queue)) return out;
       const total = claimTotal(wants);
       if (total === 0) return out;
-      const s = this.#statements;
-      const wanted = wants[0].lease_ms;
-      if (wants.every((want) => want.lease_ms === wanted)) {
-        // One statement leases them all; the deal happens after, in claim order.
-        const rows = s.claimAll.all(
-          wanted,
-          now,
-          this.#policy.defaultLeaseMs,
-          queue,
-          total,
-        ) as unknown as JobRow[];
-        rows.sort((a, b) => b.priority - a.priority || a.id - b.id);
-        const dealt = dealRoundRobin(rows.length, wants);
-        for (let i = 0; i < rows.length; i++) {
-          const row = rows[i];
-          this.#moves.push([queue, "pending", "leased"]);
-          this.#rememberLeased(row.id, queue);
-          out[dealt[i]].push({
-            job: rowToJob(row),
-            lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
-          });
-        }
-        return out;
+      const settings = this.#settingsOf(queue);
+      if (settings.concurrency !== null || settings.rate !== null) {
+        return this.#claimLimited(queue, wants, total, settings, now);
       }
-      // Wants with different lease lengths: each job's length depends on whom it is dealt to.
-      const rows = s.selectPending.all(queue, total) as unknown as JobRow[];
+      this.#heldUntil.delete(queue);
+      if (this.#grouped.has(queue)) return this.#claimGrouped(queue, wants, total, now);
+      return this.#claimPlain(queue, wants, total, now);
+    });
+  }
+
+  /** When the last claim of `queue` was held back by its rate, when the next token comes. */
+  claimHeldUntil(queue: string): number | null {
+    return this.#heldUntil.get(queue) ?? null;
+  }
+
+  /**
+   * The claim of a queue with a concurrency or a rate: at most as many jobs as the queue's
+   * free slots and the bucket's whole tokens, both read inside this transaction.
+   */
+  #claimLimited(
+    queue: string,
+    wants: ClaimWant[],
+    total: number,
+    settings: Readonly<QueueSettings>,
+    now: number,
+  ): Delivery[][] {
+    const s = this.#statements;
+    let cap = total;
+    if (settings.concurrency !== null) {
+      const leased = (s.countLeased.get(queue) as { n: number }).n;
+      cap = Math.min(cap, settings.concurrency - leased);
+    }
+    let tokens = 0;
+    const rate = settings.rate;
+    if (rate !== null) {
+      const bucket = s.readBucket.get(queue) as Bucket | undefined;
+      tokens = tokensAt(bucket ?? null, rate, now);
+      if (Math.floor(tokens) < cap) {
+        cap = Math.floor(tokens);
+        this.#heldUntil.set(queue, nextTokenAt(tokens - cap, rate, now));
+      } else this.#heldUntil.delete(queue);
+    } else this.#heldUntil.delete(queue);
+    if (cap <= 0) return wants.map(() => []);
+    const out = this.#grouped.has(queue)
+      ? this.#claimGrouped(queue, wants, cap, now)
+      : this.#claimPlain(queue, wants, cap, now);
+    if (rate !== null) {
+      let taken = 0;
+      for (const list of out) taken += list.length;
+      s.writeBucket.run(queue, tokens - taken, now);
+    }
+    return out;
+  }
+
+  /** The claim of a queue without groups or limits. */
+  #claimPlain(queue: string, wants: ClaimWant[], total: number, now: number): Delivery[][] {
+    const out: Delivery[][] = wants.map(() => []);
+    const s = this.#statements;
+    const wanted = wants[0].lease_ms;
+    if (wants.every((want) => want.lease_ms === wanted)) {
+      // One statement leases them all; the deal happens after, in claim order.
+      // The fast path: a queue without groups, one statement.
+      const rows = s.claimAll.all(
+        wanted,
+        now,
+        this.#policy.defaultLeaseMs,
+        queue,
+        total,
+      ) as unknown as JobRow[];
+      rows.sort((a, b) => b.priority - a.priority || a.id - b.id);
       const dealt = dealRoundRobin(rows.length, wants);
       for (let i = 0; i < rows.length; i++) {
         const row = rows[i];
-        const w = dealt[i];
-        const length = claimLeaseMs(wants[w].lease_ms, row.lease_ms, this.#policy);
-        const token = newLeaseToken();
-        const expires = now + length;
-        s.lease.run(token, length, expires, row.id);
-        row.state = "leased";
-        row.attempts++;
-        row.lease_expires_at = expires;
         this.#moves.push([queue, "pending", "leased"]);
         this.#rememberLeased(row.id, queue);
-        out[w].push({ job: rowToJob(row), lease: { token, expires_at: expires } });
+        out[dealt[i]].push({
+          job: rowToJob(row),
+          lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
+        });
       }
       return out;
-    });
+    }
+    // Wants with different lease lengths: each job's length depends on whom it is dealt to.
+    const rows = s.selectPending.all(queue, total) as unknown as JobRow[];
+    this.#leaseEach(queue, rows, wants, out, now);
+    return out;
+  }
+
+  /**
+   * Leases `rows` (pending, in claim order) one statement each, dealt round-robin over `wants`
+   * with each job's lease length as its want says.
+   */
+  #leaseEach(
+    queue: string,
+    rows: JobRow[],
+    wants: ClaimWant[],
+    out: Delivery[][],
+    now: number,
+  ): void {
+    const dealt = dealRoundRobin(rows.length, wants);
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      const w = dealt[i];
+      const length = claimLeaseMs(wants[w].lease_ms, row.lease_ms, this.#policy);
+      const token = newLeaseToken();
+      const expires = now + length;
+      this.#statements.lease.run(token, length, expires, row.id);
+      row.state = "leased";
+      row.attempts++;
+      row.lease_expires_at = expires;
+      this.#moves.push([queue, "pending", "leased"]);
+      this.#rememberLeased(row.id, queue);
+      out[w].push({ job: rowToJob(row), lease: { token, expires_at: expires } });
+    }
+  }
+
+  /**
+   * The claim of a queue that may hold grouped jobs: the candidates in claim order (see
+   * `groupCandidates`), then each leased. Runs inside the claim's transaction.
+   */
+  #claimGrouped(queue: string, wants: ClaimWant[], total: number, now: number): Delivery[][] {
+    const out: Delivery[][] = wants.map(() => []);
+    const limit = this.#groupLimit(queue);
+    const s = this.#statements;
+    const rows = s.groupCandidates.all(
+      queue,
+      total,
+      limit,
+      Math.min(limit, total),
+    ) as unknown as JobRow[];
+    const wanted = wants[0].lease_ms;
+    if (rows.length === 0 || !wants.every((want) => want.lease_ms === wanted)) {
+      this.#leaseEach(queue, rows, wants, out, now);
+      return out;
+    }
+    // One statement leases them all, as on the fast path; the deal follows the claim order.
+    const order = new Map(rows.map((row, i) => [row.id, i]));
+    const leased = s.claimIds.all(
+      wanted,
+      now,
+      this.#policy.defaultLeaseMs,
+      JSON.stringify(rows.map((row) => row.id)),
+    ) as unknown as JobRow[];
+    leased.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+    const dealt = dealRoundRobin(leased.length, wants);
+    for (let i = 0; i < leased.length; i++) {
+      const row = leased[i];
+      this.#moves.push([queue, "pending", "leased"]);
+      this.#rememberLeased(row.id, queue);
+      out[dealt[i]].push({
+        job: rowToJob(row),
+        lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
+      });
+    }
+    return out;
+  }
+
+  /** The queue's groups, counted (no query for a queue that never had any). */
+  #groupCounts(queue: string): GroupCounts {
+    if (!this.#grouped.has(queue)) return { waiting: 0, leased: 0, full: 0 };
+    const row = this.#statements.groupCounts.get(
+      queue,
+      this.#groupLimit(queue),
+    ) as unknown as GroupCounts;
+    return { waiting: row.waiting, leased: row.leased, full: row.full };
+  }
+
+  /** The most jobs of one group leased at once in `queue`. */
+  #groupLimit(queue: string): number {
+    return this.#settingsOf(queue).group_limit;
   }
 
   ack(
@@ -441,18 +587,20 @@ export class SqliteStore implements Store {
     token: string,
     result: string | null,
     now: number,
-  ): Promise<{ id: number; queue: string }> {
+  ): Promise<AckResult> {
     return this.#write(() => {
       const changed = this.#statements.ack.run(result, now, id, token, now).changes;
       if (changed === 1) {
         const queue = this.#queueOf(id);
+        // In a queue with groups or a concurrency, the ack may free a slot.
+        const frees = this.#grouped.has(queue) || this.#settingsOf(queue).concurrency !== null;
         this.#leasedQueues.delete(id);
         this.#moves.push([queue, "leased", "done"]);
-        return { id, queue };
+        return { id, queue, frees };
       }
       const job = this.#row(id);
       if (job.state === "done" && job.lease_token === token) {
-        return { id, queue: job.queue }; // a repeated ack
+        return { id, queue: job.queue, frees: false }; // a repeated ack
       }
       throw leaseLost(id, "ack");
     });
@@ -601,6 +749,8 @@ export class SqliteStore implements Store {
           // Shared, not copied: stored settings are replaced, never changed in place, and a
           // stats call over tens of thousands of queues should not copy them all.
           settings: this.#settingsOf(name),
+          groups: this.#groupCounts(name),
+          rate_held: this.#heldUntil.has(name),
         };
       });
     });
@@ -675,7 +825,8 @@ export class SqliteStore implements Store {
       const due = this.#statements.dueLeases.all(now, limit) as unknown as JobRow[];
       for (const row of due) {
         const ended = this.#endLease(row, now, "expired");
-        if (ended.state === "pending") woken.add(row.queue);
+        // Even a lease that ended in dead frees a slot of its group or queue.
+        woken.add(row.queue);
         expired.push(ended);
       }
       return {
@@ -1035,15 +1186,17 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     savepoint: p("SAVEPOINT op"),
     releaseSavepoint: p("RELEASE op"),
     rollbackSavepoint: p("ROLLBACK TO op"),
-    countAll: p("SELECT queue, state, count(*) AS n FROM jobs GROUP BY queue, state"),
+    countAll: p(
+      "SELECT queue, state, count(*) AS n, count(grp) AS grouped FROM jobs GROUP BY queue, state",
+    ),
     pausedQueues: p("SELECT name FROM queues WHERE paused = 1"),
     findByKey: p(
       "SELECT id, state, run_at, key_expires_at FROM jobs WHERE queue = ? AND key = ?",
     ),
     insert: p(
-      `INSERT INTO jobs (queue, state, priority, key, payload, max_attempts, run_at, lease_ms,
-         backoff_base_ms, backoff_max_ms, created_at, key_expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO jobs (queue, state, priority, key, grp, payload, max_attempts, run_at,
+         lease_ms, backoff_base_ms, backoff_max_ms, created_at, key_expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     releaseKey: p("UPDATE jobs SET released_key = key, key = NULL WHERE id = ?"),
     replaceJob: p(
@@ -1052,8 +1205,36 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     ),
     extendJob: p("UPDATE jobs SET state = ?, run_at = ? WHERE id = ?"),
     selectPending: p(
-      `SELECT * FROM jobs WHERE queue = ? AND state = 'pending'
+      `SELECT * FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL
        ORDER BY priority DESC, id LIMIT ?`,
+    ),
+    // The claim order of a queue with groups. Each group with pending jobs and room (fewer than
+    // ?3 leased) offers its first jobs by priority then id, as many as its room; the groups
+    // served longest ago come first. The ungrouped jobs count as one more group, without a
+    // limit, served first among equals. Candidates are taken by priority first; among equal
+    // priorities in rounds (the first job of every group, then the second, ...), and within a
+    // round the group served longest ago first. So a hot group's backlog waits its turn
+    // behind a group with one job.
+    groupCandidates: p(
+      `WITH g AS (
+         SELECT grp, turn, ?3 - leased AS room FROM job_groups
+         WHERE queue = ?1 AND pending > 0 AND leased < ?3
+         ORDER BY turn LIMIT ?2
+       ), gc AS (
+         SELECT j.*, g.turn AS turn_, g.room AS room_,
+           row_number() OVER (PARTITION BY j.grp ORDER BY j.priority DESC, j.id) AS rank_
+         FROM g JOIN jobs j ON j.id IN (
+           SELECT k.id FROM jobs k
+           WHERE k.queue = ?1 AND k.state = 'pending' AND k.grp = g.grp
+           ORDER BY k.priority DESC, k.id LIMIT ?4)
+       ), c AS (
+         SELECT * FROM gc WHERE rank_ <= room_
+         UNION ALL
+         SELECT u.*, -1, 0, row_number() OVER (ORDER BY u.priority DESC, u.id) FROM (
+           SELECT * FROM jobs WHERE queue = ?1 AND state = 'pending' AND grp IS NULL
+           ORDER BY priority DESC, id LIMIT ?2) u
+       )
+       SELECT * FROM c ORDER BY priority DESC, rank_, turn_, id LIMIT ?2`,
     ),
     // The claim of wants that share one lease length: claimLeaseMs (the want's, else the job's,
     // else the server's) in SQL, a fresh token per job from the store's CSPRNG pool.
@@ -1061,8 +1242,16 @@ function prepare(db: DatabaseSync, count: StatementCount) {
       `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = tegami_token(),
          lease_len_ms = coalesce(?1, lease_ms, ?3),
          lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
-       WHERE id IN (SELECT id FROM jobs WHERE queue = ?4 AND state = 'pending'
+       WHERE id IN (SELECT id FROM jobs WHERE queue = ?4 AND state = 'pending' AND grp IS NULL
          ORDER BY priority DESC, id LIMIT ?5)
+       RETURNING *`,
+    ),
+    // The grouped claim's lease of the candidates it chose (ids as a JSON array).
+    claimIds: p(
+      `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = tegami_token(),
+         lease_len_ms = coalesce(?1, lease_ms, ?3),
+         lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
+       WHERE id IN (SELECT value FROM json_each(?4)) AND state = 'pending'
        RETURNING *`,
     ),
     lease: p(
@@ -1171,5 +1360,13 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     ),
     deleteSettings: p("DELETE FROM queue_settings WHERE name = ?"),
     probe: p("INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)"),
+    groupCounts: p(
+      `SELECT coalesce(sum(pending > 0), 0) AS waiting, coalesce(sum(leased > 0), 0) AS leased,
+         coalesce(sum(pending > 0 AND leased >= ?2), 0) AS full
+       FROM job_groups WHERE queue = ?1`,
+    ),
+    countLeased: p("SELECT count(*) AS n FROM jobs WHERE queue = ? AND state = 'leased'"),
+    readBucket: p("SELECT tokens, at FROM queue_buckets WHERE queue = ?"),
+    writeBucket: p("INSERT OR REPLACE INTO queue_buckets (queue, tokens, at) VALUES (?, ?, ?)"),
   };
 }

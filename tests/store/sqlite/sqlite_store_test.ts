@@ -261,3 +261,25 @@ Deno.test("a transaction that changed nothing is answered without an fsync of it
   }
   await store.close();
 });
+
+Deno.test("SqliteStore forgets a group's row once none of its jobs is pending or leased", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  const groupRows = () => {
+    const check = new DatabaseSync(db.path);
+    try {
+      return (check.prepare("SELECT count(*) AS n FROM job_groups").get() as { n: number }).n;
+    } finally {
+      check.close();
+    }
+  };
+  try {
+    await store.enqueue("q", [newJob({ group: "g" })], T0);
+    const [held] = await store.claim("q", 1, null, T0);
+    assert.equal(groupRows(), 1);
+    await store.ack(held.job.id, held.lease.token, null, T0);
+    assert.equal(groupRows(), 0);
+  } finally {
+    await store.close();
+  }
+});
