@@ -7,7 +7,8 @@
  *
  * - `ignore` (the default): answered with the holder's id, nothing changes;
  * - `replace` (debounce): a holder still waiting (pending or delayed) takes the new job's
- *   payload, `run_at`, priority, attempts allowed, lease length, backoff and key window;
+ *   payload, `run_at`, priority, attempts allowed, lease length, backoff and key window (not
+ *   its group: a job's place in its group's order is its own);
  * - `extend`: a holder still waiting has its `run_at` pushed to the new job's (never earlier).
  *
  * A holder that is leased or finished is never changed: the duplicate is then ignored. Once the

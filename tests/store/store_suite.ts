@@ -591,6 +591,27 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.equal(await store.nextDeadline(), T0 + 9_000);
   });
 
+  test("enqueue() with replace keeps the waiting job's group, and the group's limit holds", async (store) => {
+    const id = await enqueueOne(store, "q", {
+      key: "k",
+      group: "g",
+      payload: '"later"',
+      run_at: T0 + 60_000,
+    });
+    const [out] = await store.enqueue("q", [
+      newJob({ key: "k", group: "h", payload: '"now"', run_at: T0, on_duplicate: "replace" }),
+    ], T0);
+    assert.deepEqual([out.id, out.duplicate, out.state], [id, "replaced", "pending"]);
+    assert.equal((await store.get(id))?.group, "g");
+    const second = await enqueueOne(store, "q", { group: "g", payload: '"second"' });
+    const [first] = await store.claim("q", 10, null, T0);
+    assert.deepEqual([first.job.id, first.job.group, first.job.payload], [id, "g", '"now"']);
+    assert.deepEqual(await store.claim("q", 10, null, T0), [], "group g holds one lease at most");
+    await store.ack(id, first.lease.token, null, T0);
+    const [next] = await store.claim("q", 10, null, T0);
+    assert.equal(next.job.id, second);
+  });
+
   test("enqueue() replacing a delayed job with one due now makes it pending", async (store) => {
     const id = await enqueueOne(store, "q", { key: "k", payload: '"later"', run_at: T0 + 60_000 });
     const [out] = await store.enqueue("q", [
