@@ -250,7 +250,7 @@ export class Broker {
   ): Promise<Delivery[]> {
     this.#refuseIfClosed();
     const now = this.#clock.now();
-    const jobs = await this.#store.claim(queue, max, leaseMs, now);
+    const jobs = this.#withoutEnded(await this.#store.claim(queue, max, leaseMs, now));
     if (jobs.length > 0) {
       this.#armForLeases(jobs);
       this.#began(queue, jobs, now, null);
@@ -510,7 +510,8 @@ export class Broker {
     } while (this.#again.has(queue));
   }
 
-  #handOver(subscriber: Subscriber, deliveries: Delivery[], reserved: number): boolean {
+  #handOver(subscriber: Subscriber, claimed: Delivery[], reserved: number): boolean {
+    const deliveries = this.#withoutEnded(claimed);
     if (deliveries.length > 0) {
       this.#armForLeases(deliveries);
       this.#began(subscriber.queue, deliveries, this.#clock.now(), subscriber.holder);
@@ -524,7 +525,25 @@ export class Broker {
       );
       return false;
     }
-    return deliveries.length === reserved;
+    return claimed.length === reserved;
+  }
+
+  /**
+   * The deliveries whose lease is still running. A claim's leases are dated when the claim is
+   * asked for, and a server that stalls (starved of CPU, stopped) can get its answer after a
+   * lease's whole length: pushing such a lease hands a consumer a job it can no longer ack, and
+   * counts an attempt nobody could use. Those go back at once as undelivered (the attempt not
+   * counted), unless the lease's end was already processed.
+   */
+  #withoutEnded(deliveries: Delivery[]): Delivery[] {
+    const now = this.#clock.now();
+    let ended = 0;
+    for (const d of deliveries) if (d.lease.expires_at <= now) ended++;
+    if (ended === 0) return deliveries;
+    const stale = deliveries.filter((d) => d.lease.expires_at <= now);
+    this.release(stale.map((d) => ({ id: d.job.id, token: d.lease.token, undelivered: true })))
+      .catch((error) => this.#onError("release", error));
+    return deliveries.filter((d) => d.lease.expires_at > now);
   }
 
   #began(
