@@ -115,7 +115,7 @@ export function topLevelHelp(version: string): string {
   const commands: [string, string][] = [
     ["serve", "run the server (see tegami serve --help)"],
     ["enqueue QUEUE [JSON]", "add one job; without JSON, one payload per line of NDJSON on stdin"],
-    ["", "  --priority N --key K --group G --delay 5m --max-attempts N for the job(s);"],
+    ["", "  --priority N --key K --group G --delay 5m --max-attempts N;"],
     ["", "  --key-ttl 10m --on-duplicate ignore|replace|extend with --key;"],
     ["", "  --jobs: stdin lines are job objects {payload, key, …}; --batch-size N"],
     ["stats [QUEUE]", "show the counts of one queue, or of every queue (--json)"],
