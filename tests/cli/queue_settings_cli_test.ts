@@ -113,5 +113,8 @@ Deno.test("tegami --help lists queue settings and its flags", async () => {
   const text = new TextDecoder().decode(out.stdout);
   assert.match(text, /queue settings QUEUE +show a queue's settings/);
   assert.match(text, /--concurrency N --rate 100\/1s --group-limit N --max-attempts N/);
-  assert.match(text, /Flags of the client commands \(enqueue, stats, job, dead, queue, consume, schedule\)/);
+  assert.match(
+    text,
+    /Flags of the client commands \(enqueue, stats, job, dead, queue, consume, schedule\)/,
+  );
 });

@@ -6,35 +6,14 @@
  */
 
 import assert from "node:assert/strict";
-import { ManualClock } from "../../lib/core/clock.ts";
-import { dropPgTestDatabaseAfterwards, pgServerConfig, pgTestDatabase } from "../helpers/pg.ts";
-import { startTestServer, type TestServer } from "../helpers/test_server.ts";
+import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../helpers/pg.ts";
+import { pgPairTest } from "../helpers/pg_pair.ts";
 import { WsClient, wsUrl } from "../helpers/ws_client.ts";
 
 const db = await pgTestDatabase();
 
-/** Runs `fn` with two servers on a fresh schema and one shared manual clock. */
-function pairTest(name: string, fn: (a: TestServer, b: TestServer) => Promise<void>) {
-  Deno.test({
-    name,
-    ignore: db === null,
-    fn: async () => {
-      const schema = db!.schema();
-      const clock = new ManualClock();
-      await using a = await startTestServer({ clock, config: pgServerConfig(db!, schema) });
-      await using b = await startTestServer({ clock, config: pgServerConfig(db!, schema) });
-      try {
-        await fn(a, b);
-      } finally {
-        await a.stop();
-        await b.stop();
-        await db!.dropSchema(schema);
-      }
-    },
-  });
-}
-
-pairTest(
+pgPairTest(
+  db,
   "a replace through one server wakes the other's consumer with the new payload",
   async (a, b) => {
     const first = await a.request("POST", "/v1/queues/q/jobs", {
@@ -77,25 +56,29 @@ pairTest(
   },
 );
 
-pairTest("a key window passed on the shared clock frees the key on both servers", async (a, b) => {
-  const first = await a.request("POST", "/v1/queues/q/jobs", {
-    payload: 1,
-    key: "k",
-    key_ttl_ms: 1_000,
-  });
-  const held = await b.request("POST", "/v1/queues/q/jobs", { payload: 2, key: "k" });
-  assert.deepEqual(held.body, { id: first.body.id, deduplicated: true, duplicate: "ignored" });
-  await a.advance(1_000);
-  const [x, y] = await Promise.all([
-    a.request("POST", "/v1/queues/q/jobs", { payload: 3, key: "k" }),
-    b.request("POST", "/v1/queues/q/jobs", { payload: 4, key: "k" }),
-  ]);
-  // Exactly one of the two made the new job; the other is its duplicate.
-  assert.equal(x.body.id, y.body.id);
-  assert.notEqual(x.body.id, first.body.id);
-  assert.deepEqual([x.body.duplicate, y.body.duplicate].sort(), ["ignored", null].sort());
-  const old = (await b.request("GET", `/v1/jobs/${first.body.id}`)).body;
-  assert.deepEqual([old.key, old.state], ["k", "pending"]);
-});
+pgPairTest(
+  db,
+  "a key window passed on the shared clock frees the key on both servers",
+  async (a, b) => {
+    const first = await a.request("POST", "/v1/queues/q/jobs", {
+      payload: 1,
+      key: "k",
+      key_ttl_ms: 1_000,
+    });
+    const held = await b.request("POST", "/v1/queues/q/jobs", { payload: 2, key: "k" });
+    assert.deepEqual(held.body, { id: first.body.id, deduplicated: true, duplicate: "ignored" });
+    await a.advance(1_000);
+    const [x, y] = await Promise.all([
+      a.request("POST", "/v1/queues/q/jobs", { payload: 3, key: "k" }),
+      b.request("POST", "/v1/queues/q/jobs", { payload: 4, key: "k" }),
+    ]);
+    // Exactly one of the two made the new job; the other is its duplicate.
+    assert.equal(x.body.id, y.body.id);
+    assert.notEqual(x.body.id, first.body.id);
+    assert.deepEqual([x.body.duplicate, y.body.duplicate].sort(), ["ignored", null].sort());
+    const old = (await b.request("GET", `/v1/jobs/${first.body.id}`)).body;
+    assert.deepEqual([old.key, old.state], ["k", "pending"]);
+  },
+);
 
 dropPgTestDatabaseAfterwards(db);

@@ -5,35 +5,15 @@
  */
 
 import assert from "node:assert/strict";
-import { ManualClock } from "../../lib/core/clock.ts";
-import { dropPgTestDatabaseAfterwards, pgServerConfig, pgTestDatabase } from "../helpers/pg.ts";
-import { startTestServer, type TestServer } from "../helpers/test_server.ts";
+import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../helpers/pg.ts";
+import { pgPairTest } from "../helpers/pg_pair.ts";
 import { WsClient, wsUrl } from "../helpers/ws_client.ts";
 import { enqueue, lease } from "../helpers/http_calls.ts";
 
 const db = await pgTestDatabase();
 
-function pairTest(name: string, fn: (a: TestServer, b: TestServer) => Promise<void>) {
-  Deno.test({
-    name,
-    ignore: db === null,
-    fn: async () => {
-      const schema = db!.schema();
-      const clock = new ManualClock();
-      await using a = await startTestServer({ clock, config: pgServerConfig(db!, schema) });
-      await using b = await startTestServer({ clock, config: pgServerConfig(db!, schema) });
-      try {
-        await fn(a, b);
-      } finally {
-        await a.stop();
-        await b.stop();
-        await db!.dropSchema(schema);
-      }
-    },
-  });
-}
-
-pairTest(
+pgPairTest(
+  db,
   "an ack on one server pushes the group's next job to a consumer on the other",
   async (a, b) => {
     const first = await enqueue(a, "q", { payload: 1, group: "g" });
@@ -50,7 +30,7 @@ pairTest(
   },
 );
 
-pairTest("a concurrency holds for leases taken through both servers", async (a, b) => {
+pgPairTest(db, "a concurrency holds for leases taken through both servers", async (a, b) => {
   const put = await a.request("PUT", "/v1/queues/q/settings", { concurrency: 2 });
   assert.equal(put.status, 200);
   for (let i = 0; i < 6; i++) await enqueue(a, "q", { payload: i });

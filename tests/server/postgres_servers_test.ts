@@ -5,36 +5,12 @@
  */
 
 import assert from "node:assert/strict";
-import { ManualClock } from "../../lib/core/clock.ts";
-import { dropPgTestDatabaseAfterwards, pgServerConfig, pgTestDatabase } from "../helpers/pg.ts";
-import { settle, startTestServer, type TestServer } from "../helpers/test_server.ts";
+import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../helpers/pg.ts";
+import { pgPairTest } from "../helpers/pg_pair.ts";
+import { settle } from "../helpers/test_server.ts";
 import { WsClient, wsUrl } from "../helpers/ws_client.ts";
 
 const db = await pgTestDatabase();
-
-/** Runs `fn` with two servers on a fresh schema and one shared manual clock. */
-function pairTest(
-  name: string,
-  fn: (a: TestServer, b: TestServer, clock: ManualClock) => Promise<void>,
-) {
-  Deno.test({
-    name,
-    ignore: db === null,
-    fn: async () => {
-      const schema = db!.schema();
-      const clock = new ManualClock();
-      await using a = await startTestServer({ clock, config: pgServerConfig(db!, schema) });
-      await using b = await startTestServer({ clock, config: pgServerConfig(db!, schema) });
-      try {
-        await fn(a, b, clock);
-      } finally {
-        await a.stop();
-        await b.stop();
-        await db!.dropSchema(schema);
-      }
-    },
-  });
-}
 
 /** Waits until `check` resolves true, trying every 20 ms for at most `ms`. */
 async function eventually(what: string, check: () => Promise<boolean>, ms = 5_000) {
@@ -45,24 +21,29 @@ async function eventually(what: string, check: () => Promise<boolean>, ms = 5_00
   }
 }
 
-pairTest("a job enqueued through one server is pushed to a consumer of the other", async (a, b) => {
-  await using ws = await WsClient.connect(wsUrl(b.url));
-  await ws.subscribe("q", 10);
-  const started = performance.now();
-  const posted = await a.request("POST", "/v1/queues/q/jobs", { payload: { n: 1 } });
-  assert.equal(posted.status, 201);
-  const job = await ws.nextJob("q");
-  assert.equal(job.id, posted.body.id);
-  assert.deepEqual(job.payload, { n: 1 });
-  // The notification, not the 100 ms poll, carried it (well under a poll interval is typical;
-  // the bound is loose for a loaded machine).
-  assert.ok(performance.now() - started < 2_000);
-  const ack = await ws.ok({ op: "ack", id: job.id, token: job.lease.token });
-  assert.equal(ack.state, "done");
-  assert.equal((await a.request("GET", `/v1/jobs/${job.id}`)).body.state, "done");
-});
+pgPairTest(
+  db,
+  "a job enqueued through one server is pushed to a consumer of the other",
+  async (a, b) => {
+    await using ws = await WsClient.connect(wsUrl(b.url));
+    await ws.subscribe("q", 10);
+    const started = performance.now();
+    const posted = await a.request("POST", "/v1/queues/q/jobs", { payload: { n: 1 } });
+    assert.equal(posted.status, 201);
+    const job = await ws.nextJob("q");
+    assert.equal(job.id, posted.body.id);
+    assert.deepEqual(job.payload, { n: 1 });
+    // The notification, not the 100 ms poll, carried it (well under a poll interval is typical;
+    // the bound is loose for a loaded machine).
+    assert.ok(performance.now() - started < 2_000);
+    const ack = await ws.ok({ op: "ack", id: job.id, token: job.lease.token });
+    assert.equal(ack.state, "done");
+    assert.equal((await a.request("GET", `/v1/jobs/${job.id}`)).body.state, "done");
+  },
+);
 
-pairTest(
+pgPairTest(
+  db,
   "a cancel through one server sends the cancel frame on the other's socket",
   async (a, b) => {
     await using ws = await WsClient.connect(wsUrl(a.url));
@@ -79,7 +60,8 @@ pairTest(
   },
 );
 
-pairTest(
+pgPairTest(
+  db,
   "a lease ended by the other server's expiry sends the expired frame",
   async (a, b, clock) => {
     await using ws = await WsClient.connect(wsUrl(a.url));
@@ -97,7 +79,8 @@ pairTest(
   },
 );
 
-pairTest(
+pgPairTest(
+  db,
   "an HTTP ack through one server frees the credit of a consumer on the other",
   async (a, b) => {
     await using ws = await WsClient.connect(wsUrl(a.url));
@@ -111,7 +94,7 @@ pairTest(
   },
 );
 
-pairTest("stats count the consumers of every server", async (a, b) => {
+pgPairTest(db, "stats count the consumers of every server", async (a, b) => {
   await using one = await WsClient.connect(wsUrl(a.url));
   await using two = await WsClient.connect(wsUrl(b.url));
   await one.subscribe("q", 1);
@@ -129,7 +112,8 @@ pairTest("stats count the consumers of every server", async (a, b) => {
   });
 });
 
-pairTest(
+pgPairTest(
+  db,
   "a delayed job enqueued through one server is promoted by either at its time",
   async (a, b, clock) => {
     await using ws = await WsClient.connect(wsUrl(b.url));
