@@ -100,6 +100,28 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
     });
   }
 
+  // Groups and limits: spreading W1 over groups costs at most a fifth; a rate holds.
+  const w1 = find(rows, "W1 end to end", "tegami");
+  const w1g = find(rows, "W1g end to end over 1000 groups", "tegami");
+  checks.push({
+    target: "W1 over 1,000 groups (group_limit 1) ≥ 0.8× plain W1",
+    measured: w1 === undefined || w1g === undefined
+      ? "not measured"
+      : `${(rate(w1g) / rate(w1)).toFixed(2)}× (${rate(w1g).toFixed(0)} vs ${
+        rate(w1).toFixed(0)
+      } jobs/s)`,
+    met: w1 === undefined || w1g === undefined ? null : rate(w1g) / rate(w1) >= 0.8,
+  });
+  const w6 = find(rows, "W6 rate 500/s for 10 s", "tegami");
+  const off = w6 === undefined ? null : rate(w6) / 500 - 1;
+  checks.push({
+    target: "a rate of 500/s holds within 5 % over 10 s",
+    measured: off === null
+      ? "not measured"
+      : `${rate(w6!).toFixed(1)} deliveries/s (${(off * 100).toFixed(2)} %)`,
+    met: off === null ? null : Math.abs(off) <= 0.05,
+  });
+
   const w4 = find(rows, "W4 batch enqueue", "tegami");
   checks.push({
     target: "W4 ≥ 50 000 jobs/s",
