@@ -109,6 +109,19 @@ const READ_DEADLINE_MS = 15_000;
 /** How many rows one maintenance statement changes at most (keeps each commit short). */
 const CHUNK = 5000;
 
+/**
+ * The most group-commit transactions one server runs at once (see pg_group_commit.ts). Two
+ * overlap one transaction's round trips and WAL flush with the next one's statements; more
+ * split the writes into smaller transactions that cost more each (measured on W2, see
+ * docs/performance.md).
+ */
+const WRITE_TRANSACTIONS = 2;
+
+/** The group commit's connections for a pool of `poolSize`: half of it, rounded up. */
+function writerConnections(poolSize: number): number {
+  return Math.max(1, Math.ceil(poolSize / 2));
+}
+
 /** The PostgreSQL implementation of {@linkcode Store}. */
 export class PgStore implements Store {
   readonly #sql: Sql;
@@ -150,6 +163,7 @@ export class PgStore implements Store {
       },
       // Wakes and ticks refused while the database was away are not repeated by anyone.
       () => this.#events.resync(),
+      Math.min(WRITE_TRANSACTIONS, writerConnections(options.poolSize ?? 10)),
     );
     const submit = <T>(operation: PgOperation<T>, weight: () => number) =>
       this.#write(operation, true, weight);
@@ -179,8 +193,7 @@ export class PgStore implements Store {
     // pg_group_commit.ts on why it may replace it).
     const max = options.poolSize ?? 10;
     const sql = connectPg(options.url, { schema, max: Math.max(1, Math.floor(max / 2)) });
-    const openWriter = () =>
-      connectPg(options.url, { schema, max: Math.max(1, Math.ceil(max / 2)) });
+    const openWriter = () => connectPg(options.url, { schema, max: writerConnections(max) });
     try {
       let version: string;
       try {
