@@ -16,7 +16,8 @@
  *
  * An operation is an async function given the transaction's `sql` and the batch's
  * {@linkcode BatchNews}. Operations of a batch run in submission order inside one transaction.
- * One that is a single SQL statement may be submitted `pipelined`: a run of such operations
+ * One that is a single SQL statement (at most followed by reads that change nothing) may be
+ * submitted `pipelined`: a run of such operations
  * is sent at once, without waiting for each answer (one round trip for the run), which is safe
  * because each statement is atomic and sees every statement sent before it. Any other
  * operation runs alone, after the ones before it have answered, so nothing interleaves with

@@ -812,11 +812,26 @@ async function ackMany(
       EXISTS (SELECT 1 FROM u WHERE u.id = a.id AND u.token = a.token) AS done
     FROM a LEFT JOIN j ON j.id = a.id
     ORDER BY a.k`;
+  // The statement read the jobs as they were when it began. A job it found leased with the
+  // ack's token but did not complete may have been completed meanwhile by a transaction beside
+  // this one (the same ack sent twice, through two transactions or two servers): read those
+  // again, as they are now, so a repeated ack answers the same however the two overlapped.
+  const again = rows.flatMap((row, i) =>
+    !row.done && row.state === "leased" && row.token === items[i].token ? [items[i].id] : []
+  );
+  const current = again.length === 0
+    ? new Map<number, { state: JobState; token: string | null }>()
+    : new Map(
+      (await tx<{ id: number; state: JobState; token: string | null }[]>`
+        SELECT id, state, lease_token AS token FROM jobs WHERE id = ANY(${again}::bigint[])`)
+        .map((row) => [row.id, row]),
+    );
   return rows.map((row, i) => {
     const { id, token } = items[i];
     if (row.queue === null) return jobNotFound(id);
     if (row.done) return { id, queue: row.queue };
-    if (row.state === "done" && row.token === token) return { id, queue: row.queue };
+    const seen = current.get(id) ?? row;
+    if (seen.state === "done" && seen.token === token) return { id, queue: row.queue };
     return leaseLost(id, "ack");
   });
 }
