@@ -1,10 +1,23 @@
 /**
- * Group commit on PostgreSQL: writes that arrive while a transaction is running share the next
- * one, so a burst of N writes from one server costs one COMMIT (one WAL flush) instead of N.
+ * Group commit on PostgreSQL: writes that arrive while the transactions in flight are running
+ * share the next one, so a burst of N writes from one server costs one COMMIT (one WAL flush)
+ * instead of N.
+ *
+ * Up to `inFlight` transactions run at once, each on its own connection: writes wait for a
+ * transaction only while every slot is busy. A server's writes are then not held up behind one
+ * transaction's round trips and WAL flush, and PostgreSQL flushes commits that arrive together
+ * with one write. Transactions in flight are independent: each caller is answered after its
+ * own transaction commits (or fails), and commits may land in any order. So a write must not
+ * count on one submitted before it and not yet answered having committed — or being visible to
+ * it — unless both are in the same transaction (writes submitted in the same task are: they
+ * start out together). What needs the other's effects waits for its answer first (the broker
+ * wakes a queue again after the commit that made jobs ready). Rows two transactions both
+ * change are serialized by PostgreSQL's row locks; a deadlock between them is retried as below.
  *
  * An operation is an async function given the transaction's `sql` and the batch's
  * {@linkcode BatchNews}. Operations of a batch run in submission order inside one transaction.
- * One that is a single SQL statement may be submitted `pipelined`: a run of such operations
+ * One that is a single SQL statement (at most followed by reads that change nothing) may be
+ * submitted `pipelined`: a run of such operations
  * is sent at once, without waiting for each answer (one round trip for the run), which is safe
  * because each statement is atomic and sees every statement sent before it. Any other
  * operation runs alone, after the ones before it have answered, so nothing interleaves with
@@ -77,7 +90,7 @@ const PROBE_MAX_MS = 250;
 /** The longest a probe may take, ms. */
 const PROBE_DEADLINE_MS = 3_000;
 
-/** Batches async operations into shared transactions, one transaction at a time. */
+/** Batches async operations into shared transactions, up to `inFlight` of them at once. */
 export class PgGroupCommit {
   readonly #open: () => Sql;
   #sql: Sql;
@@ -91,21 +104,28 @@ export class PgGroupCommit {
   readonly #onUp: () => void;
   readonly #publish: (tx: TxSql, news: BatchNews) => Promise<void>;
   #queue: Pending[] = [];
-  #running = false;
+  /** Transactions in flight. */
+  #running = 0;
+  /** A start of the waiting writes is scheduled (a microtask). */
+  #scheduled = false;
+  readonly #inFlight: number;
   #idle: (() => void)[] = [];
 
   /**
    * Writes through pools made by `open` (a new one replaces one whose transaction hung).
    * `publish` sends a batch's news inside its transaction, just before COMMIT; `observer` sees
    * every commit attempt; `onUp` is called when writes work again after the database was
-   * out of reach (whatever was refused meanwhile may need another look).
+   * out of reach (whatever was refused meanwhile may need another look). `inFlight` is the
+   * most transactions run at once (at most the pool's connections).
    */
   constructor(
     open: () => Sql,
     publish: (tx: TxSql, news: BatchNews) => Promise<void>,
     observer: PgCommitObserver,
     onUp: () => void = () => {},
+    inFlight = 1,
   ) {
+    this.#inFlight = Math.max(1, Math.floor(inFlight));
     this.#onUp = onUp;
     this.#open = open;
     this.#sql = open();
@@ -127,13 +147,36 @@ export class PgGroupCommit {
         resolve: resolve as (value: unknown) => void,
         reject,
       });
-      if (!this.#running) {
-        this.#running = true;
-        // Writes issued in the same task start out together; those arriving while a
-        // transaction runs wait for the next one, which is where batches grow under load.
-        queueMicrotask(() => this.#drain());
-      }
+      this.#schedule();
     });
+  }
+
+  /**
+   * Starts the waiting writes in a microtask, if a transaction slot is free: writes issued in
+   * the same task start out together; those arriving while every slot is busy wait for the
+   * next free one, which is where batches grow under load.
+   */
+  #schedule(): void {
+    if (this.#scheduled || this.#running >= this.#inFlight || this.#queue.length === 0) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      if (this.#running >= this.#inFlight || this.#queue.length === 0) return;
+      const batch = this.#queue;
+      this.#queue = [];
+      this.#running++;
+      this.#commit(batch).finally(() => {
+        this.#running--;
+        if (this.#queue.length > 0) this.#schedule();
+        else if (this.#running === 0) this.#wakeIdle();
+      });
+    });
+  }
+
+  #wakeIdle(): void {
+    const idle = this.#idle;
+    this.#idle = [];
+    for (const resolve of idle) resolve();
   }
 
   /** Stops probing and closes the writer's pools. */
@@ -159,20 +202,8 @@ export class PgGroupCommit {
 
   /** Resolves once nothing is waiting or running. */
   drained(): Promise<void> {
-    if (!this.#running && this.#queue.length === 0) return Promise.resolve();
+    if (this.#running === 0 && this.#queue.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
-  }
-
-  async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
-      const batch = this.#queue;
-      this.#queue = [];
-      await this.#commit(batch);
-    }
-    this.#running = false;
-    const idle = this.#idle;
-    this.#idle = [];
-    for (const resolve of idle) resolve();
   }
 
   /**
@@ -218,15 +249,17 @@ export class PgGroupCommit {
 
   async #commit(batch: Pending[]): Promise<void> {
     const started = performance.now();
-    if (this.#down !== null) {
-      for (const pending of batch) pending.reject(this.#down);
-      return;
-    }
     for (let attempt = 0;; attempt++) {
+      // Checked before each attempt: a transaction beside this one may have lost the database.
+      if (this.#down !== null) {
+        for (const pending of batch) pending.reject(this.#down);
+        return;
+      }
       let outcomes: { ok: boolean; value: unknown }[];
+      const pool = this.#sql;
       try {
         outcomes = await withDeadline(
-          this.#sql.begin(async (tx) => {
+          pool.begin(async (tx) => {
             const news = new BatchNews();
             const out: { ok: boolean; value: unknown }[] = new Array(batch.length);
             const run = async (i: number) => {
@@ -259,7 +292,8 @@ export class PgGroupCommit {
         this.#observer(weigh(batch), performance.now() - started, error);
         const failure = asStoreError(error, "commit the write");
         for (const pending of batch) pending.reject(failure);
-        if (lostDatabase(error)) this.#fell(failure);
+        // A transaction on a pool already given up on says nothing about the current one.
+        if (lostDatabase(error) && pool === this.#sql) this.#fell(failure);
         return;
       }
       this.#observer(weigh(batch), performance.now() - started, null);

@@ -122,6 +122,19 @@ const READ_DEADLINE_MS = 15_000;
 /** How many rows one maintenance statement changes at most (keeps each commit short). */
 const CHUNK = 5000;
 
+/**
+ * The most group-commit transactions one server runs at once (see pg_group_commit.ts). Two
+ * overlap one transaction's round trips and WAL flush with the next one's statements; more
+ * split the writes into smaller transactions that cost more each (measured on W2, see
+ * docs/performance.md).
+ */
+const WRITE_TRANSACTIONS = 2;
+
+/** The group commit's connections for a pool of `poolSize`: half of it, rounded up. */
+function writerConnections(poolSize: number): number {
+  return Math.max(1, Math.ceil(poolSize / 2));
+}
+
 /** The PostgreSQL implementation of {@linkcode Store}. */
 export class PgStore implements Store {
   readonly #sql: Sql;
@@ -170,6 +183,7 @@ export class PgStore implements Store {
       },
       // Wakes and ticks refused while the database was away are not repeated by anyone.
       () => this.#events.resync(),
+      Math.min(WRITE_TRANSACTIONS, writerConnections(options.poolSize ?? 10)),
     );
     const submit = <T>(operation: PgOperation<T>, weight: () => number) =>
       this.#write(operation, true, weight);
@@ -200,8 +214,7 @@ export class PgStore implements Store {
     // pg_group_commit.ts on why it may replace it).
     const max = options.poolSize ?? 10;
     const sql = connectPg(options.url, { schema, max: Math.max(1, Math.floor(max / 2)) });
-    const openWriter = () =>
-      connectPg(options.url, { schema, max: Math.max(1, Math.ceil(max / 2)) });
+    const openWriter = () => connectPg(options.url, { schema, max: writerConnections(max) });
     try {
       let version: string;
       try {
@@ -1084,6 +1097,20 @@ async function ackMany(
       EXISTS (SELECT 1 FROM u WHERE u.id = a.id AND u.token = a.token) AS done
     FROM a LEFT JOIN j ON j.id = a.id
     ORDER BY a.k`;
+  // The statement read the jobs as they were when it began. A job it found leased with the
+  // ack's token but did not complete may have been completed meanwhile by a transaction beside
+  // this one (the same ack sent twice, through two transactions or two servers): read those
+  // again, as they are now, so a repeated ack answers the same however the two overlapped.
+  const again = rows.flatMap((row, i) =>
+    !row.done && row.state === "leased" && row.token === items[i].token ? [items[i].id] : []
+  );
+  const current = again.length === 0
+    ? new Map<number, { state: JobState; token: string | null }>()
+    : new Map(
+      (await tx<{ id: number; state: JobState; token: string | null }[]>`
+        SELECT id, state, lease_token AS token FROM jobs WHERE id = ANY(${again}::bigint[])`)
+        .map((row) => [row.id, row]),
+    );
   return rows.map((row, i) => {
     const { id, token } = items[i];
     if (row.queue === null) return jobNotFound(id);
@@ -1094,7 +1121,8 @@ async function ackMany(
       if (frees) news.ready.add(row.queue);
       return { id, queue: row.queue, frees };
     }
-    if (row.state === "done" && row.token === token) {
+    const seen = current.get(id) ?? row;
+    if (seen.state === "done" && seen.token === token) {
       return { id, queue: row.queue, frees: false };
     }
     return leaseLost(id, "ack");

@@ -3,9 +3,10 @@
  * database, plus what only a shared database has.
  */
 
+import assert from "node:assert/strict";
 import { PgStore } from "../../../lib/store/postgres/pg_store.ts";
 import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../../helpers/pg.ts";
-import { exerciseStore, SUITE_POLICY } from "../store_suite.ts";
+import { exerciseStore, newJob, SUITE_POLICY } from "../store_suite.ts";
 
 const db = await pgTestDatabase();
 
@@ -28,5 +29,50 @@ exerciseStore("postgres", async () => {
     },
   };
 }, { capabilities: { shared: true, localFiles: false }, ignore: db === null });
+
+Deno.test({
+  name: "postgres: the same ack through two servers at once answers ok on both",
+  ignore: db === null,
+  fn: async () => {
+    const schema = db!.schema();
+    const open = () =>
+      PgStore.open({ url: db!.url, schema, policy: SUITE_POLICY, poolSize: 4, pollMs: 50 });
+    const a = await open();
+    const b = await open();
+    const admin = await db!.admin.reserve();
+    try {
+      await a.enqueue("q", [newJob({ run_at: 1_000 })], 1_000);
+      const [delivery] = await a.claim("q", 1, 60_000, 1_000);
+      const { id } = delivery.job;
+      const token = delivery.lease.token;
+      // Hold the row so both acks' statements start, and read it leased, before either commits.
+      await admin.unsafe(`BEGIN; SELECT 1 FROM "${schema}".jobs WHERE id = ${id} FOR UPDATE`);
+      const acks = Promise.allSettled([
+        a.ack(id, token, null, 2_000),
+        b.ack(id, token, null, 2_000),
+      ]);
+      for (;;) {
+        const [row] = await db!.admin<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE jobs SET state = ''done''%'`;
+        if (row.n === 2) break;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await admin.unsafe("COMMIT");
+      for (const outcome of await acks) {
+        assert.equal(
+          outcome.status,
+          "fulfilled",
+          String((outcome as PromiseRejectedResult).reason),
+        );
+      }
+      assert.equal((await a.get(id))?.state, "done");
+    } finally {
+      admin.release();
+      await Promise.all([a.close(), b.close()]);
+      await db!.dropSchema(schema);
+    }
+  },
+});
 
 dropPgTestDatabaseAfterwards(db);

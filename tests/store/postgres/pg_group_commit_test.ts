@@ -1,0 +1,129 @@
+/**
+ * The PostgreSQL group commit with several transactions in flight: a write arriving while one
+ * transaction runs starts the next at once, and a transaction that fails fails only its own
+ * callers.
+ */
+
+import assert from "node:assert/strict";
+import { TegamiError } from "../../../lib/core/errors.ts";
+import { connectPg } from "../../../lib/store/postgres/pg_driver.ts";
+import { PgGroupCommit } from "../../../lib/store/postgres/pg_group_commit.ts";
+import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../../helpers/pg.ts";
+
+const db = await pgTestDatabase();
+
+/** A group commit on a fresh schema with table `t (x int)`. */
+async function open(inFlight: number) {
+  const schema = db!.schema();
+  await db!.admin.unsafe(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.t (x int)`);
+  const commits = new PgGroupCommit(
+    () => connectPg(db!.url, { schema, max: inFlight }),
+    () => Promise.resolve(),
+    () => {},
+    () => {},
+    inFlight,
+  );
+  const rows = async () =>
+    (await db!.admin.unsafe(`SELECT x FROM ${schema}.t ORDER BY x`)).map((r) => r.x as number);
+  return { commits, rows, schema };
+}
+
+Deno.test({
+  name: "postgres group commit: with two in flight, a write does not wait for a running one",
+  ignore: db === null,
+  fn: async () => {
+    const { commits, rows, schema } = await open(2);
+    try {
+      const { promise: gate, resolve: openGate } = Promise.withResolvers<void>();
+      const first = commits.submit(async (tx) => {
+        await tx`INSERT INTO t VALUES (1)`;
+        await gate;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      // The first transaction is open and waiting: the second runs beside it and commits.
+      await commits.submit(async (tx) => {
+        await tx`INSERT INTO t VALUES (2)`;
+      });
+      assert.deepEqual(await rows(), [2]);
+      openGate();
+      await first;
+      assert.deepEqual(await rows(), [1, 2]);
+    } finally {
+      await commits.close();
+      await db!.dropSchema(schema);
+    }
+  },
+});
+
+Deno.test({
+  name: "postgres group commit: of two in flight, the one that fails fails only its callers",
+  ignore: db === null,
+  fn: async () => {
+    const { commits, rows, schema } = await open(2);
+    try {
+      const { promise: gate, resolve: openGate } = Promise.withResolvers<void>();
+      const failing = commits.submit(async (tx) => {
+        await tx`INSERT INTO t VALUES (1)`;
+        await gate;
+        await tx`SELECT 1 / 0`; // the database refuses it: the transaction aborts
+      });
+      const failingPartner = commits.submit(async (tx) => {
+        await tx`INSERT INTO t VALUES (3)`;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      const other = commits.submit(async (tx) => {
+        await tx`INSERT INTO t VALUES (2)`;
+        return "committed";
+      });
+      assert.equal(await other, "committed");
+      openGate();
+      for (const outcome of await Promise.allSettled([failing, failingPartner])) {
+        assert.equal(outcome.status, "rejected");
+        const error = (outcome as PromiseRejectedResult).reason;
+        assert.ok(error instanceof TegamiError && error.code === "unavailable", String(error));
+      }
+      assert.deepEqual(await rows(), [2]);
+      // A statement refused is not an outage: writes go on.
+      assert.equal(commits.down, false);
+      await commits.submit(async (tx) => {
+        await tx`INSERT INTO t VALUES (4)`;
+      });
+      assert.deepEqual(await rows(), [2, 4]);
+    } finally {
+      await commits.close();
+      await db!.dropSchema(schema);
+    }
+  },
+});
+
+Deno.test({
+  name: "postgres group commit: with one in flight, a write waits for the running transaction",
+  ignore: db === null,
+  fn: async () => {
+    const { commits, rows, schema } = await open(1);
+    try {
+      const { promise: gate, resolve: openGate } = Promise.withResolvers<void>();
+      const order: number[] = [];
+      const first = commits.submit(async (tx) => {
+        await tx`INSERT INTO t VALUES (1)`;
+        await gate;
+      }).then(() => order.push(1));
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      const second = commits.submit(async (tx) => {
+        await tx`INSERT INTO t VALUES (2)`;
+      }).then(() => order.push(2));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.deepEqual(await rows(), []);
+      openGate();
+      await Promise.all([first, second]);
+      assert.deepEqual(order, [1, 2]);
+      assert.deepEqual(await rows(), [1, 2]);
+      await commits.drained();
+    } finally {
+      await commits.close();
+      await db!.dropSchema(schema);
+    }
+  },
+});
+
+dropPgTestDatabaseAfterwards(db);
