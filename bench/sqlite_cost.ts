@@ -27,7 +27,7 @@ const insert = db.prepare(
      NULL, NULL, ?)`,
 );
 const select = db.prepare(
-  "SELECT * FROM jobs WHERE queue = ? AND state = 'pending' ORDER BY priority DESC, id LIMIT ?",
+  "SELECT * FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL ORDER BY priority DESC, id LIMIT ?",
 );
 const lease = db.prepare(
   `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = ?, lease_len_ms = ?,

@@ -41,7 +41,7 @@ import {
   type Transactor,
 } from "../group_commit.ts";
 import { keyExpiresAt, type KeyHolder, onDuplicate } from "../../core/dedup.ts";
-import { migrate } from "./sqlite_schema.ts";
+import { GROUP_TRACKING, migrate } from "./sqlite_schema.ts";
 import {
   DEFAULT_QUEUE_SETTINGS,
   isDefaultSettings,
@@ -355,6 +355,7 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       if (tick !== undefined) this.#schedules.take(tick);
       const s = this.#statements;
+      if (jobs.some((job) => job.group != null)) this.#trackGroups();
       const settings = this.#settingsOf(queue);
       const out: Enqueued[] = new Array(jobs.length);
       for (let i = 0; i < jobs.length; i++) {
@@ -398,6 +399,16 @@ export class SqliteStore implements Store {
       if (tick !== undefined) this.#schedules.record(tick, out);
       return out;
     });
+  }
+
+  /**
+   * Makes sure the group tracking exists (see GROUP_TRACKING in sqlite_schema.ts), inside the
+   * transaction of the enqueue about to insert a grouped job: created then, it counts that job
+   * and every later one; rolled back with it, it is created again by the next.
+   */
+  #trackGroups(): void {
+    if (this.#statements.groupTracking.get() !== undefined) return;
+    this.#db.exec(GROUP_TRACKING);
   }
 
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]> {
@@ -1186,6 +1197,9 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     savepoint: p("SAVEPOINT op"),
     releaseSavepoint: p("RELEASE op"),
     rollbackSavepoint: p("ROLLBACK TO op"),
+    groupTracking: p(
+      "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'jobs_group_insert'",
+    ),
     countAll: p(
       "SELECT queue, state, count(*) AS n, count(grp) AS grouped FROM jobs GROUP BY queue, state",
     ),

@@ -283,3 +283,37 @@ Deno.test("SqliteStore forgets a group's row once none of its jobs is pending or
     await store.close();
   }
 });
+
+Deno.test("the group tracking is created with the first grouped job and counts it from its first row", async () => {
+  await using db = await tempDb();
+  const triggers = () => {
+    const raw = new DatabaseSync(db.path, { readOnly: true });
+    try {
+      return (raw.prepare(
+        "SELECT name FROM sqlite_master WHERE type IN ('trigger', 'index') AND name LIKE 'jobs_group%' ORDER BY name",
+      ).all() as { name: string }[]).map((row) => row.name);
+    } finally {
+      raw.close();
+    }
+  };
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    await store.enqueue("plain", [newJob({})], T0);
+    assert.deepEqual(triggers(), [], "a database without groups pays nothing for them");
+    await store.enqueue("q", [newJob({ group: "g" }), newJob({ group: "g" })], T0);
+    assert.deepEqual(triggers(), [
+      "jobs_group_delete",
+      "jobs_group_insert",
+      "jobs_group_pending",
+      "jobs_group_update",
+    ]);
+    const [first] = await store.claim("q", 10, null, T0);
+    assert.deepEqual(await store.claim("q", 10, null, T0), [], "the group's limit holds");
+    const [stats] = await store.stats("q");
+    assert.deepEqual(stats.groups, { waiting: 1, leased: 1, full: 1 });
+    await store.ack(first.job.id, first.lease.token, null, T0);
+    assert.equal((await store.claim("q", 10, null, T0)).length, 1);
+  } finally {
+    await store.close();
+  }
+});
