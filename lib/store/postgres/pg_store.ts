@@ -509,21 +509,7 @@ export class PgStore implements Store {
         FOR UPDATE SKIP LOCKED
       ), n AS (
         SELECT id, row_number() OVER (ORDER BY priority DESC, id) AS k FROM c
-      ), p AS (
-        SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
-          AS p(token, lease, k)
-      ), u AS (
-        -- The lease length is claimLeaseMs() (core/lifecycle.ts) in SQL: the consumer's, else
-        -- the job's own, else the server's.
-        UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_token = p.token,
-          lease_len_ms = coalesce(p.lease, j.lease_ms, ${fallback}::bigint),
-          lease_expires_at = ${now}::bigint + coalesce(p.lease, j.lease_ms, ${fallback}::bigint)
-        FROM n JOIN p ON p.k = n.k
-        WHERE j.id = n.id
-        RETURNING j.*, n.k
-      )
-      -- One row at least, so that "limited" and "grouped" are heard when nothing was claimed.
-      SELECT u.*, s.limited, s.grouped FROM s LEFT JOIN u ON true`;
+      ), ${leaseClaimed(tx, tokens, leases, fallback, now)}`;
     if (rows[0].limited) return { out: "limited", grouped: rows[0].grouped };
     const claimed = rows.filter((row) => row.k !== null) as (JobRow & { k: number })[];
     claimed.sort((a, b) => a.k - b.k);
@@ -593,21 +579,7 @@ export class PgStore implements Store {
         ORDER BY priority DESC, rank, turn, id LIMIT ${total}
       ), n AS (
         SELECT id, row_number() OVER (ORDER BY priority DESC, rank, turn, id) AS k FROM c
-      ), p AS (
-        SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
-          AS p(token, lease, k)
-      ), u AS (
-        -- The lease length is claimLeaseMs() (core/lifecycle.ts) in SQL: the consumer's, else
-        -- the job's own, else the server's.
-        UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_token = p.token,
-          lease_len_ms = coalesce(p.lease, j.lease_ms, ${fallback}::bigint),
-          lease_expires_at = ${now}::bigint + coalesce(p.lease, j.lease_ms, ${fallback}::bigint)
-        FROM n JOIN p ON p.k = n.k
-        WHERE j.id = n.id
-        RETURNING j.*, n.k
-      )
-      -- One row at least, so that "limited" and "grouped" are heard when nothing was claimed.
-      SELECT u.*, s.limited, s.grouped FROM s LEFT JOIN u ON true`;
+      ), ${leaseClaimed(tx, tokens, leases, fallback, now)}`;
   }
 
   ack(
@@ -1043,6 +1015,35 @@ export class PgStore implements Store {
     if (!holdsLease(row, token, now)) throw leaseLost(id, action);
     return row;
   }
+}
+
+/**
+ * The end of both claim statements, after their CTEs `s` (the queue's flags) and `n` (the chosen
+ * job ids with their claim position `k`): leases each job with the token and lease length fixed
+ * for its position, and answers the leased rows, or one row of flags when nothing was claimed.
+ */
+function leaseClaimed(
+  tx: TxSql,
+  tokens: string[],
+  leases: (number | null)[],
+  fallback: number,
+  now: number,
+) {
+  return tx`p AS (
+        SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
+          AS p(token, lease, k)
+      ), u AS (
+        -- The lease length is claimLeaseMs() (core/lifecycle.ts) in SQL: the consumer's, else
+        -- the job's own, else the server's.
+        UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_token = p.token,
+          lease_len_ms = coalesce(p.lease, j.lease_ms, ${fallback}::bigint),
+          lease_expires_at = ${now}::bigint + coalesce(p.lease, j.lease_ms, ${fallback}::bigint)
+        FROM n JOIN p ON p.k = n.k
+        WHERE j.id = n.id
+        RETURNING j.*, n.k
+      )
+      -- One row at least, so that "limited" and "grouped" are heard when nothing was claimed.
+      SELECT u.*, s.limited, s.grouped FROM s LEFT JOIN u ON true`;
 }
 
 /** One ack waiting for its shared statement. */

@@ -491,16 +491,7 @@ export class SqliteStore implements Store {
         total,
       ) as unknown as JobRow[];
       rows.sort((a, b) => b.priority - a.priority || a.id - b.id);
-      const dealt = dealRoundRobin(rows.length, wants);
-      for (let i = 0; i < rows.length; i++) {
-        const row = rows[i];
-        this.#moves.push([queue, "pending", "leased"]);
-        this.#rememberLeased(row.id, queue);
-        out[dealt[i]].push({
-          job: rowToJob(row),
-          lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
-        });
-      }
+      this.#deal(queue, rows, wants, out);
       return out;
     }
     // Wants with different lease lengths: each job's length depends on whom it is dealt to.
@@ -565,9 +556,15 @@ export class SqliteStore implements Store {
       JSON.stringify(rows.map((row) => row.id)),
     ) as unknown as JobRow[];
     leased.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-    const dealt = dealRoundRobin(leased.length, wants);
-    for (let i = 0; i < leased.length; i++) {
-      const row = leased[i];
+    this.#deal(queue, leased, wants, out);
+    return out;
+  }
+
+  /** Deals rows a claim leased, in claim order, round-robin over `wants` into `out`. */
+  #deal(queue: string, rows: JobRow[], wants: ClaimWant[], out: Delivery[][]): void {
+    const dealt = dealRoundRobin(rows.length, wants);
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
       this.#moves.push([queue, "pending", "leased"]);
       this.#rememberLeased(row.id, queue);
       out[dealt[i]].push({
@@ -575,7 +572,6 @@ export class SqliteStore implements Store {
         lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
       });
     }
-    return out;
   }
 
   /** The queue's groups, counted (no query for a queue that never had any). */
