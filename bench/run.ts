@@ -27,6 +27,7 @@ import { bullmqPeer } from "./peers/bullmq.ts";
 import type { Peer, Target } from "./peers/peer.ts";
 import { rabbitmqPeer } from "./peers/rabbitmq.ts";
 import { pgBossPeer } from "./peers/pg_boss.ts";
+import { pgFloorPeer } from "./peers/pg_floor.ts";
 import { benchPgUrl } from "./peers/pg_schema.ts";
 import {
   floorPeer,
@@ -58,9 +59,10 @@ const PEER_KEYS = [
   "pg",
   "pg2",
   "pgboss",
+  "pgfloor",
 ] as const;
 /** What `--pg` selects: the PostgreSQL rows. */
-const PG_PEERS = ["pg", "pg2", "pgboss"];
+const PG_PEERS = ["pg", "pg2", "pgboss", "pgfloor"];
 const ROOT = new URL("..", import.meta.url).pathname;
 
 const HELP = `deno task bench [options]
@@ -104,7 +106,9 @@ in its fastest mode (bench/peers/pg_boss.ts); all three on TEGAMI_BENCH_PG_URL (
 postgres://postgres@127.0.0.1:5432/postgres), a fresh schema per workload, dropped after.
 A peer that cannot be started is skipped with the reason. "floor" is not a queue:
 bench/floor_server.ts speaks the same protocol as tegami and stores nothing, to show what the
-runtime alone costs.`;
+runtime alone costs. "pgfloor" is not a queue either: tegami's PostgreSQL table driven from the
+bench with one claim and one ack statement per batch and no server (bench/peers/pg_floor.ts), in W2
+only, to show what PostgreSQL alone does on this machine.`;
 
 /** A command-line mistake: printed with the help hint, exit code 2. */
 class UsageError extends Error {}
@@ -286,10 +290,12 @@ async function main(): Promise<number> {
   if (o.peers.has("pg")) peers.push(tegamiPgPeer(benchPgUrl(), 1, pgOptions));
   if (o.peers.has("pg2")) peers.push(tegamiPgPeer(benchPgUrl(), 2, pgOptions));
   if (o.peers.has("pgboss")) peers.push(pgBossPeer());
+  if (o.peers.has("pgfloor")) peers.push(pgFloorPeer());
 
   const runner = new Runner(progress, !o.cold);
   const timings: Record<string, number> = {};
-  const everyone = [tegami, ...peers];
+  // The PostgreSQL floor measures W2 only (bench/peers/pg_floor.ts).
+  const everyone = [tegami, ...peers.filter((p) => p.key !== "pgfloor")];
   // W2's backlog, filled before the server's figures are snapshotted, for the drain that follows.
   const w2 = { queue: "w2", backlog: o.backlog };
   let filled: Filled | undefined;
@@ -317,7 +323,7 @@ async function main(): Promise<number> {
           producer: (q) => asTegami(t).groupedProducer(q, 1000),
         }),
     }],
-    ["W2", everyone, {
+    ["W2", [tegami, ...peers], {
       label: "W2 drain",
       prepare: async (t) => {
         filled = await fillBacklog(t, w2);

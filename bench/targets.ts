@@ -11,6 +11,7 @@ import type { Measurement } from "./measurement.ts";
 import type { Row } from "./report.ts";
 import { PLACEMENTS } from "./workloads/scaling.ts";
 import { pgName, SDK_NAME } from "./peers/tegami.ts";
+import { PG_FLOOR_NAME } from "./peers/pg_floor.ts";
 
 /** One target and how this run fares. */
 export interface TargetCheck {
@@ -70,6 +71,16 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
   // On PostgreSQL: against pg-boss, one instance against two, and the push across instances.
   ratio("W1 end to end", "pg-boss", "W1 on PostgreSQL ≥ 5× pg-boss", 5, pgName(1));
   ratio("W2 drain", "pg-boss", "W2 on PostgreSQL ≥ 5× pg-boss", 5, pgName(1));
+  // What PostgreSQL alone does with the same two statements per job bounds the ratio.
+  const boss = find(rows, "W2 drain", "pg-boss");
+  const floor = find(rows, "W2 drain", PG_FLOOR_NAME);
+  const w2Pg = checks[checks.length - 1];
+  if (w2Pg.met !== null && boss !== undefined && floor !== undefined) {
+    w2Pg.measured += ` (5× pg-boss = ${(5 * rate(boss)).toFixed(0)} jobs/s; the PostgreSQL ` +
+      `floor, no server, ${rate(floor).toFixed(0)} jobs/s = ${
+        (rate(floor) / rate(boss)).toFixed(2)
+      }× pg-boss)`;
+  }
   ratio(
     "W1 end to end",
     pgName(1),
