@@ -135,7 +135,7 @@ export class Broker {
     this.#observer = options.observer ?? null;
     this.#maxQueues = options.maxQueues ?? Infinity;
     this.#gate = new IntakeGate({
-      ready: (queue) => this.#store.readyHint?.(queue),
+      ready: (queue) => this.#store.readyHint?.(queue) ?? this.#store.backlogHint?.(queue),
       credit: (queue) => {
         let prefetch = 0;
         let room = 0;

@@ -367,6 +367,12 @@ export interface Store {
    */
   readyHint?(queue: string): number;
   /**
+   * An estimate of how many jobs of the queue are ready, for the intake gate only, from a store
+   * that cannot know it exactly (readyHint absent: several servers write the database);
+   * undefined when it has none. Never used to skip a claim.
+   */
+  backlogHint?(queue: string): number | undefined;
+  /**
    * When the last claim of `queue` was held back by the queue's rate: when its next token comes
    * (ms), for a timer that offers the queue again then; null otherwise.
    */

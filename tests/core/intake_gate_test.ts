@@ -1,7 +1,9 @@
 /**
- * Delivery before intake, on a real broker and SQLite store: an enqueue waits while its queue's
- * backlog is above its subscribers' prefetch and they have room, and goes on — never failing —
- * once delivery catches up, when nobody consumes, when consumers are busy, or after a moment.
+ * Delivery before intake, on a real broker and each real store: an enqueue waits while its
+ * queue's backlog is above its subscribers' prefetch and they have room, and goes on — never
+ * failing — once delivery catches up, when nobody consumes, when consumers are busy, or after a
+ * moment. SQLite knows its ready counts exactly; PostgreSQL estimates them (its claims count the
+ * pending jobs while this server enqueues into the queue, see PgStore.backlogHint).
  */
 
 import assert from "node:assert/strict";
@@ -9,8 +11,11 @@ import { Broker, type Subscriber } from "../../lib/core/broker.ts";
 import { ManualClock } from "../../lib/core/clock.ts";
 import { MAX_HOLD_MS } from "../../lib/core/intake_gate.ts";
 import type { Delivery, NewJob } from "../../lib/core/job.ts";
+import type { Store } from "../../lib/store/store.ts";
 import { SqliteStore } from "../../lib/store/sqlite/sqlite_store.ts";
+import { PgStore } from "../../lib/store/postgres/pg_store.ts";
 import { hasSettled } from "../helpers/http_calls.ts";
+import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../helpers/pg.ts";
 
 function job(n: number): NewJob {
   return {
@@ -57,111 +62,188 @@ class TestSubscriber implements Subscriber {
   }
 }
 
-async function harness(): Promise<{ broker: Broker; store: SqliteStore } & AsyncDisposable> {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-gate-" });
-  const store = SqliteStore.open({
-    path: `${dir}/tegami.db`,
-    sync: "normal",
-    policy: { defaultLeaseMs: 30_000, retryDelayMs: () => 1000 },
-  });
+const POLICY = { defaultLeaseMs: 30_000, retryDelayMs: () => 1000 };
+
+/** A broker on a fresh store, and what the cases ask of it. */
+interface Harness extends AsyncDisposable {
+  broker: Broker;
+  /** The backlog the gate sees for `queue`. */
+  ready(queue: string): number | undefined;
+  /**
+   * True when `enqueue` was not held: it settles at once (SQLite's commits take no time to
+   * speak of; a PostgreSQL one takes a few round trips, far less than a quarter of a hold).
+   */
+  admitted(enqueue: Promise<unknown>): Promise<boolean>;
+}
+
+/** What the gate reads of a store: its exact ready count, else its estimate. */
+function readyOf(store: Store, queue: string): number | undefined {
+  return store.readyHint?.(queue) ?? store.backlogHint?.(queue);
+}
+
+async function withBroker(store: Store, cleanup: () => Promise<void>): Promise<Broker> {
   const broker = new Broker({ store, clock: new ManualClock(), retainDoneMs: 3600_000 });
-  await broker.start();
+  await broker.start().catch(async (error) => {
+    await cleanup();
+    throw error;
+  });
+  return broker;
+}
+
+async function sqliteHarness(): Promise<Harness> {
+  const dir = await Deno.makeTempDir({ prefix: "tegami-gate-" });
+  const store = SqliteStore.open({ path: `${dir}/tegami.db`, sync: "normal", policy: POLICY });
+  const cleanup = async () => {
+    await store.close();
+    await Deno.remove(dir, { recursive: true });
+  };
+  const broker = await withBroker(store, cleanup);
   return {
     broker,
-    store,
+    ready: (queue) => readyOf(store, queue),
+    admitted: hasSettled,
     [Symbol.asyncDispose]: async () => {
       broker.close();
-      await store.close();
-      await Deno.remove(dir, { recursive: true });
+      await cleanup();
     },
   };
 }
 
-Deno.test("an enqueue waits while the backlog is above the subscribers' prefetch and they have room", async () => {
-  await using h = await harness();
-  const sub = new TestSubscriber("q", 4);
-  h.broker.subscribe(sub);
-  await h.broker.enqueue("q", jobs(10)); // nothing ready yet: admitted at once
-  assert.equal(h.store.readyHint("q"), 10);
-  const held = h.broker.enqueue("q", jobs(1));
-  assert.equal(await hasSettled(held), false, "held while 10 are ready for a prefetch of 4");
-  // Delivery catches up: the subscriber takes 7, leaving 3 ready, within its prefetch.
-  sub.allowance = 7;
-  h.broker.wake("q");
-  const out = await held;
-  assert.equal(out.length, 1);
-  assert.equal(sub.received.length, 7);
-});
+const db = await pgTestDatabase();
 
-Deno.test("held enqueues go on as jobs are delivered, as many jobs as were delivered", async () => {
-  await using h = await harness();
-  const sub = new TestSubscriber("q", 2);
-  h.broker.subscribe(sub);
-  await h.broker.enqueue("q", jobs(100)); // a deep backlog, already there
-  const first = h.broker.enqueue("q", jobs(2));
-  const second = h.broker.enqueue("q", jobs(1));
-  assert.equal(await hasSettled(first), false);
-  // Two jobs delivered let two jobs in: the first enqueue; the second still waits.
-  sub.allowance = 2;
-  h.broker.wake("q");
-  assert.equal((await first).length, 2);
-  assert.equal(await hasSettled(second), false);
-  sub.allowance = 1;
-  h.broker.wake("q");
-  assert.equal((await second).length, 1);
-  assert.equal(sub.received.length, 3);
-});
+async function pgHarness(): Promise<Harness> {
+  const schema = db!.schema();
+  const store = await PgStore.open({
+    url: db!.url,
+    schema,
+    policy: POLICY,
+    poolSize: 4,
+    pollMs: 60_000,
+  });
+  const cleanup = async () => {
+    await store.close();
+    await db!.dropSchema(schema);
+  };
+  const broker = await withBroker(store, cleanup);
+  return {
+    broker,
+    ready: (queue) => readyOf(store, queue),
+    admitted: (enqueue) => settlesWithin(enqueue, MAX_HOLD_MS / 4),
+    [Symbol.asyncDispose]: async () => {
+      broker.close();
+      await cleanup();
+    },
+  };
+}
 
-Deno.test("an enqueue is not held when nobody subscribes: a burst goes at full speed", async () => {
-  await using h = await harness();
-  for (let i = 0; i < 5; i++) await h.broker.enqueue("q", jobs(100));
-  assert.equal(await hasSettled(h.broker.enqueue("q", jobs(1))), true);
-  assert.equal(h.store.readyHint("q"), 501);
-});
+/** True when `promise` settles within `ms`. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const settled = await Promise.race([
+    promise.then(() => true, () => true),
+    new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), ms)),
+  ]);
+  clearTimeout(timer);
+  return settled;
+}
 
-Deno.test("an enqueue is not held when the subscribers have no room: the backlog is theirs", async () => {
-  await using h = await harness();
-  const sub = new TestSubscriber("q", 2);
-  sub.roomLeft = 0; // every credit in use by slow handlers
-  h.broker.subscribe(sub);
-  await h.broker.enqueue("q", jobs(50));
-  assert.equal(await hasSettled(h.broker.enqueue("q", jobs(1))), true);
-});
+for (
+  const [label, harness, ignore] of [
+    ["sqlite", sqliteHarness, false],
+    ["postgres", pgHarness, db === null],
+  ] as const
+) {
+  const test = (name: string, fn: () => Promise<void>) =>
+    Deno.test({ name: `${label}: ${name}`, ignore, fn });
 
-Deno.test("an enqueue is not held while the queue is paused", async () => {
-  await using h = await harness();
-  await h.broker.setPaused("q", true);
-  const sub = new TestSubscriber("q", 2);
-  sub.allowance = 2;
-  h.broker.subscribe(sub);
-  await h.broker.enqueue("q", jobs(50)); // its wake finds nothing to claim: delivery stalled
-  assert.equal(await hasSettled(h.broker.enqueue("q", jobs(1))), true);
-  assert.equal(sub.received.length, 0);
-});
+  test("an enqueue waits while the backlog is above the subscribers' prefetch and they have room", async () => {
+    await using h = await harness();
+    const sub = new TestSubscriber("q", 4);
+    h.broker.subscribe(sub);
+    await h.broker.enqueue("q", jobs(10)); // nothing ready yet: admitted at once
+    assert.equal(h.ready("q"), 10);
+    const held = h.broker.enqueue("q", jobs(1));
+    assert.equal(await h.admitted(held), false, "held while 10 are ready for a prefetch of 4");
+    // Delivery catches up: the subscriber takes 7, leaving 3 ready, within its prefetch.
+    sub.allowance = 7;
+    h.broker.wake("q");
+    const out = await held;
+    assert.equal(out.length, 1);
+    assert.equal(sub.received.length, 7);
+  });
 
-Deno.test("a held enqueue goes on by itself after a moment, and on shutdown", async () => {
-  await using h = await harness();
-  const sub = new TestSubscriber("q", 1);
-  h.broker.subscribe(sub);
-  await h.broker.enqueue("q", jobs(10));
-  const startedAt = performance.now();
-  const held = h.broker.enqueue("q", jobs(1));
-  assert.equal(await hasSettled(held), false);
-  assert.equal((await held).length, 1);
-  assert.ok(performance.now() - startedAt >= MAX_HOLD_MS - 5);
-  const atClose = h.broker.enqueue("q", jobs(1));
-  assert.equal(await hasSettled(atClose), false);
-  h.broker.close();
-  await assert.rejects(atClose, { code: "unavailable" });
-});
+  test("held enqueues go on as jobs are delivered, as many jobs as were delivered", async () => {
+    await using h = await harness();
+    const sub = new TestSubscriber("q", 2);
+    h.broker.subscribe(sub);
+    await h.broker.enqueue("q", jobs(100)); // a deep backlog, already there
+    const first = h.broker.enqueue("q", jobs(2));
+    const second = h.broker.enqueue("q", jobs(1));
+    assert.equal(await h.admitted(first), false);
+    // Two jobs delivered let two jobs in: the first enqueue; the second still waits.
+    sub.allowance = 2;
+    h.broker.wake("q");
+    assert.equal((await first).length, 2);
+    assert.equal(await h.admitted(second), false);
+    sub.allowance = 1;
+    h.broker.wake("q");
+    assert.equal((await second).length, 1);
+    assert.equal(sub.received.length, 3);
+  });
 
-Deno.test("a held enqueue goes on when the last subscriber leaves", async () => {
-  await using h = await harness();
-  const sub = new TestSubscriber("q", 1);
-  h.broker.subscribe(sub);
-  await h.broker.enqueue("q", jobs(10));
-  const held = h.broker.enqueue("q", jobs(1));
-  assert.equal(await hasSettled(held), false);
-  h.broker.unsubscribe(sub);
-  assert.equal((await held).length, 1);
-});
+  test("an enqueue is not held when nobody subscribes: a burst goes at full speed", async () => {
+    await using h = await harness();
+    for (let i = 0; i < 5; i++) await h.broker.enqueue("q", jobs(100));
+    assert.equal(await h.admitted(h.broker.enqueue("q", jobs(1))), true);
+    assert.equal(h.ready("q"), 501);
+  });
+
+  test("an enqueue is not held when the subscribers have no room: the backlog is theirs", async () => {
+    await using h = await harness();
+    const sub = new TestSubscriber("q", 2);
+    sub.roomLeft = 0; // every credit in use by slow handlers
+    h.broker.subscribe(sub);
+    await h.broker.enqueue("q", jobs(50));
+    assert.equal(await h.admitted(h.broker.enqueue("q", jobs(1))), true);
+  });
+
+  test("an enqueue is not held while the queue is paused", async () => {
+    await using h = await harness();
+    await h.broker.setPaused("q", true);
+    const sub = new TestSubscriber("q", 2);
+    sub.allowance = 2;
+    h.broker.subscribe(sub);
+    await h.broker.enqueue("q", jobs(50)); // its wake finds nothing to claim: delivery stalled
+    assert.equal(await h.admitted(h.broker.enqueue("q", jobs(1))), true);
+    assert.equal(sub.received.length, 0);
+  });
+
+  test("a held enqueue goes on by itself after a moment, and on shutdown", async () => {
+    await using h = await harness();
+    const sub = new TestSubscriber("q", 1);
+    h.broker.subscribe(sub);
+    await h.broker.enqueue("q", jobs(10));
+    const startedAt = performance.now();
+    const held = h.broker.enqueue("q", jobs(1));
+    assert.equal(await h.admitted(held), false);
+    assert.equal((await held).length, 1);
+    assert.ok(performance.now() - startedAt >= MAX_HOLD_MS - 5);
+    const atClose = h.broker.enqueue("q", jobs(1));
+    assert.equal(await h.admitted(atClose), false);
+    h.broker.close();
+    await assert.rejects(atClose, { code: "unavailable" });
+  });
+
+  test("a held enqueue goes on when the last subscriber leaves", async () => {
+    await using h = await harness();
+    const sub = new TestSubscriber("q", 1);
+    h.broker.subscribe(sub);
+    await h.broker.enqueue("q", jobs(10));
+    const held = h.broker.enqueue("q", jobs(1));
+    assert.equal(await h.admitted(held), false);
+    h.broker.unsubscribe(sub);
+    assert.equal((await held).length, 1);
+  });
+}
+
+dropPgTestDatabaseAfterwards(db);

@@ -130,6 +130,26 @@ const CHUNK = 5000;
  */
 const WRITE_TRANSACTIONS = 2;
 
+/**
+ * The most pending jobs a claim counts beyond those it takes, for the intake gate's backlog
+ * estimate (see {@linkcode PgStore.backlogHint}): enough to tell a backlog of a few rounds of
+ * credit from one within bounds, without reading a deep backlog whole.
+ */
+const BACKLOG_COUNT_LIMIT = 2000;
+
+/** How long after this server's last enqueue into a queue its claims keep counting, ms. */
+const INTAKE_WINDOW_MS = 250;
+
+/** A queue's intake through this server (see {@linkcode PgStore.backlogHint}). */
+interface Intake {
+  /** Pending jobs the last claim counted beyond those it leased. */
+  ahead: number;
+  /** Ready jobs enqueued here since that claim. */
+  since: number;
+  /** When this server last enqueued into it (Date.now() ms). */
+  at: number;
+}
+
 /** The group commit's connections for a pool of `poolSize`: half of it, rounded up. */
 function writerConnections(poolSize: number): number {
   return Math.max(1, Math.ceil(poolSize / 2));
@@ -153,6 +173,8 @@ export class PgStore implements Store {
   readonly #grouped = new Set<string>();
   /** Queues whose last claim its rate held back, and when their next token comes. */
   readonly #heldUntil = new Map<string, number>();
+  /** Queues this server enqueued into lately: their backlog estimate (see backlogHint). */
+  readonly #intake = new Map<string, Intake>();
   #closed = false;
   #dbClosed = false;
   #closing: Promise<void> | null = null;
@@ -290,6 +312,7 @@ export class PgStore implements Store {
   enqueue(queue: string, jobs: NewJob[], now: number, tick?: ScheduleTick): Promise<Enqueued[]> {
     return this.#enqueue(queue, jobs, now, tick).then((out) => {
       this.#known.add(queue);
+      this.#countIntake(queue, out);
       return out;
     });
   }
@@ -364,6 +387,52 @@ export class PgStore implements Store {
       if (tick !== undefined) await schedules.recordTick(tx, tick, out);
       return out;
     });
+  }
+
+  /**
+   * The queue's ready backlog as this server estimates it, for the intake gate: the pending jobs
+   * its last claim counted beyond those it leased (at most {@linkcode BACKLOG_COUNT_LIMIT}),
+   * plus the ready jobs it enqueued since. Known only for queues this server enqueued into in
+   * the last {@linkcode INTAKE_WINDOW_MS}: the others have no intake here to hold back.
+   * Other servers' enqueues are seen at the next claim's count.
+   */
+  backlogHint(queue: string): number | undefined {
+    const intake = this.#intake.get(queue);
+    return intake === undefined ? undefined : intake.ahead + intake.since;
+  }
+
+  /** Adds an enqueue's new ready jobs to its queue's backlog estimate. */
+  #countIntake(queue: string, out: Enqueued[]): void {
+    let ready = 0;
+    for (const e of out) if (e.duplicate === null && e.state === "pending") ready++;
+    const intake = this.#intake.get(queue);
+    if (intake === undefined) this.#intake.set(queue, { ahead: 0, since: ready, at: Date.now() });
+    else {
+      intake.since += ready;
+      intake.at = Date.now();
+    }
+  }
+
+  /**
+   * How many pending jobs the next claim of `queue` should count beyond those it takes: none
+   * (0) unless this server enqueued into it lately. A queue whose intake stopped is forgotten.
+   */
+  #countLimit(queue: string): number {
+    const intake = this.#intake.get(queue);
+    if (intake === undefined) return 0;
+    if (Date.now() - intake.at > INTAKE_WINDOW_MS) {
+      this.#intake.delete(queue);
+      return 0;
+    }
+    return BACKLOG_COUNT_LIMIT;
+  }
+
+  /** A claim counted `pending` jobs (itself included) and leased `leased` of them. */
+  #counted(queue: string, pending: number, leased: number): void {
+    const intake = this.#intake.get(queue);
+    if (intake === undefined) return;
+    intake.ahead = Math.max(0, pending - leased);
+    intake.since = 0;
   }
 
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]> {
@@ -491,17 +560,24 @@ export class PgStore implements Store {
     const tokens = positions.map(() => newLeaseToken());
     const leases = positions.map((w) => wants[w].lease_ms);
     const fallback = this.#policy.defaultLeaseMs;
-    type Claimed = JobRow & { k: number | null; limited: boolean; grouped: boolean };
+    const count = this.#countLimit(queue) + (this.#intake.has(queue) ? total : 0);
+    type Claimed = JobRow & {
+      k: number | null;
+      limited: boolean;
+      grouped: boolean;
+      pending: number;
+    };
     const rows = await inIndexOrder(
       tx,
       grouped
-        ? this.#claimGroupedSql(tx, queue, total, now, guarded, tokens, leases, fallback)
+        ? this.#claimGroupedSql(tx, queue, total, now, guarded, tokens, leases, fallback, count)
         : tx<Claimed[]>`
       WITH s AS (
         SELECT ${guarded}::boolean AND EXISTS (SELECT 1 FROM queue_settings WHERE name = ${queue}
             AND (concurrency IS NOT NULL OR rate_limit IS NOT NULL)) AS limited,
           EXISTS (SELECT 1 FROM job_groups WHERE queue = ${queue}) AS grouped,
-          EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused) AS paused
+          EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused) AS paused,
+          ${countPending(tx, queue, count)} AS pending
       ), c AS (
         SELECT id, priority FROM jobs
         WHERE queue = ${queue} AND state = 'pending' AND grp IS NULL
@@ -515,6 +591,7 @@ export class PgStore implements Store {
     );
     if (rows[0].limited) return { out: "limited", grouped: rows[0].grouped };
     const claimed = rows.filter((row) => row.k !== null) as (JobRow & { k: number })[];
+    if (count > 0) this.#counted(queue, rows[0].pending, claimed.length);
     claimed.sort((a, b) => a.k - b.k);
     for (const row of claimed) {
       out[positions[row.k - 1]].push({
@@ -535,20 +612,24 @@ export class PgStore implements Store {
     tokens: string[],
     leases: (number | null)[],
     fallback: number,
+    count: number,
   ) {
     // The claim order (the same as SQLite's groupCandidates, which explains it): ungrouped
     // jobs from jobs_pending; for each group with pending jobs and room, served longest ago
     // first, its first jobs, as many as its room. Locking the groups' rows (SKIP LOCKED: a
     // group another server is claiming from waits for the next claim) is what keeps servers
     // claiming at once within a group's limit. A queue without groups finds no group rows.
-    return tx<(JobRow & { k: number | null; limited: boolean; grouped: boolean })[]>`
+    return tx<
+      (JobRow & { k: number | null; limited: boolean; grouped: boolean; pending: number })[]
+    >`
       WITH s AS (
         SELECT coalesce((SELECT group_limit FROM queue_settings WHERE name = ${queue}), 1)
             AS group_limit,
           ${guarded}::boolean AND EXISTS (SELECT 1 FROM queue_settings WHERE name = ${queue}
             AND (concurrency IS NOT NULL OR rate_limit IS NOT NULL)) AS limited,
           EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused) AS paused,
-          EXISTS (SELECT 1 FROM job_groups WHERE queue = ${queue}) AS grouped
+          EXISTS (SELECT 1 FROM job_groups WHERE queue = ${queue}) AS grouped,
+          ${countPending(tx, queue, count)} AS pending
       ), g AS (
         SELECT grp, turn, (SELECT group_limit FROM s) - leased AS room FROM job_groups
         WHERE queue = ${queue} AND pending > 0 AND leased < (SELECT group_limit FROM s)
@@ -1066,7 +1147,17 @@ function leaseClaimed(
         RETURNING j.*, n.k
       )
       -- One row at least, so that "limited" and "grouped" are heard when nothing was claimed.
-      SELECT u.*, s.limited, s.grouped FROM s LEFT JOIN u ON true`;
+      SELECT u.*, s.limited, s.grouped, s.pending FROM s LEFT JOIN u ON true`;
+}
+
+/**
+ * The claim's count of the queue's pending jobs (those it is about to lease included), at most
+ * `limit`: none is read when `limit` is 0.
+ */
+function countPending(tx: TxSql, queue: string, limit: number) {
+  return tx`(SELECT count(*)::int FROM (
+            SELECT 1 FROM jobs WHERE queue = ${queue} AND state = 'pending' LIMIT ${limit}
+          ) pending)`;
 }
 
 /** One ack waiting for its shared statement. */
