@@ -63,6 +63,6 @@ export function largestJobBytes(maxPayload: number): number {
 }
 
 /** The longest key window (`key_ttl_ms`), ms: as long as the longest delay. */
-export const MAX_KEY_TTL_MS = MAX_DELAY_MS;
+export const MAX_KEY_TTL_MS: number = MAX_DELAY_MS;
 /** The largest progress report, in bytes of JSON. */
 export const MAX_PROGRESS_BYTES = 4096;

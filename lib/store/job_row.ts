@@ -12,10 +12,15 @@ import type { StateCounts } from "./store.ts";
 
 /** One stored job, column by column. */
 export interface JobRow {
+  /** Unique, increasing, never reused. */
   id: number;
+  /** The queue's name. */
   queue: string;
+  /** Where the job is in its life. */
   state: JobState;
+  /** Higher is claimed first. */
   priority: number;
+  /** The dedup key the job holds in its queue, or null: none given, or given up to another job. */
   key: string | null;
   /** When the key window ends, or null (the key is held as long as the job is stored). */
   key_expires_at: number | null;
@@ -23,22 +28,51 @@ export interface JobRow {
   released_key: string | null;
   /** The job's ordering group (`group` is a reserved word in SQL). */
   grp: string | null;
+  /** The payload as the JSON text received. */
   payload: string;
+  /** Deliveries so far, less any that reached no consumer; requeueing a dead job zeroes it. */
   attempts: number;
+  /** Deliveries allowed before the job is dead: its own, else its queue's, else 5. */
   max_attempts: number;
+  /** When the job is (or was) due, ms since the epoch; a delayed job's, when it turns pending. */
   run_at: number;
+  /** The lease length a claim gives, ms: the job's own or its queue's; null: the server's. */
   lease_ms: number | null;
+  /**
+   * The retry backoff's first delay, ms: the job's own or its queue's; null (with
+   * `backoff_max_ms`): the server's.
+   */
   backoff_base_ms: number | null;
+  /** The retry backoff's longest delay, ms; null together with `backoff_base_ms`. */
   backoff_max_ms: number | null;
+  /** When the job was enqueued, ms since the epoch. */
   created_at: number;
+  /** The last checkpoint a lease holder saved, as JSON text, or null. */
   checkpoint: string | null;
+  /** The last progress a lease holder reported, as JSON text, or null. */
   progress: string | null;
+  /** When that progress was reported, ms since the epoch, or null. */
   progress_at: number | null;
+  /** The ack's result as JSON text; null until acked (and for an ack without one). */
   result: string | null;
+  /**
+   * Why the last attempt failed (the nack's error, or the lease's end that made the
+   * job dead), or null.
+   */
   last_error: string | null;
+  /**
+   * The token of the latest lease, or null if never leased. Kept after the lease
+   * ends, so a repeated ack of a done job is known for one.
+   */
   lease_token: string | null;
+  /**
+   * The length of the latest lease, ms (what an extend without its own length
+   * renews for), or null if never leased.
+   */
   lease_len_ms: number | null;
+  /** When the current lease ends, ms since the epoch; null when not leased. */
   lease_expires_at: number | null;
+  /** When the job reached done, dead or cancelled, ms since the epoch; else null. */
   finished_at: number | null;
 }
 

@@ -14,15 +14,28 @@ import type { QueueSettings } from "../core/queue_settings.ts";
  */
 export interface SettingsRow {
   // One column per field; `rate` and `backoff` take two each.
+  /** Most leased jobs of the queue at once, across servers; null: no limit. */
   concurrency: number | null;
+  /** Deliveries allowed per `rate_per_ms`; null (with it): no rate. */
   rate_limit: number | null;
+  /** The rate's interval, ms; null together with `rate_limit`. */
   rate_per_ms: number | null;
+  /** Most jobs of one ordering group leased at once (1 when not set). */
   group_limit: number;
+  /** Deliveries allowed to a job enqueued without its own; null: the server's (5). */
   max_attempts: number | null;
+  /** Lease length of a job enqueued without its own, ms; null: the server's (`--lease`). */
   lease_ms: number | null;
+  /**
+   * First retry delay of a job enqueued without its own backoff, ms; null (with
+   * `backoff_max_ms`): the server's (`--backoff-*`).
+   */
   backoff_base_ms: number | null;
+  /** Longest retry delay of that backoff, ms; null together with `backoff_base_ms`. */
   backoff_max_ms: number | null;
+  /** How long done and cancelled jobs are kept, ms; null: the server's (`--retain-done`). */
   retain_done_ms: number | null;
+  /** How long dead jobs are kept, ms; null: until removed or requeued. */
   retain_dead_ms: number | null;
 }
 

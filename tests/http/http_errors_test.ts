@@ -1,7 +1,9 @@
 /**
  * Every error code the HTTP API can answer (DESIGN §2, §7), and malformed input of every kind:
  * the right 4xx with an `{"error": {"code", "message"}}` body, never a 5xx, and never a change to
- * the jobs already stored. Auth errors (401, 403) are in http_auth_test.ts.
+ * the jobs already stored. Auth errors (401, 403) are in http_auth_test.ts. The closed set
+ * itself, ERROR_CODES, is held to its documents: the code table of docs/api.md and the code enums
+ * of openapi.json and asyncapi.json list exactly its codes, with STATUS_OF's statuses.
  */
 
 import assert from "node:assert/strict";
@@ -19,7 +21,9 @@ import {
   startTestServer,
   type TestServer,
 } from "../helpers/test_server.ts";
-import { STATUS_OF } from "../../lib/core/errors.ts";
+import { ERROR_CODES, STATUS_OF } from "../../lib/core/errors.ts";
+import openapi from "../../lib/http/openapi.json" with { type: "json" };
+import asyncapi from "../../lib/ws/asyncapi.json" with { type: "json" };
 
 /** Asserts an answer is the error `code` with its status and the documented body shape. */
 function assertError(answer: Answer, status: number, code: string, message?: RegExp): void {
@@ -546,6 +550,66 @@ Deno.test("error codes map to the statuses of the documented table", () => {
     internal: 500,
     unavailable: 503,
   });
+});
+
+/** The rows of the code table under "### Errors" in docs/api.md: code and status, in order. */
+async function documentedCodes(): Promise<[code: string, status: number][]> {
+  const text = await Deno.readTextFile(new URL("../../docs/api.md", import.meta.url));
+  const section = text.split("\n### Errors\n")[1]?.split("\n### ")[0];
+  assert.ok(section !== undefined, 'docs/api.md has an "### Errors" section');
+  return [...section.matchAll(/^\| `([a-z_]+)` +\| (\d{3}) +\|/gm)]
+    .map((row) => [row[1], Number(row[2])]);
+}
+
+Deno.test("ERROR_CODES is the code table of docs/api.md, each code with its status", async () => {
+  const rows = await documentedCodes();
+  assert.deepEqual(rows.map(([code]) => code), [...ERROR_CODES], "the codes, in order");
+  for (const [code, status] of rows) {
+    assert.equal(status, STATUS_OF[code as keyof typeof STATUS_OF], `the status of ${code}`);
+  }
+});
+
+/** The `code` enum of an error object in an OpenAPI or AsyncAPI schema, if it names one. */
+type CodeEnum = { enum?: string[] } | undefined;
+
+Deno.test("ERROR_CODES is the error-code enum of openapi.json and of asyncapi.json", () => {
+  const http = openapi.components.schemas.Error.properties.error.properties.code as CodeEnum;
+  assert.deepEqual(http?.enum, [...ERROR_CODES], "openapi.json: schemas.Error");
+  const ws = asyncapi.components.schemas.errorFrame.properties.code as CodeEnum;
+  assert.deepEqual(ws?.enum, [...ERROR_CODES], "asyncapi.json: schemas.errorFrame");
+});
+
+Deno.test("each error response of openapi.json names codes of ERROR_CODES answered with its status", () => {
+  const responses: Record<string, { content: { "application/json": { schema: unknown } } }> =
+    openapi.components.responses;
+  const codesOf = (name: string): string[] => {
+    const schema = responses[name].content["application/json"].schema as {
+      allOf?: { properties?: { error?: { properties?: { code?: CodeEnum } } } }[];
+    };
+    return schema.allOf?.[1]?.properties?.error?.properties?.code?.enum ?? [];
+  };
+  let checked = 0;
+  for (const [path, item] of Object.entries(openapi.paths)) {
+    for (const [method, operation] of Object.entries(item as Record<string, unknown>)) {
+      const answers = (operation as { responses?: Record<string, { $ref?: string }> }).responses;
+      for (const [status, answer] of Object.entries(answers ?? {})) {
+        const name = answer.$ref?.match(/^#\/components\/responses\/(\w+)$/)?.[1];
+        if (name === undefined) continue;
+        const codes = codesOf(name);
+        assert.ok(codes.length > 0, `${name} names its codes`);
+        for (const code of codes) {
+          assert.ok((ERROR_CODES as readonly string[]).includes(code), `${name}: ${code}`);
+          assert.equal(
+            STATUS_OF[code as keyof typeof STATUS_OF],
+            Number(status),
+            `${method} ${path}: ${status} ${name} names ${code}`,
+          );
+        }
+        checked++;
+      }
+    }
+  }
+  assert.ok(checked > 50, `${checked} error responses`);
 });
 
 // ---- a barrage of bad input ----

@@ -19,13 +19,14 @@
 
 import * as tls from "node:tls";
 import postgres from "postgres";
+import type { Options, Sql as DriverSql, TransactionSql } from "postgres";
 import { TegamiError } from "../../core/errors.ts";
 
 /** A connection pool (the driver's tagged-template `sql`). */
-export type Sql = postgres.Sql<{ bigint: number }>;
+export type Sql = DriverSql<{ bigint: number }>;
 
 /** A transaction's `sql`, valid inside `sql.begin()`. */
-export type TxSql = postgres.TransactionSql<{ bigint: number }>;
+export type TxSql = TransactionSql<{ bigint: number }>;
 
 /** Options of {@linkcode connectPg}. */
 export interface PgConnectOptions {
@@ -59,11 +60,11 @@ function guardDriverTimers(): void {
 }
 
 /** What the driver gets for TLS: its `ssl` option, and the URL without what only tegami reads. */
-interface TlsChoice {
+export interface TlsChoice {
   /** The URL to hand the driver. */
   url: string;
   /** The driver's `ssl` option, or undefined to let it read `sslmode` from the URL. */
-  ssl: postgres.Options<Record<string, never>>["ssl"] | undefined;
+  ssl: Options<Record<string, never>>["ssl"] | undefined;
 }
 
 /**
