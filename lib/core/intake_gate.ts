@@ -14,7 +14,8 @@
  * Nothing is held when the queue has no subscribers (a burst with nobody consuming is accepted at
  * full speed), when every subscriber's credit is in use (slow consumers, not a slow server: the
  * backlog is theirs to work through), while delivery from the queue is stalled (paused), or when
- * the store cannot tell its ready count cheaply.
+ * the store has no ready count for it (PostgreSQL estimates one only for queues this server
+ * enqueues into, see PgStore.backlogHint).
  *
  * @module
  */
