@@ -530,33 +530,34 @@ export class SqliteStore implements Store {
 
   /**
    * The claim of a queue that may hold grouped jobs: the candidates in claim order (see
-   * `groupCandidates`), then each leased. Runs inside the claim's transaction.
+   * {@linkcode claimOrder}), then each leased. Runs inside the claim's transaction.
    */
   #claimGrouped(queue: string, wants: ClaimWant[], total: number, now: number): Delivery[][] {
     const out: Delivery[][] = wants.map(() => []);
     const limit = this.#groupLimit(queue);
     const s = this.#statements;
-    const rows = s.groupCandidates.all(
-      queue,
+    const ids = claimOrder(
+      s.groupCandidates.all(queue, total, limit, Math.min(limit, total)) as unknown as Candidate[],
+      s.ungroupedCandidates.all(queue, total) as unknown as Candidate[],
       total,
-      limit,
-      Math.min(limit, total),
-    ) as unknown as JobRow[];
+    );
+    if (ids.length === 0) return out;
+    const order = new Map(ids.map((id, i) => [id, i]));
+    const byOrder = (a: JobRow, b: JobRow) => order.get(a.id)! - order.get(b.id)!;
     const wanted = wants[0].lease_ms;
-    if (rows.length === 0 || !wants.every((want) => want.lease_ms === wanted)) {
-      this.#leaseEach(queue, rows, wants, out, now);
+    if (!wants.every((want) => want.lease_ms === wanted)) {
+      const rows = s.jobsByIds.all(JSON.stringify(ids)) as unknown as JobRow[];
+      this.#leaseEach(queue, rows.sort(byOrder), wants, out, now);
       return out;
     }
     // One statement leases them all, as on the fast path; the deal follows the claim order.
-    const order = new Map(rows.map((row, i) => [row.id, i]));
     const leased = s.claimIds.all(
       wanted,
       now,
       this.#policy.defaultLeaseMs,
-      JSON.stringify(rows.map((row) => row.id)),
+      JSON.stringify(ids),
     ) as unknown as JobRow[];
-    leased.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-    this.#deal(queue, leased, wants, out);
+    this.#deal(queue, leased.sort(byOrder), wants, out);
     return out;
   }
 
@@ -1218,34 +1219,27 @@ function prepare(db: DatabaseSync, count: StatementCount) {
       `SELECT * FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL
        ORDER BY priority DESC, id LIMIT ?`,
     ),
-    // The claim order of a queue with groups. Each group with pending jobs and room (fewer than
-    // ?3 leased) offers its first jobs by priority then id, as many as its room; the groups
-    // served longest ago come first. The ungrouped jobs count as one more group, without a
-    // limit, served first among equals. Candidates are taken by priority first; among equal
-    // priorities in rounds (the first job of every group, then the second, ...), and within a
-    // round the group served longest ago first. So a hot group's backlog waits its turn
-    // behind a group with one job.
+    // The claim order of a queue with groups (see claimOrder in #claimGrouped): each group
+    // with pending jobs and room (fewer than ?3 leased), served longest ago first, at most ?2
+    // of them, with its first ?4 pending jobs by priority then id; and the first ?2 ungrouped
+    // jobs. Ids and sort keys only: the lease returns the rows.
     groupCandidates: p(
       `WITH g AS (
          SELECT grp, turn, ?3 - leased AS room FROM job_groups
          WHERE queue = ?1 AND pending > 0 AND leased < ?3
          ORDER BY turn LIMIT ?2
-       ), gc AS (
-         SELECT j.*, g.turn AS turn_, g.room AS room_,
-           row_number() OVER (PARTITION BY j.grp ORDER BY j.priority DESC, j.id) AS rank_
-         FROM g JOIN jobs j ON j.id IN (
-           SELECT k.id FROM jobs k
-           WHERE k.queue = ?1 AND k.state = 'pending' AND k.grp = g.grp
-           ORDER BY k.priority DESC, k.id LIMIT ?4)
-       ), c AS (
-         SELECT * FROM gc WHERE rank_ <= room_
-         UNION ALL
-         SELECT u.*, -1, 0, row_number() OVER (ORDER BY u.priority DESC, u.id) FROM (
-           SELECT * FROM jobs WHERE queue = ?1 AND state = 'pending' AND grp IS NULL
-           ORDER BY priority DESC, id LIMIT ?2) u
        )
-       SELECT * FROM c ORDER BY priority DESC, rank_, turn_, id LIMIT ?2`,
+       SELECT j.id, j.priority, g.grp, g.turn, g.room FROM g JOIN jobs j ON j.id IN (
+         SELECT k.id FROM jobs k
+         WHERE k.queue = ?1 AND k.state = 'pending' AND k.grp = g.grp
+         ORDER BY k.priority DESC, k.id LIMIT ?4)
+       ORDER BY g.turn, g.grp, j.priority DESC, j.id`,
     ),
+    ungroupedCandidates: p(
+      `SELECT id, priority FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL
+       ORDER BY priority DESC, id LIMIT ?`,
+    ),
+    jobsByIds: p("SELECT * FROM jobs WHERE id IN (SELECT value FROM json_each(?))"),
     // The claim of wants that share one lease length: claimLeaseMs (the want's, else the job's,
     // else the server's) in SQL, a fresh token per job from the store's CSPRNG pool.
     claimAll: p(
@@ -1379,4 +1373,41 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     readBucket: p("SELECT tokens, at FROM queue_buckets WHERE queue = ?"),
     writeBucket: p("INSERT OR REPLACE INTO queue_buckets (queue, tokens, at) VALUES (?, ?, ?)"),
   };
+}
+
+/** A claim candidate: a pending job's id and what orders it (see {@linkcode claimOrder}). */
+interface Candidate {
+  id: number;
+  priority: number;
+  /** Its group; absent for an ungrouped job. */
+  grp?: string;
+  /** Its group's turn (larger = served more recently); absent for an ungrouped job. */
+  turn?: number;
+  /** How many more of its group may be leased; absent for an ungrouped job. */
+  room?: number;
+}
+
+/**
+ * The claim order of a queue with groups, the first `total` ids of it. `grouped`: each group's
+ * first pending jobs, a group's rows together, within a group by priority then id; `ungrouped`: the ungrouped jobs by priority then id. A group offers as many
+ * jobs as its room; the ungrouped jobs count as one more group without a limit, served first
+ * among equals. Candidates are taken by priority first; among equal priorities in rounds (the
+ * first job of every group, then the second, ...), and within a round the group served longest
+ * ago first. So a hot group's backlog waits its turn behind a group with one job.
+ */
+export function claimOrder(grouped: Candidate[], ungrouped: Candidate[], total: number): number[] {
+  const ranked: { id: number; priority: number; rank: number; turn: number }[] = [];
+  for (let i = 0; i < ungrouped.length; i++) {
+    ranked.push({ id: ungrouped[i].id, priority: ungrouped[i].priority, rank: i + 1, turn: -1 });
+  }
+  let rank = 0;
+  for (let i = 0; i < grouped.length; i++) {
+    const c = grouped[i];
+    rank = i > 0 && grouped[i - 1].grp === c.grp ? rank + 1 : 1;
+    if (rank <= c.room!) ranked.push({ id: c.id, priority: c.priority, rank, turn: c.turn! });
+  }
+  ranked.sort((a, b) =>
+    b.priority - a.priority || a.rank - b.rank || a.turn - b.turn || a.id - b.id
+  );
+  return ranked.slice(0, total).map((c) => c.id);
 }
