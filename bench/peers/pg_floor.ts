@@ -14,11 +14,11 @@
  * @module
  */
 
-import postgres from "postgres";
 import type { Stamp } from "../payload.ts";
 import { type Consumer, type Peer, PeerUnavailable, type Producer, type Target } from "./peer.ts";
 import { benchPgUrl, dropSchema, freshSchema } from "./pg_schema.ts";
 import { migratePg } from "../../lib/store/postgres/pg_schema.ts";
+import { connectPg, type Sql } from "../../lib/store/postgres/pg_driver.ts";
 
 /** Display name of the floor's rows. */
 export const PG_FLOOR_NAME = "PostgreSQL floor (claim + ack statements, no server)";
@@ -26,29 +26,14 @@ export const PG_FLOOR_NAME = "PostgreSQL floor (claim + ack statements, no serve
 const FILL_CHUNK = 5000;
 const IDLE_POLL_MS = 2;
 
-type FloorSql = postgres.Sql<{ bigint: number }>;
-
-/** Opens a pool on `schema` with the session settings tegami's own pools use. */
-function pool(schema: string, max: number): FloorSql {
-  return postgres(benchPgUrl(), {
+/** Opens a pool on `schema` with tegami's own session settings, and its claim's. */
+function pool(schema: string, max: number): Sql {
+  return connectPg(benchPgUrl(), {
+    schema,
     max,
-    onnotice: () => {},
-    connection: {
-      application_name: "tegami-bench-floor",
-      search_path: `"${schema}"`,
-      plan_cache_mode: "force_custom_plan",
-      jit: "off",
-      // tegami's claim reads the pending index in order (pg_store.ts inIndexOrder).
-      enable_sort: "off",
-    },
-    types: {
-      bigint: {
-        to: 20,
-        from: [20],
-        serialize: (value: number) => String(value),
-        parse: (value: string) => Number(value),
-      },
-    },
+    applicationName: "tegami-bench-floor",
+    // tegami's claim reads the pending index in order (pg_store.ts inIndexOrder).
+    settings: { enable_sort: "off" },
   });
 }
 
@@ -57,13 +42,13 @@ class PgFloorTarget implements Target {
   readonly pids: readonly number[] = [];
   readonly singleThreaded = false;
   readonly #schema: string;
-  readonly #pools: FloorSql[] = [];
+  readonly #pools: Sql[] = [];
 
   constructor(schema: string) {
     this.#schema = schema;
   }
 
-  #pool(max: number): FloorSql {
+  #pool(max: number): Sql {
     const sql = pool(this.#schema, max);
     this.#pools.push(sql);
     return sql;

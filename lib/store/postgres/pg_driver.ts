@@ -36,6 +36,10 @@ export interface PgConnectOptions {
   max: number;
   /** Seconds to wait for a connection before giving up. @default 5 */
   connectTimeoutS?: number;
+  /** More session settings for the pool's connections (`{ enable_sort: "off" }`). */
+  settings?: Record<string, string>;
+  /** The `application_name` the database shows for them. @default "tegami" */
+  applicationName?: string;
 }
 
 let guarded = false;
@@ -126,7 +130,7 @@ export function connectPg(url: string, options: PgConnectOptions): Sql {
     // NOTICEs ("schema already exists, skipping") are not for the log.
     onnotice: () => {},
     connection: {
-      application_name: "tegami",
+      application_name: options.applicationName ?? "tegami",
       search_path: `"${options.schema}"`,
       // Each statement is planned for the table as it is now. A plan kept from the first runs
       // (the table empty, at startup) would go on reading the whole table once it has grown,
@@ -135,6 +139,7 @@ export function connectPg(url: string, options: PgConnectOptions): Sql {
       // Every statement here is short; compiling one (which the cost the claim's disabled sort
       // reports would trigger, see pg_store.ts inIndexOrder) takes longer than running it.
       jit: "off",
+      ...options.settings,
     },
     // Ids, times and counts are bigint columns; every value tegami keeps fits a double exactly.
     types: {
