@@ -1376,8 +1376,10 @@ function prepare(db: DatabaseSync, count: StatementCount) {
 }
 
 /** A claim candidate: a pending job's id and what orders it (see {@linkcode claimOrder}). */
-interface Candidate {
+export interface Candidate {
+  /** The job's id. */
   id: number;
+  /** The job's priority (higher first). */
   priority: number;
   /** Its group; absent for an ungrouped job. */
   grp?: string;
