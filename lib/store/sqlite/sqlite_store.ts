@@ -1391,11 +1391,12 @@ export interface Candidate {
 
 /**
  * The claim order of a queue with groups, the first `total` ids of it. `grouped`: each group's
- * first pending jobs, a group's rows together, within a group by priority then id; `ungrouped`: the ungrouped jobs by priority then id. A group offers as many
- * jobs as its room; the ungrouped jobs count as one more group without a limit, served first
- * among equals. Candidates are taken by priority first; among equal priorities in rounds (the
- * first job of every group, then the second, ...), and within a round the group served longest
- * ago first. So a hot group's backlog waits its turn behind a group with one job.
+ * first pending jobs, a group's rows together, within a group by priority then id;
+ * `ungrouped`: the ungrouped jobs by priority then id. A group offers as many jobs as its room;
+ * the ungrouped jobs count as one more group without a limit, served first among equals.
+ * Candidates are taken by priority first; among equal priorities in rounds (the first job of
+ * every group, then the second, ...), and within a round the group served longest ago first. So
+ * a hot group's backlog waits its turn behind a group with one job.
  */
 export function claimOrder(grouped: Candidate[], ungrouped: Candidate[], total: number): number[] {
   const ranked: { id: number; priority: number; rank: number; turn: number }[] = [];
