@@ -408,9 +408,9 @@ export class Broker {
     return this.#store.stats(queue);
   }
 
-  /** Dead jobs of a queue, by id after a cursor. */
+  /** Dead jobs of a queue, by id after a cursor (the dead-letter listing). */
   listDead(queue: string, limit: number, after: number): Promise<Job[]> {
-    return this.#store.listDead(queue, limit, after);
+    return this.#store.listJobs(queue, { state: "dead", order: "oldest", after, limit });
   }
 
   /** A page of a queue's jobs in one state (the job browser). */

@@ -342,8 +342,6 @@ export interface Store {
   putSettings(queue: string, settings: QueueSettings, now: number): Promise<QueueSettings>;
   /** Counts for one queue (zeros if unknown), or for all known queues (with jobs or settings). */
   stats(queue?: string): Promise<QueueCounts[]>;
-  /** Dead jobs of a queue with id > `after`, by id. */
-  listDead(queue: string, limit: number, after: number): Promise<Job[]>;
   /** A page of a queue's jobs in one state, ordered by id (the job browser). */
   listJobs(queue: string, page: JobPage): Promise<Job[]>;
   /**

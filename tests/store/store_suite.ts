@@ -1487,21 +1487,23 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
 
   // ---- dead jobs ----
 
-  test("listDead() answers dead jobs by id after the cursor, at most limit", async (store) => {
+  test("listJobs() of dead jobs answers them by id after the cursor, at most limit", async (store) => {
     const dead = await makeDead(store, "q", 4);
     await makeDead(store, "other", 1);
     await enqueueOne(store, "q"); // pending, not dead
-    const all = await store.listDead("q", 10, 0);
+    const listDead = (queue: string, limit: number, after: number) =>
+      store.listJobs(queue, { state: "dead", order: "oldest", after, limit });
+    const all = await listDead("q", 10, 0);
     assert.deepEqual(all.map((j) => j.id), dead);
     for (const job of all) {
       assert.equal(job.state, "dead");
       assert.equal(job.queue, "q");
       assert.equal(job.last_error, "boom");
     }
-    assert.deepEqual((await store.listDead("q", 2, 0)).map((j) => j.id), dead.slice(0, 2));
-    assert.deepEqual((await store.listDead("q", 2, dead[1])).map((j) => j.id), dead.slice(2));
-    assert.deepEqual(await store.listDead("q", 10, dead[3]), []);
-    assert.deepEqual(await store.listDead("nobody", 10, 0), []);
+    assert.deepEqual((await listDead("q", 2, 0)).map((j) => j.id), dead.slice(0, 2));
+    assert.deepEqual((await listDead("q", 2, dead[1])).map((j) => j.id), dead.slice(2));
+    assert.deepEqual(await listDead("q", 10, dead[3]), []);
+    assert.deepEqual(await listDead("nobody", 10, 0), []);
   });
 
   // ---- the job browser ----
@@ -2119,7 +2121,8 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await rejectsWith(store.get(id), "unavailable");
     await rejectsWith(store.stats("q"), "unavailable");
     await rejectsWith(store.stats(), "unavailable");
-    await rejectsWith(store.listDead("q", 10, 0), "unavailable");
+    const page = { state: "dead", order: "oldest", after: null, limit: 10 } as const;
+    await rejectsWith(store.listJobs("q", page), "unavailable");
     await rejectsWith(store.nextDeadline(), "unavailable");
   });
 

@@ -834,15 +834,6 @@ export class PgStore implements Store {
     });
   }
 
-  listDead(queue: string, limit: number, after: number): Promise<Job[]> {
-    return this.#read("list dead jobs", async (sql) => {
-      const rows = await sql<JobRow[]>`
-        SELECT * FROM jobs WHERE queue = ${queue} AND state = 'dead' AND id > ${after}
-        ORDER BY id LIMIT ${limit}`;
-      return rows.map(rowToJob);
-    });
-  }
-
   listJobs(queue: string, page: JobPage): Promise<Job[]> {
     return this.#read("list jobs", async (sql) => {
       const rows = page.order === "oldest"

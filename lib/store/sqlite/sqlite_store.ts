@@ -764,12 +764,6 @@ export class SqliteStore implements Store {
     });
   }
 
-  listDead(queue: string, limit: number, after: number): Promise<Job[]> {
-    return this.#read(() =>
-      (this.#statements.listDead.all(queue, after, limit) as unknown as JobRow[]).map(rowToJob)
-    );
-  }
-
   listJobs(queue: string, page: JobPage): Promise<Job[]> {
     return this.#read(() => {
       const rows = page.order === "oldest"
@@ -1297,9 +1291,6 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     ),
     oldestPendingAll: p(
       "SELECT queue, min(run_at) AS at FROM jobs WHERE state = 'pending' GROUP BY queue",
-    ),
-    listDead: p(
-      `SELECT * FROM jobs WHERE queue = ? AND state = 'dead' AND id > ? ORDER BY id LIMIT ?`,
     ),
     listOldest: p(
       `SELECT * FROM jobs WHERE queue = ? AND state = ? AND id > ? ORDER BY id LIMIT ?`,
