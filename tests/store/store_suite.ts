@@ -2391,6 +2391,32 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.ok(taken >= 9 && taken <= 11, `${taken} in one second at 10/s`);
   });
 
+  test("many jobs of one group promoted or requeued at once keep the group's counts and limit", async (store) => {
+    // One statement changes them all (the store may count their groups itself for it).
+    const delayed = Array.from(
+      { length: 300 },
+      (_, i) => newJob({ run_at: T0 + 1_000, group: i % 10 === 0 ? "b" : "a" }),
+    );
+    await store.enqueue("q", delayed, T0);
+    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 0, leased: 0, full: 0 });
+    while ((await store.tick(T0 + 1_000)).more) {
+      // a store may promote them over several ticks
+    }
+    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 0, full: 0 });
+    // group_limit 1: one job of each group at a time, a's first job first.
+    const leased = await store.claim("q", 50, null, T0 + 1_000);
+    assert.deepEqual(leased.map((d) => d.job.group).sort(), ["a", "b"]);
+    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 2, full: 2 });
+    for (const d of leased) {
+      await store.nack(d.job.id, d.lease.token, { error: "x", delay_ms: null, dead: true }, T0);
+    }
+    assert.equal(await store.requeueDead("q", null, T0 + 2_000), 2);
+    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 0, full: 0 });
+    const [stats] = await store.stats("q");
+    assert.equal(stats.counts.pending, 300);
+    assert.equal((await store.claim("q", 50, null, T0 + 2_000)).length, 2);
+  });
+
   test("stats() counts a queue's groups: waiting, leased, and full (waiting for a slot)", async (store) => {
     await enqueueOne(store, "q", { group: "a" });
     await enqueueOne(store, "q", { group: "a" });

@@ -16,6 +16,7 @@ import migrationQueueSettings from "./migrations/002_queue_settings.sql" with { 
 import migrationDedupProgress from "./migrations/003_dedup_progress.sql" with { type: "text" };
 import migrationSchedules from "./migrations/004_schedules.sql" with { type: "text" };
 import migrationGroups from "./migrations/005_groups.sql" with { type: "text" };
+import migrationGroupBulk from "./migrations/006_group_bulk.sql" with { type: "text" };
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
@@ -24,6 +25,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   migrationDedupProgress,
   migrationSchedules,
   migrationGroups,
+  migrationGroupBulk,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

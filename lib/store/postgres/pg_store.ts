@@ -349,7 +349,10 @@ export class PgStore implements Store {
       }
       await applyDuplicates(tx, queue, plan.changed);
       const fresh = plan.inserts;
-      const inserted = fresh.length === 0 ? [] : await tx<{ id: number }[]>`
+      const inserted = fresh.length === 0 ? [] : await countingGroups(
+        tx,
+        tx<{ id: number }[]>`
+        WITH changed AS (
         INSERT INTO jobs (queue, state, priority, key, grp, payload, max_attempts, run_at,
           lease_ms, backoff_base_ms, backoff_max_ms, created_at, key_expires_at)
         SELECT ${queue}, t.state, t.priority, t.key, t.grp, t.payload,
@@ -371,9 +374,11 @@ export class PgStore implements Store {
           base_ms, max_ms, key_expires_at, ord)
         LEFT JOIN queue_settings s ON s.name = ${queue}
         ORDER BY t.ord
-        RETURNING id`;
-      // PostgreSQL inserts the rows in the SELECT's order and RETURNING answers them in that
-      // order.
+        RETURNING id, queue, grp, state
+        ), ${countGroups(tx)}
+        SELECT id FROM changed ORDER BY id`,
+      );
+      // PostgreSQL inserts the rows in the SELECT's order, so their ids grow in that order.
       const out = plan.answers.map((a): Enqueued => ({
         id: a.slot.id ?? inserted[a.slot.insert as number].id,
         deduplicated: a.duplicate !== null,
@@ -861,13 +866,16 @@ export class PgStore implements Store {
 
   requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
     return this.#write(async (tx, news) => {
-      const rows = ids === null
-        ? await tx`
+      const which = ids === null ? tx`` : tx`id = ANY(${ids}::bigint[]) AND`;
+      const rows = await countingGroups(
+        tx,
+        tx`
+        WITH changed AS (
           UPDATE jobs SET state = 'pending', attempts = 0, run_at = ${now}, finished_at = NULL
-          WHERE queue = ${queue} AND state = 'dead' RETURNING id`
-        : await tx`
-          UPDATE jobs SET state = 'pending', attempts = 0, run_at = ${now}, finished_at = NULL
-          WHERE id = ANY(${ids}::bigint[]) AND queue = ${queue} AND state = 'dead' RETURNING id`;
+          WHERE ${which} queue = ${queue} AND state = 'dead' RETURNING id, queue, grp, state
+        ), ${countGroups(tx)}
+        SELECT id FROM changed`,
+      );
       if (rows.length > 0) news.ready.add(queue);
       return rows.length;
     });
@@ -876,12 +884,18 @@ export class PgStore implements Store {
   tick(now: number, limit = CHUNK): Promise<TickResult> {
     return this.#write(async (tx, news) => {
       const woken = new Set<string>();
-      const promoted = await tx<{ queue: string }[]>`
+      const promoted = await countingGroups(
+        tx,
+        tx<{ queue: string }[]>`
         WITH d AS (
           SELECT id FROM jobs WHERE state = 'delayed' AND run_at <= ${now}
           ORDER BY run_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-        )
-        UPDATE jobs j SET state = 'pending' FROM d WHERE j.id = d.id RETURNING j.queue`;
+        ), changed AS (
+          UPDATE jobs j SET state = 'pending' FROM d WHERE j.id = d.id
+          RETURNING j.queue, j.grp, j.state
+        ), ${countGroups(tx)}
+        SELECT queue FROM changed`,
+      );
       for (const row of promoted) woken.add(row.queue);
       const due = await tx<JobRow[]>`
         SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ${now}
@@ -1113,6 +1127,40 @@ async function inIndexOrder<T>(tx: TxSql, statement: Promise<T>): Promise<T> {
 }
 
 /**
+ * Runs a statement that changes many jobs' states at once and counts their groups itself (its
+ * `RETURNING` rows go through {@linkcode countGroups}), with the row triggers' counting of
+ * groups off for it (migration 006_group_bulk.sql says why). Local to the transaction, put
+ * back at once, pipelined with the statement. Only for an operation that runs alone in its
+ * batch (not `pipelined`): a statement of another operation sent between the two settings
+ * would have its grouped rows go uncounted.
+ */
+async function countingGroups<T>(tx: TxSql, statement: Promise<T>): Promise<T> {
+  const [, rows] = await Promise.all([
+    tx`SET LOCAL tegami.group_rows = 'statement'`,
+    statement,
+    tx`SET LOCAL tegami.group_rows = 'row'`,
+  ]);
+  return rows;
+}
+
+/**
+ * The CTE `g` that adds the jobs of CTE `changed` (`queue`, `grp`, and the `state` they are in
+ * now) that became pending to their groups' counts, one upsert per group, in (queue, group)
+ * order so that transactions beside this one lock group rows in the same order. For statements
+ * whose rows were counted in no group before (inserted, delayed or dead); run them through
+ * {@linkcode countingGroups}.
+ */
+function countGroups(tx: TxSql) {
+  return tx`g AS (
+        INSERT INTO job_groups AS t (queue, grp, pending)
+        SELECT queue, grp, count(*) FROM changed
+        WHERE grp IS NOT NULL AND state = 'pending'
+        GROUP BY queue, grp ORDER BY queue, grp
+        ON CONFLICT (queue, grp) DO UPDATE SET pending = t.pending + excluded.pending
+      )`;
+}
+
+/**
  * The end of both claim statements, after their CTEs `s` (the queue's flags) and `n` (the chosen
  * job ids with their claim position `k`): leases each job with the token and lease length fixed
  * for its position, and answers the leased rows, or one row of flags when nothing was claimed.
@@ -1310,6 +1358,8 @@ async function enqueueMany(
     }
   }
   // PostgreSQL inserts the rows in the SELECT's order and RETURNING answers them in that order.
+  // One statement, pipelined with others of the batch: its grouped rows are counted by the row
+  // triggers (countingGroups is for statements that run alone).
   const inserted = await tx<{ id: number }[]>`
     INSERT INTO jobs (queue, state, priority, grp, payload, max_attempts, run_at, lease_ms,
       backoff_base_ms, backoff_max_ms, created_at)
