@@ -349,9 +349,7 @@ export class PgStore implements Store {
       }
       await applyDuplicates(tx, queue, plan.changed);
       const fresh = plan.inserts;
-      const inserted = fresh.length === 0 ? [] : await countingGroups(
-        tx,
-        tx<{ id: number }[]>`
+      const inserted = fresh.length === 0 ? [] : await tx<{ id: number }[]>`
         WITH changed AS (
         INSERT INTO jobs (queue, state, priority, key, grp, payload, max_attempts, run_at,
           lease_ms, backoff_base_ms, backoff_max_ms, created_at, key_expires_at)
@@ -376,8 +374,7 @@ export class PgStore implements Store {
         ORDER BY t.ord
         RETURNING id, queue, grp, state
         ), ${countGroups(tx)}
-        SELECT id FROM changed ORDER BY id`,
-      );
+        SELECT id FROM changed ORDER BY id`;
       // PostgreSQL inserts the rows in the SELECT's order, so their ids grow in that order.
       const out = plan.answers.map((a): Enqueued => ({
         id: a.slot.id ?? inserted[a.slot.insert as number].id,
@@ -1147,8 +1144,8 @@ async function countingGroups<T>(tx: TxSql, statement: Promise<T>): Promise<T> {
  * The CTE `g` that adds the jobs of CTE `changed` (`queue`, `grp`, and the `state` they are in
  * now) that became pending to their groups' counts, one upsert per group, in (queue, group)
  * order so that transactions beside this one lock group rows in the same order. For statements
- * whose rows were counted in no group before (inserted, delayed or dead); run them through
- * {@linkcode countingGroups}.
+ * whose rows were counted in no group before: every INSERT of jobs (no trigger counts them),
+ * and UPDATEs of delayed or dead jobs run through {@linkcode countingGroups}.
  */
 function countGroups(tx: TxSql) {
   return tx`g AS (
@@ -1357,10 +1354,10 @@ async function enqueueMany(
       if (state === "pending") news.ready.add(item.queue);
     }
   }
-  // PostgreSQL inserts the rows in the SELECT's order and RETURNING answers them in that order.
-  // One statement, pipelined with others of the batch: its grouped rows are counted by the row
-  // triggers (countingGroups is for statements that run alone).
+  // PostgreSQL inserts the rows in the SELECT's order, so their ids grow in that order. One
+  // statement, groups counted in it (no trigger counts inserted rows).
   const inserted = await tx<{ id: number }[]>`
+    WITH changed AS (
     INSERT INTO jobs (queue, state, priority, grp, payload, max_attempts, run_at, lease_ms,
       backoff_base_ms, backoff_max_ms, created_at)
     SELECT t.queue, t.state, t.priority, t.grp, t.payload,
@@ -1380,7 +1377,9 @@ async function enqueueMany(
       lease_ms, base_ms, max_ms, now, ord)
     LEFT JOIN queue_settings s ON s.name = t.queue
     ORDER BY t.ord
-    RETURNING id`;
+    RETURNING id, queue, grp, state
+    ), ${countGroups(tx)}
+    SELECT id FROM changed ORDER BY id`;
   let at = 0;
   return items.map((item) =>
     item.jobs.map(() => {

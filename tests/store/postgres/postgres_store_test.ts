@@ -163,4 +163,48 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "postgres: enqueueing many jobs of one group costs about what ungrouped ones cost",
+  ignore: db === null,
+  fn: async () => {
+    // The same as the promotion above, for the INSERT: 11x the ungrouped time for 1,000 jobs
+    // of one group while a trigger counted inserted rows one at a time.
+    const schema = db!.schema();
+    const store = await PgStore.open({
+      url: db!.url,
+      schema,
+      policy: SUITE_POLICY,
+      poolSize: 4,
+      pollMs: 60_000,
+    });
+    try {
+      const enqueue = async (queue: string, group: string | null) => {
+        const jobs = Array.from({ length: 2000 }, () => newJob({ group }));
+        const started = performance.now();
+        await store.enqueue(queue, jobs, 1_700_000_000_000); // newJob's due time
+        return performance.now() - started;
+      };
+      await enqueue("warm", null);
+      const took = { plain: [] as number[], grouped: [] as number[] };
+      for (let round = 0; round < 3; round++) {
+        took.plain.push(await enqueue(`p${round}`, null));
+        took.grouped.push(await enqueue(`g${round}`, "one"));
+      }
+      const median = (xs: number[]) => xs.sort((a, b) => a - b)[1];
+      const [stats] = await store.stats("g0");
+      assert.deepEqual(stats.groups, { waiting: 1, leased: 0, full: 0 });
+      assert.equal(stats.counts.pending, 2000);
+      assert.ok(
+        median(took.grouped) < 4 * median(took.plain) + 10,
+        `grouped ${took.grouped.map((t) => t.toFixed(1))} ms, plain ${
+          took.plain.map((t) => t.toFixed(1))
+        } ms`,
+      );
+    } finally {
+      await store.close();
+      await db!.dropSchema(schema);
+    }
+  },
+});
+
 dropPgTestDatabaseAfterwards(db);
