@@ -75,7 +75,7 @@ Deno.test({
   },
 });
 
-/** Runs `body` on a store over a fresh schema of the run's database (its fallback poll once a minute). */
+/** Runs `body` on a store over a fresh schema of the run's database (polling once a minute). */
 async function onFreshStore(body: (store: PgStore, schema: string) => Promise<void>) {
   const schema = db!.schema();
   const store = await PgStore.open({
