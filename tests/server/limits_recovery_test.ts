@@ -5,9 +5,12 @@
  */
 
 import assert from "node:assert/strict";
+import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../helpers/pg.ts";
 import { spawnServer } from "../helpers/process_server.ts";
 import { send } from "../helpers/test_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+
+const pg = await pgTestDatabase();
 
 interface Leased {
   id: number;
@@ -21,12 +24,10 @@ async function leaseAll(url: string): Promise<Leased[]> {
   return answer.body.jobs;
 }
 
-Deno.test("a SIGKILLed server holds groups and concurrency against leases taken before the kill", async () => {
-  await using tmp = await tempDir("tegami-limits-kill-");
-  const db = `${tmp.path}/tegami.db`;
+async function holdsLimitsAcrossKill(store: string[]): Promise<void> {
   let before: Leased[];
   {
-    await using server = await spawnServer(["--db", db]);
+    await using server = await spawnServer(store);
     const put = await send(server.url, "PUT", "/v1/queues/q/settings", { concurrency: 3 });
     assert.equal(put.status, 200);
     const jobs = [];
@@ -39,7 +40,7 @@ Deno.test("a SIGKILLed server holds groups and concurrency against leases taken 
     server.kill("SIGKILL");
     await server.exited();
   }
-  await using server = await spawnServer(["--db", db]);
+  await using server = await spawnServer(store);
   // The three leases taken before the kill still hold the queue's three slots.
   assert.deepEqual(await leaseAll(server.url), []);
   const a = before.find((d) => d.group === "a")!;
@@ -54,4 +55,24 @@ Deno.test("a SIGKILLed server holds groups and concurrency against leases taken 
   assert.equal(stillA.status, 200);
   server.kill("SIGTERM");
   await server.exited();
+}
+
+Deno.test("a SIGKILLed server holds groups and concurrency against leases taken before the kill", async () => {
+  await using tmp = await tempDir("tegami-limits-kill-");
+  await holdsLimitsAcrossKill(["--db", `${tmp.path}/tegami.db`]);
 });
+
+Deno.test({
+  name: "a SIGKILLed server on PostgreSQL holds groups and concurrency against earlier leases",
+  ignore: pg === null,
+  fn: async () => {
+    const schema = pg!.schema();
+    try {
+      await holdsLimitsAcrossKill(["--db", pg!.url, "--pg-schema", schema, "--pg-pool", "4"]);
+    } finally {
+      await pg!.dropSchema(schema);
+    }
+  },
+});
+
+dropPgTestDatabaseAfterwards(pg);
