@@ -12,7 +12,7 @@
  */
 
 import { isDefaultSettings, type QueueSettings } from "./queue_settings.ts";
-import type { Clock, TimerHandle } from "./clock.ts";
+import { type Clock, EarliestTimer, type TimerHandle } from "./clock.ts";
 import { IntakeGate } from "./intake_gate.ts";
 import { shuttingDown, TegamiError } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
@@ -92,9 +92,6 @@ export interface BrokerOptions {
   maxQueues?: number;
 }
 
-/** The longest single timer wait; longer deadlines re-arm (keeps setTimeout in range). */
-const MAX_TIMER_MS = 60 * 60 * 1000;
-
 /** The job queue's policy and dispatch. */
 export class Broker {
   readonly #store: Store;
@@ -118,10 +115,10 @@ export class Broker {
     string,
     { id: number; queue: string; at: number; holder: LeaseHolder | null }
   >();
-  #timer: TimerHandle | null = null;
+  /** The next lease expiry or delayed job's due time: a tick then. */
+  readonly #timer: EarliestTimer;
   /** Per queue whose rate holds consumers back, the timer for its next token. */
   readonly #heldTimers = new Map<string, TimerHandle>();
-  #timerAt = Infinity;
   #sweepTimer: TimerHandle | null = null;
   #closed = false;
   #unlisten: (() => void) | null = null;
@@ -133,6 +130,7 @@ export class Broker {
     this.#retainDoneMs = options.retainDoneMs;
     this.#onError = options.onBackgroundError ?? (() => {});
     this.#observer = options.observer ?? null;
+    this.#timer = new EarliestTimer(this.#clock, () => this.#timerTick());
     this.#maxQueues = options.maxQueues ?? Infinity;
     this.#gate = new IntakeGate({
       ready: (queue) => this.#store.readyHint?.(queue) ?? this.#store.backlogHint?.(queue),
@@ -160,11 +158,10 @@ export class Broker {
     this.#closed = true;
     this.#unlisten?.();
     this.#unlisten = null;
-    if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
+    this.#timer.clear();
     if (this.#sweepTimer !== null) this.#clock.clearTimer(this.#sweepTimer);
     for (const timer of this.#heldTimers.values()) this.#clock.clearTimer(timer);
     this.#heldTimers.clear();
-    this.#timer = null;
     for (const stop of [...this.#longPolls]) stop();
     this.#gate.openAll();
   }
@@ -628,19 +625,16 @@ export class Broker {
   }
 
   #armAt(at: number): void {
-    if (this.#closed || at >= this.#timerAt) return;
-    if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
-    this.#timerAt = at;
-    const wait = Math.min(Math.max(0, at - this.#clock.now()), MAX_TIMER_MS);
-    this.#timer = this.#clock.setTimer(() => {
-      this.#timer = null;
-      this.#timerAt = Infinity;
-      this.#tick().catch((error) => {
-        this.#onError("tick", error);
-        // Try again shortly: a failed tick (disk full) must not stop expiry for good.
-        this.#armAt(this.#clock.now() + 1000);
-      });
-    }, wait);
+    if (!this.#closed) this.#timer.armAt(at);
+  }
+
+  /** The timer's tick: promotes and expires what is due, and arms the next. */
+  #timerTick(): void {
+    this.#tick().catch((error) => {
+      this.#onError("tick", error);
+      // Try again shortly: a failed tick (disk full) must not stop expiry for good.
+      this.#armAt(this.#clock.now() + 1000);
+    });
   }
 
   async #tick(): Promise<void> {

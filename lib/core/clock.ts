@@ -80,3 +80,45 @@ export class ManualClock implements Clock {
     return this.#timers.size;
   }
 }
+
+/** The longest single timer wait; longer deadlines re-arm (keeps setTimeout in range). */
+const MAX_TIMER_MS = 60 * 60 * 1000;
+
+/**
+ * One timer for the earliest of many deadlines: arming it for a time at or after the one it is
+ * armed for changes nothing, an earlier one replaces it. It fires once (at most
+ * {@linkcode MAX_TIMER_MS} from when it was armed: the callback looks at the time itself) and is
+ * then unarmed.
+ */
+export class EarliestTimer {
+  readonly #clock: Clock;
+  readonly #fire: () => void;
+  #timer: TimerHandle | null = null;
+  #at = Infinity;
+
+  /** A timer on `clock` that calls `fire`. */
+  constructor(clock: Clock, fire: () => void) {
+    this.#clock = clock;
+    this.#fire = fire;
+  }
+
+  /** Fires at `at` (ms since the epoch) unless it is armed for an earlier time already. */
+  armAt(at: number): void {
+    if (at >= this.#at) return;
+    this.clear();
+    this.#at = at;
+    const wait = Math.min(Math.max(0, at - this.#clock.now()), MAX_TIMER_MS);
+    this.#timer = this.#clock.setTimer(() => {
+      this.#timer = null;
+      this.#at = Infinity;
+      this.#fire();
+    }, wait);
+  }
+
+  /** Unarms it. */
+  clear(): void {
+    if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
+    this.#timer = null;
+    this.#at = Infinity;
+  }
+}

@@ -53,9 +53,9 @@ export interface ScheduleDefinition {
   priority: number;
   /** Each job's deliveries allowed, or null for its queue's (else 5). */
   max_attempts: number | null;
-  /** Each job's lease length, or null for the server's. */
+  /** Each job's lease length, ms, or null for its queue's (else the server's). */
   lease_ms: number | null;
-  /** Each job's retry backoff, or null for the server's. */
+  /** Each job's retry backoff, or null for its queue's (else the server's). */
   backoff: Backoff | null;
   /** What to do with missed ticks. */
   missed: MissedPolicy;

@@ -16,7 +16,7 @@
  */
 
 import type { Broker } from "./broker.ts";
-import type { Clock, TimerHandle } from "./clock.ts";
+import { type Clock, EarliestTimer } from "./clock.ts";
 import { type CronTimes, parseCron } from "./cron.ts";
 import { TegamiError } from "./errors.ts";
 import { dueTicks, type Schedule, type ScheduleDefinition, tickJob } from "./schedule.ts";
@@ -37,9 +37,6 @@ export interface SchedulerOptions {
   onTicks?: (schedule: Schedule, ticks: number[], ids: number[]) => void;
 }
 
-/** The longest single timer wait; longer deadlines re-arm (keeps setTimeout in range). */
-const MAX_TIMER_MS = 60 * 60 * 1000;
-
 /** How many due schedules one pass reads at a time. */
 const DUE_CHUNK = 100;
 
@@ -53,8 +50,8 @@ export class Scheduler {
   readonly #clock: Clock;
   readonly #onError: (what: string, error: unknown) => void;
   readonly #onTicks: SchedulerOptions["onTicks"];
-  #timer: TimerHandle | null = null;
-  #timerAt = Infinity;
+  /** The next due tick of any schedule. */
+  readonly #timer: EarliestTimer;
   #running = false;
   #again = false;
   #closed = false;
@@ -69,6 +66,7 @@ export class Scheduler {
     this.#clock = options.clock;
     this.#onError = options.onBackgroundError ?? (() => {});
     this.#onTicks = options.onTicks;
+    this.#timer = new EarliestTimer(this.#clock, () => this.#wake());
   }
 
   /** Enqueues what came due while no server ran (per each `missed` policy) and arms the timer. */
@@ -86,8 +84,7 @@ export class Scheduler {
     this.#closed = true;
     this.#unlisten?.();
     this.#unlisten = null;
-    if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
-    this.#timer = null;
+    this.#timer.clear();
   }
 
   /** Resolves once no pass over due schedules is running. */
@@ -235,15 +232,7 @@ export class Scheduler {
   }
 
   #armAt(at: number | null): void {
-    if (this.#closed || at === null || at >= this.#timerAt) return;
-    if (this.#timer !== null) this.#clock.clearTimer(this.#timer);
-    this.#timerAt = at;
-    const wait = Math.min(Math.max(0, at - this.#clock.now()), MAX_TIMER_MS);
-    this.#timer = this.#clock.setTimer(() => {
-      this.#timer = null;
-      this.#timerAt = Infinity;
-      this.#wake();
-    }, wait);
+    if (!this.#closed && at !== null) this.#timer.armAt(at);
   }
 
   #refuseIfClosed(): void {

@@ -6,54 +6,43 @@
  */
 
 import { TegamiError } from "../core/errors.ts";
-import type { MissedPolicy, Schedule, ScheduleDefinition } from "../core/schedule.ts";
+import type { Schedule, ScheduleDefinition } from "../core/schedule.ts";
 import type { ScheduleTick } from "./store.ts";
 
-/** One stored schedule, column by column (`paused` is 0/1 in SQLite, a boolean in PostgreSQL). */
-export interface ScheduleRow {
-  /** The schedule's name, unique. */
-  name: string;
-  /** The queue its ticks' jobs go to. */
-  queue: string;
-  /** The cron expression (5 fields, or 6 with seconds first). */
-  cron: string;
-  /** The IANA time zone the expression is read in. */
-  timezone: string;
-  /** Each job's payload, as JSON text. */
-  payload: string;
-  /** Each job's priority. */
-  priority: number;
-  /** Each job's deliveries allowed; null: its queue's, else 5. */
-  max_attempts: number | null;
-  /** Each job's lease length, ms; null: its queue's, else the server's. */
-  lease_ms: number | null;
-  /**
-   * Each job's first retry delay, ms; null (with `backoff_max_ms`): its queue's
-   * backoff, else the server's.
-   */
-  backoff_base_ms: number | null;
-  /** Each job's longest retry delay, ms; null together with `backoff_base_ms`. */
-  backoff_max_ms: number | null;
-  /** Which missed ticks are enqueued when the schedule is late. */
-  missed: MissedPolicy;
-  /** Whether ticks are held back: 0/1 in SQLite, a boolean in PostgreSQL. */
-  paused: number | boolean;
-  /**
-   * The next tick to enqueue, ms since the epoch (stale while paused); null when the
-   * expression matches no later time.
-   */
-  next_at: number | null;
-  /** The last tick that enqueued a job, ms since the epoch, or null. */
-  last_tick_at: number | null;
-  /** The id of the job that tick enqueued (or found by its key), or null. */
-  last_job_id: number | null;
-  /** Grows by one at every change of definition or pause; a tick read before is refused. */
-  revision: number;
-  /** When the schedule was first defined, ms since the epoch. */
-  created_at: number;
-  /** When it was last defined, paused or resumed, ms since the epoch. */
-  updated_at: number;
-}
+/**
+ * One stored schedule, column by column: the fields of its definition that are stored as they
+ * are, and the columns the rest become (`paused` is 0/1 in SQLite, a boolean in PostgreSQL).
+ */
+export type ScheduleRow =
+  & Pick<
+    Schedule,
+    | "name"
+    | "queue"
+    | "cron"
+    | "timezone"
+    | "payload"
+    | "priority"
+    | "max_attempts"
+    | "lease_ms"
+    | "missed"
+    | "next_at"
+    | "last_tick_at"
+    | "last_job_id"
+    | "revision"
+    | "created_at"
+    | "updated_at"
+  >
+  & {
+    /**
+     * Each job's first retry delay, ms; null (with `backoff_max_ms`): its queue's backoff, else
+     * the server's.
+     */
+    backoff_base_ms: number | null;
+    /** Each job's longest retry delay, ms; null together with `backoff_base_ms`. */
+    backoff_max_ms: number | null;
+    /** Whether ticks are held back: 0/1 in SQLite, a boolean in PostgreSQL. */
+    paused: number | boolean;
+  };
 
 /** The schedule a row holds. */
 export function rowToSchedule(row: ScheduleRow): Schedule {

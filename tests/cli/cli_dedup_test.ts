@@ -5,29 +5,8 @@
 
 import assert from "node:assert/strict";
 import { TegamiClient } from "../../lib/client/mod.ts";
-import { programCommand } from "../helpers/process_server.ts";
+import { runCli as tegami } from "../helpers/process_server.ts";
 import { startTestServer } from "../helpers/test_server.ts";
-
-/** Runs `tegami ARGS` with `input` on stdin. */
-async function tegami(args: string[], input = "") {
-  const { command, prefix } = programCommand();
-  const child = new Deno.Command(command, {
-    args: [...prefix, ...args],
-    env: {},
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(input));
-  await writer.close();
-  const out = await child.output();
-  return {
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
-}
 
 Deno.test("tegami enqueue --key-ttl and --on-duplicate replace a waiting job", async () => {
   await using server = await startTestServer();

@@ -1,28 +1,7 @@
 import assert from "node:assert/strict";
 import { TegamiClient } from "../../lib/client/mod.ts";
-import { programCommand, runProgram } from "../helpers/process_server.ts";
+import { programCommand, runCli as tegami, runProgram } from "../helpers/process_server.ts";
 import { startTestServer } from "../helpers/test_server.ts";
-
-/** Runs `tegami ARGS` with `input` on stdin. */
-async function tegami(args: string[], input = "", env: Record<string, string> = {}) {
-  const { command, prefix } = programCommand();
-  const child = new Deno.Command(command, {
-    args: [...prefix, ...args],
-    env,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(input));
-  await writer.close();
-  const out = await child.output();
-  return {
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
-}
 
 Deno.test("tegami enqueue adds one job from its JSON argument", async () => {
   await using server = await startTestServer();

@@ -34,20 +34,33 @@ export function programCommand(
   };
 }
 
-/** Runs the program with `args` to completion; answers code, stdout and stderr. */
+/**
+ * Runs the program with `args` to completion, `input` on its stdin if given; answers code,
+ * stdout and stderr.
+ */
 export async function runProgram(
   args: string[],
-  options: { binary?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+  options: {
+    binary?: string;
+    env?: Record<string, string>;
+    timeoutMs?: number;
+    input?: string;
+  } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const { command, prefix } = programCommand(options.binary);
   const child = new Deno.Command(command, {
     args: [...prefix, ...args],
     env: options.env,
-    stdin: "null",
+    stdin: options.input === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
   const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 20_000);
+  if (options.input !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(options.input));
+    await writer.close();
+  }
   const out = await child.output();
   clearTimeout(timer);
   const decoder = new TextDecoder();
@@ -56,6 +69,15 @@ export async function runProgram(
     stdout: decoder.decode(out.stdout),
     stderr: decoder.decode(out.stderr),
   };
+}
+
+/** The CLI as a user runs it: `tegami ARGS` with `input` on stdin and only `env` set. */
+export function runCli(
+  args: string[],
+  input = "",
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return runProgram(args, { input, env });
 }
 
 /**
