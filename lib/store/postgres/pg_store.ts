@@ -416,17 +416,18 @@ export class PgStore implements Store {
   }
 
   /**
-   * How many pending jobs the next claim of `queue` should count beyond those it takes: none
-   * (0) unless this server enqueued into it lately. A queue whose intake stopped is forgotten.
+   * How many pending jobs a claim of `total` from `queue` should count, those it takes included:
+   * none (0) unless this server enqueued into it lately. A queue whose intake stopped is
+   * forgotten.
    */
-  #countLimit(queue: string): number {
+  #countLimit(queue: string, total: number): number {
     const intake = this.#intake.get(queue);
     if (intake === undefined) return 0;
     if (Date.now() - intake.at > INTAKE_WINDOW_MS) {
       this.#intake.delete(queue);
       return 0;
     }
-    return BACKLOG_COUNT_LIMIT;
+    return total + BACKLOG_COUNT_LIMIT;
   }
 
   /** A claim counted `pending` jobs (itself included) and leased `leased` of them. */
@@ -562,7 +563,7 @@ export class PgStore implements Store {
     const tokens = positions.map(() => newLeaseToken());
     const leases = positions.map((w) => wants[w].lease_ms);
     const fallback = this.#policy.defaultLeaseMs;
-    const count = this.#countLimit(queue) + (this.#intake.has(queue) ? total : 0);
+    const count = this.#countLimit(queue, total);
     type Claimed = JobRow & {
       k: number | null;
       limited: boolean;
@@ -1114,11 +1115,26 @@ export class PgStore implements Store {
  * left are the ones no plan can avoid (the claim's own numbering of at most `n` rows). The
  * setting is local to the transaction and put back at once, pipelined with the statement.
  */
-async function inIndexOrder<T>(tx: TxSql, statement: Promise<T>): Promise<T> {
+function inIndexOrder<T>(tx: TxSql, statement: Promise<T>): Promise<T> {
+  return withLocalSetting(tx, "enable_sort", "off", "on", statement);
+}
+
+/**
+ * Runs `statement` with the session setting `name` at `during`, then sets it to `after`: local
+ * to the transaction, the three sent at once in this order. Only for an operation that runs
+ * alone in its batch, or whose other statements the setting does not change.
+ */
+async function withLocalSetting<T>(
+  tx: TxSql,
+  name: string,
+  during: string,
+  after: string,
+  statement: Promise<T>,
+): Promise<T> {
   const [, rows] = await Promise.all([
-    tx`SET LOCAL enable_sort = off`,
+    tx`SELECT set_config(${name}, ${during}, true)`,
     statement,
-    tx`SET LOCAL enable_sort TO DEFAULT`,
+    tx`SELECT set_config(${name}, ${after}, true)`,
   ]);
   return rows;
 }
@@ -1131,13 +1147,8 @@ async function inIndexOrder<T>(tx: TxSql, statement: Promise<T>): Promise<T> {
  * batch (not `pipelined`): a statement of another operation sent between the two settings
  * would have its grouped rows go uncounted.
  */
-async function countingGroups<T>(tx: TxSql, statement: Promise<T>): Promise<T> {
-  const [, rows] = await Promise.all([
-    tx`SET LOCAL tegami.group_rows = 'statement'`,
-    statement,
-    tx`SET LOCAL tegami.group_rows = 'row'`,
-  ]);
-  return rows;
+function countingGroups<T>(tx: TxSql, statement: Promise<T>): Promise<T> {
+  return withLocalSetting(tx, "tegami.group_rows", "statement", "row", statement);
 }
 
 /**
