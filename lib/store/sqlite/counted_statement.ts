@@ -45,4 +45,17 @@ export class CountedStatement {
     this.#count.n++;
     return this.#statement.all(...params);
   }
+
+  /**
+   * From now on `get` and `all` answer each row as an array of its values in
+   * {@linkcode CountedStatement.columnNames} order instead of an object.
+   */
+  returnArrays(): void {
+    this.#statement.setReturnArrays(true);
+  }
+
+  /** The names of the columns the statement answers, in order. */
+  columnNames(): string[] {
+    return this.#statement.columns().map((column) => column.name);
+  }
 }

@@ -13,6 +13,7 @@
 
 import { attempted, type JobRow, rowToJob, zeroCounts } from "../job_row.ts";
 import { DatabaseSync } from "node:sqlite";
+import { JobRowStatement } from "./job_row_statement.ts";
 import { CountedStatement, type StatementCount } from "./counted_statement.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
@@ -489,13 +490,13 @@ export class SqliteStore implements Store {
         this.#policy.defaultLeaseMs,
         queue,
         total,
-      ) as unknown as JobRow[];
+      );
       rows.sort((a, b) => b.priority - a.priority || a.id - b.id);
       this.#deal(queue, rows, wants, out);
       return out;
     }
     // Wants with different lease lengths: each job's length depends on whom it is dealt to.
-    const rows = s.selectPending.all(queue, total) as unknown as JobRow[];
+    const rows = s.selectPending.all(queue, total);
     this.#leaseEach(queue, rows, wants, out, now);
     return out;
   }
@@ -546,7 +547,7 @@ export class SqliteStore implements Store {
     const byOrder = (a: JobRow, b: JobRow) => order.get(a.id)! - order.get(b.id)!;
     const wanted = wants[0].lease_ms;
     if (!wants.every((want) => want.lease_ms === wanted)) {
-      const rows = s.jobsByIds.all(JSON.stringify(ids)) as unknown as JobRow[];
+      const rows = s.jobsByIds.all(JSON.stringify(ids));
       this.#leaseEach(queue, rows.sort(byOrder), wants, out, now);
       return out;
     }
@@ -556,7 +557,7 @@ export class SqliteStore implements Store {
       now,
       this.#policy.defaultLeaseMs,
       JSON.stringify(ids),
-    ) as unknown as JobRow[];
+    );
     this.#deal(queue, leased.sort(byOrder), wants, out);
     return out;
   }
@@ -665,7 +666,7 @@ export class SqliteStore implements Store {
 
   get(id: number): Promise<Job | null> {
     return this.#read(() => {
-      const row = this.#statements.byId.get(id) as JobRow | undefined;
+      const row = this.#statements.byId.get(id);
       return row === undefined ? null : rowToJob(row);
     });
   }
@@ -774,7 +775,7 @@ export class SqliteStore implements Store {
           page.after ?? Number.MAX_SAFE_INTEGER,
           page.limit,
         );
-      return (rows as unknown as JobRow[]).map(rowToJob);
+      return rows.map(rowToJob);
     });
   }
 
@@ -824,7 +825,7 @@ export class SqliteStore implements Store {
         woken.add(row.queue);
       }
       const expired: EndedLease[] = [];
-      const due = this.#statements.dueLeases.all(now, limit) as unknown as JobRow[];
+      const due = this.#statements.dueLeases.all(now, limit);
       for (const row of due) {
         const ended = this.#endLease(row, now, "expired");
         // Even a lease that ended in dead frees a slot of its group or queue.
@@ -843,7 +844,7 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       const out: EndedLease[] = [];
       for (const { id, token, undelivered } of leases) {
-        const row = this.#statements.byId.get(id) as JobRow | undefined;
+        const row = this.#statements.byId.get(id);
         if (row === undefined || row.state !== "leased" || row.lease_token !== token) continue;
         out.push(this.#endLease(row, now, undelivered === true ? "undelivered" : "released"));
       }
@@ -1126,7 +1127,7 @@ export class SqliteStore implements Store {
   }
 
   #row(id: number): JobRow {
-    const row = this.#statements.byId.get(id) as JobRow | undefined;
+    const row = this.#statements.byId.get(id);
     if (row === undefined) throw jobNotFound(id);
     return row;
   }
@@ -1181,6 +1182,7 @@ function sqliteFileSizes(path: string): { database: number; wal: number } | null
 function prepare(db: DatabaseSync, count: StatementCount) {
   db.function("tegami_token", { deterministic: false, directOnly: true }, () => newLeaseToken());
   const p = (sql: string) => new CountedStatement(db.prepare(sql), count);
+  const rows = (sql: string) => new JobRowStatement(p(sql));
   return {
     begin: p("BEGIN IMMEDIATE"),
     commit: p("COMMIT"),
@@ -1209,7 +1211,7 @@ function prepare(db: DatabaseSync, count: StatementCount) {
          lease_ms = ?, backoff_base_ms = ?, backoff_max_ms = ?, key_expires_at = ? WHERE id = ?`,
     ),
     extendJob: p("UPDATE jobs SET state = ?, run_at = ? WHERE id = ?"),
-    selectPending: p(
+    selectPending: rows(
       `SELECT * FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL
        ORDER BY priority DESC, id LIMIT ?`,
     ),
@@ -1233,10 +1235,10 @@ function prepare(db: DatabaseSync, count: StatementCount) {
       `SELECT id, priority FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL
        ORDER BY priority DESC, id LIMIT ?`,
     ),
-    jobsByIds: p("SELECT * FROM jobs WHERE id IN (SELECT value FROM json_each(?))"),
+    jobsByIds: rows("SELECT * FROM jobs WHERE id IN (SELECT value FROM json_each(?))"),
     // The claim of wants that share one lease length: claimLeaseMs (the want's, else the job's,
     // else the server's) in SQL, a fresh token per job from the store's CSPRNG pool.
-    claimAll: p(
+    claimAll: rows(
       `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = tegami_token(),
          lease_len_ms = coalesce(?1, lease_ms, ?3),
          lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
@@ -1245,7 +1247,7 @@ function prepare(db: DatabaseSync, count: StatementCount) {
        RETURNING *`,
     ),
     // The grouped claim's lease of the candidates it chose (ids as a JSON array).
-    claimIds: p(
+    claimIds: rows(
       `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = tegami_token(),
          lease_len_ms = coalesce(?1, lease_ms, ?3),
          lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
@@ -1261,7 +1263,7 @@ function prepare(db: DatabaseSync, count: StatementCount) {
        WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
     ),
     totalChanges: p("SELECT total_changes() AS n"),
-    byId: p("SELECT * FROM jobs WHERE id = ?"),
+    byId: rows("SELECT * FROM jobs WHERE id = ?"),
     queueById: p("SELECT queue FROM jobs WHERE id = ?"),
     toDead: p(
       `UPDATE jobs SET state = 'dead', last_error = ?, finished_at = ?, lease_expires_at = NULL
@@ -1292,10 +1294,10 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     oldestPendingAll: p(
       "SELECT queue, min(run_at) AS at FROM jobs WHERE state = 'pending' GROUP BY queue",
     ),
-    listOldest: p(
+    listOldest: rows(
       `SELECT * FROM jobs WHERE queue = ? AND state = ? AND id > ? ORDER BY id LIMIT ?`,
     ),
-    listNewest: p(
+    listNewest: rows(
       `SELECT * FROM jobs WHERE queue = ? AND state = ? AND id < ? ORDER BY id DESC LIMIT ?`,
     ),
     runNow: p("UPDATE jobs SET state = 'pending', run_at = ? WHERE id = ? AND state = 'delayed'"),
@@ -1312,7 +1314,7 @@ function prepare(db: DatabaseSync, count: StatementCount) {
          SELECT id FROM jobs WHERE state = 'delayed' AND run_at <= ? ORDER BY run_at LIMIT ?)
        RETURNING queue`,
     ),
-    dueLeases: p(
+    dueLeases: rows(
       `SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ?
        ORDER BY lease_expires_at LIMIT ?`,
     ),
