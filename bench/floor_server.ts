@@ -1,7 +1,8 @@
 /**
  * The runtime floor: a server that speaks the part of tegami's protocol the bench drives —
  * `POST /v1/queues/{queue}/jobs` (one job or `{jobs: […]}`), and on `GET /v1/ws` the
- * `subscribe`, `ack` and `enqueue` frames with credit-based push — and does nothing else: jobs
+ * `subscribe`, `ack` and `enqueue` frames with credit-based push, and on a `tegami.v2` socket
+ * (the client library's) `jobs` pushes and `batch` frames — and does nothing else: jobs
  * live in memory, nothing is validated beyond `JSON.parse`, nothing is stored or fsynced, a lease
  * is never tracked. It is not a queue; it is a bench instrument.
  *
@@ -21,6 +22,8 @@ import { parseArgs } from "node:util";
 interface Subscriber {
   socket: WebSocket;
   credit: number;
+  /** Protocol v2: every job dealt at once goes in one `jobs` frame. */
+  v2: boolean;
 }
 
 interface Waiting {
@@ -54,19 +57,32 @@ function enqueue(name: string, payload: unknown): number {
   return id;
 }
 
+/** One delivery's members, as tegami's `job` frame carries them (without `op`). */
+function delivery(name: string, job: Waiting): string {
+  return `"queue":${JSON.stringify(name)},"id":${job.id},"payload":${job.payload},` +
+    `"attempt":1,"lease":{"token":"floor-${job.id}","expires_at":0}`;
+}
+
 /** Pushes waiting jobs to subscribers with credit, round-robin. */
 function dispatch(name: string): void {
   const queue = queueOf(name);
   const subs = queue.subscribers;
+  const dealt = new Map<Subscriber, string[]>();
   while (queue.head < queue.jobs.length && subs.some((s) => s.credit > 0)) {
     const sub = subs[queue.next++ % subs.length];
     if (sub.credit === 0) continue;
     const job = queue.jobs[queue.head++];
     sub.credit--;
-    sub.socket.send(
-      `{"op":"job","queue":${JSON.stringify(name)},"id":${job.id},"payload":${job.payload},` +
-        `"attempt":1,"lease":{"token":"floor-${job.id}","expires_at":0}}`,
-    );
+    if (!sub.v2) {
+      sub.socket.send(`{"op":"job",${delivery(name, job)}}`);
+      continue;
+    }
+    const list = dealt.get(sub);
+    if (list === undefined) dealt.set(sub, [`{${delivery(name, job)}}`]);
+    else list.push(`{${delivery(name, job)}}`);
+  }
+  for (const [sub, jobs] of dealt) {
+    sub.socket.send(`{"op":"jobs","queue":${JSON.stringify(name)},"jobs":[${jobs.join(",")}]}`);
   }
   if (queue.head > 1024 && queue.head * 2 > queue.jobs.length) {
     queue.jobs = queue.jobs.slice(queue.head);
@@ -74,34 +90,59 @@ function dispatch(name: string): void {
   }
 }
 
+/** A client frame of the kinds the bench sends. */
+interface Frame {
+  op: string;
+  ref?: unknown;
+  queue?: string;
+  prefetch?: number;
+  id?: number;
+  payload?: unknown;
+  frames?: Frame[];
+}
+
 function socketFor(request: Request): Response {
-  const { socket, response } = Deno.upgradeWebSocket(request);
+  const offered = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim());
+  const v2 = offered?.includes("tegami.v2") ?? false;
+  const { socket, response } = Deno.upgradeWebSocket(
+    request,
+    v2 ? { protocol: "tegami.v2" } : {},
+  );
   const subscriptions: [string, Subscriber][] = [];
-  socket.onmessage = (event) => {
-    const frame = JSON.parse(event.data as string);
+  /** Queues to dispatch once the frame in hand is answered. */
+  const touched = new Set<string>();
+  /** Handles one frame; returns its reply. */
+  const handle = (frame: Frame): string => {
+    const ref = JSON.stringify(frame.ref ?? null);
     switch (frame.op) {
       case "subscribe": {
-        const sub = { socket, credit: frame.prefetch };
-        queueOf(frame.queue).subscribers.push(sub);
-        subscriptions.push([frame.queue, sub]);
-        socket.send(JSON.stringify({ op: "ok", ref: frame.ref, queue: frame.queue }));
-        dispatch(frame.queue);
-        return;
+        const sub = { socket, credit: frame.prefetch!, v2 };
+        queueOf(frame.queue!).subscribers.push(sub);
+        subscriptions.push([frame.queue!, sub]);
+        touched.add(frame.queue!);
+        return JSON.stringify({ op: "ok", ref: frame.ref, queue: frame.queue });
       }
       case "ack":
-        socket.send(`{"op":"ok","ref":${JSON.stringify(frame.ref)},"id":${frame.id}}`);
         for (const [name, sub] of subscriptions) {
           sub.credit++;
-          dispatch(name);
+          touched.add(name);
         }
-        return;
+        return `{"op":"ok","ref":${ref},"id":${frame.id},"state":"done"}`;
       case "enqueue": {
-        const id = enqueue(frame.queue, frame.payload);
-        socket.send(`{"op":"ok","ref":${JSON.stringify(frame.ref)},"id":${id}}`);
-        dispatch(frame.queue);
-        return;
+        const id = enqueue(frame.queue!, frame.payload);
+        touched.add(frame.queue!);
+        return `{"op":"ok","ref":${ref},"id":${id},"deduplicated":false,"duplicate":null}`;
       }
+      case "batch":
+        return `{"op":"ok","ref":${ref},"replies":[${frame.frames!.map(handle).join(",")}]}`;
+      default:
+        return `{"op":"error","ref":${ref},"code":"validation_failed","message":"not in the floor"}`;
     }
+  };
+  socket.onmessage = (event) => {
+    socket.send(handle(JSON.parse(event.data as string)));
+    for (const name of touched) dispatch(name);
+    touched.clear();
   };
   socket.onclose = () => {
     for (const [name, sub] of subscriptions) {
@@ -122,7 +163,7 @@ async function handle(request: Request): Promise<Response> {
     if (Array.isArray(body.jobs)) {
       const ids = body.jobs.map((job: { payload: unknown }) => enqueue(name, job.payload));
       dispatch(name);
-      const jobs = ids.map((id: number) => ({ id, deduplicated: false }));
+      const jobs = ids.map((id: number) => ({ id, deduplicated: false, duplicate: null }));
       return new Response(JSON.stringify({ jobs }), { status: 201, headers });
     }
     const id = enqueue(name, body.payload);

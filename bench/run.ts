@@ -31,6 +31,7 @@ import { pgFloorPeer } from "./peers/pg_floor.ts";
 import { benchPgUrl } from "./peers/pg_schema.ts";
 import {
   floorPeer,
+  floorSdkPeer,
   tegamiPeer,
   tegamiPgPeer,
   tegamiSdkPeer,
@@ -53,6 +54,7 @@ type WorkloadKey = typeof WORKLOADS[number];
 const PEER_KEYS = [
   "sdk",
   "floor",
+  "floorsdk",
   "rabbitmq",
   "beanstalkd",
   "bullmq",
@@ -106,7 +108,8 @@ in its fastest mode (bench/peers/pg_boss.ts); all three on TEGAMI_BENCH_PG_URL (
 postgres://postgres@127.0.0.1:5432/postgres), a fresh schema per workload, dropped after.
 A peer that cannot be started is skipped with the reason. "floor" is not a queue:
 bench/floor_server.ts speaks the same protocol as tegami and stores nothing, to show what the
-runtime alone costs. "pgfloor" is not a queue either: tegami's PostgreSQL table driven from the
+runtime alone costs; "floorsdk" is that floor driven through the client library, as "sdk" drives
+tegami, to show what the runtime alone costs for the library's traffic. "pgfloor" is not a queue either: tegami's PostgreSQL table driven from the
 bench with one claim and one ack statement per batch and no server (bench/peers/pg_floor.ts), in W2
 only, to show what PostgreSQL alone does on this machine.`;
 
@@ -279,6 +282,7 @@ async function main(): Promise<number> {
   }
   const amqpUrl = Deno.env.get("TEGAMI_BENCH_AMQP_URL") ?? "amqp://guest:guest@127.0.0.1:5672";
   if (o.peers.has("floor")) peers.push(floorPeer(o.fetch ? "fetch" : "lean"));
+  if (o.peers.has("floorsdk")) peers.push(floorSdkPeer());
   if (o.peers.has("rabbitmq")) peers.push(rabbitmqPeer(amqpUrl));
   if (o.peers.has("beanstalkd")) peers.push(beanstalkdPeer(0), beanstalkdPeer(50));
   if (o.peers.has("bullmq")) peers.push(bullmqPeer());
@@ -301,7 +305,7 @@ async function main(): Promise<number> {
   let filled: Filled | undefined;
   const plan: [Exclude<WorkloadKey, "scale">, Peer[], Workload][] = [
     // pg-boss runs inside this process; its server is the shared PostgreSQL.
-    ["RSS", everyone.filter((p) => p.key !== "sdk" && p.key !== "pgboss"), {
+    ["RSS", everyone.filter((p) => !["sdk", "floorsdk", "pgboss"].includes(p.key)), {
       label: "RSS idle",
       throughput: false,
       warm: false,

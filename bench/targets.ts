@@ -10,7 +10,7 @@
 import type { Measurement } from "./measurement.ts";
 import type { Row } from "./report.ts";
 import { PLACEMENTS } from "./workloads/scaling.ts";
-import { pgName, SDK_NAME } from "./peers/tegami.ts";
+import { FLOOR_NAME, FLOOR_SDK_NAME, pgName, SDK_NAME } from "./peers/tegami.ts";
 import { PG_FLOOR_NAME } from "./peers/pg_floor.ts";
 
 /** One target and how this run fares. */
@@ -55,7 +55,21 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
     const r = rate(ours) / rate(theirs);
     checks.push({ target: label, measured: `${r.toFixed(2)}×`, met: r >= atLeast });
   };
+  /**
+   * Says beside the last check what the runtime alone does with the same traffic: the floor
+   * `floor` against `peer`, a ceiling on the ratio for any server on this runtime.
+   */
+  const withFloor = (workload: string, peer: string, floor: string) => {
+    const theirs = find(rows, workload, peer);
+    const bare = find(rows, workload, floor);
+    const check = checks[checks.length - 1];
+    if (check.met === null || theirs === undefined || bare === undefined) return;
+    check.measured +=
+      ` (the ${floor === FLOOR_SDK_NAME ? "runtime floor via SDK" : "runtime floor"}` +
+      `, no storage: ${rate(bare).toFixed(0)} jobs/s = ${(rate(bare) / rate(theirs)).toFixed(2)}×)`;
+  };
   ratio("W1 end to end", "RabbitMQ", "W1 through the SDK ≥ 2× RabbitMQ", 2, SDK_NAME);
+  withFloor("W1 end to end", "RabbitMQ", FLOOR_SDK_NAME);
   ratio(
     "W1 end to end",
     "beanstalkd -f 50",
@@ -64,9 +78,12 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
     SDK_NAME,
   );
   ratio("W3 enqueue", "RabbitMQ", "W3 through the SDK ≥ 2× RabbitMQ", 2, SDK_NAME);
+  withFloor("W3 enqueue", "RabbitMQ", FLOOR_SDK_NAME);
   ratio("W2 drain", "RabbitMQ", "W2 ≥ 1.5× RabbitMQ", 1.5);
+  withFloor("W2 drain", "RabbitMQ", FLOOR_NAME);
   ratio("W2 drain", "RabbitMQ", "W2 through the SDK ≥ 1.5× RabbitMQ", 1.5, SDK_NAME);
-  ratio("W1 end to end", "runtime floor", "W1 with raw HTTP enqueue ≥ 0.8× the runtime floor", 0.8);
+  withFloor("W2 drain", "RabbitMQ", FLOOR_SDK_NAME);
+  ratio("W1 end to end", FLOOR_NAME, "W1 with raw HTTP enqueue ≥ 0.8× the runtime floor", 0.8);
 
   // On PostgreSQL: against pg-boss, one instance against two, and the push across instances.
   ratio("W1 end to end", "pg-boss", "W1 on PostgreSQL ≥ 5× pg-boss", 5, pgName(1));

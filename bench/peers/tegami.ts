@@ -104,7 +104,9 @@ export const SDK_NAME = "tegami via SDK (lib/client)";
 
 /** The runtime floor's module and its name in the table. */
 const FLOOR_SCRIPT = new URL("../floor_server.ts", import.meta.url).pathname;
-const FLOOR_NAME = "runtime floor (Deno HTTP+WS, no storage)";
+export const FLOOR_NAME = "runtime floor (Deno HTTP+WS, no storage)";
+/** The runtime floor driven through the client library, as "tegami via SDK" is. */
+export const FLOOR_SDK_NAME = "runtime floor via SDK (no storage)";
 
 const FILL_BATCH = 1000;
 const FILL_IN_FLIGHT = 4;
@@ -143,7 +145,13 @@ export class TegamiTarget implements Target {
     this.#runtimeFlags = runtimeFlags;
     this.#floor = floor;
     this.#sdk = sdk;
-    this.name = floor ? FLOOR_NAME : sdk ? SDK_NAME : pg !== null ? pgName(pg.instances) : "tegami";
+    this.name = floor
+      ? (sdk ? FLOOR_SDK_NAME : FLOOR_NAME)
+      : sdk
+      ? SDK_NAME
+      : pg !== null
+      ? pgName(pg.instances)
+      : "tegami";
     this.#server = server;
     this.#http = http;
     this.#dir = dir;
@@ -456,5 +464,17 @@ export function floorPeer(http: "lean" | "fetch" = "lean"): TegamiPeer {
     key: "floor",
     name: FLOOR_NAME,
     start: () => TegamiTarget.start({ floor: true, http }),
+  };
+}
+
+/**
+ * Starts fresh runtime floors driven through the client library: what the runtime alone costs
+ * for the SDK's traffic (a request per tick of enqueues, `jobs` pushes, `batch` acks).
+ */
+export function floorSdkPeer(): TegamiPeer {
+  return {
+    key: "floorsdk",
+    name: FLOOR_SDK_NAME,
+    start: () => TegamiTarget.start({ floor: true, client: "sdk" }),
   };
 }
