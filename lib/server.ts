@@ -110,14 +110,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     clock,
     onBackgroundError: (what, error) =>
       log.error(`Background ${what} failed`, { cause: describeCause(error) }),
-    onTicks: (schedule, ticks, ids) =>
+    maxSchedules: config.maxSchedules,
+    onTicks: (schedule, ticks, ids) => {
+      metrics.scheduleJobs(ids.length);
       log.debug("Schedule ticked", {
         schedule: schedule.name,
         queue: schedule.queue,
         tick: new Date(ticks[ticks.length - 1]).toISOString(),
         ticks: ticks.length,
         id: ids[ids.length - 1],
-      }),
+      });
+    },
   });
   let accepting = true;
   const connections = new Set<Connection>();
@@ -225,6 +228,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         now: clock.now(),
         files: store.fileSizes(),
         statements: store.commitStats().statements,
+        schedules: await store.countSchedules(),
       }),
     onRequest: (route, status, ms) => metrics.request(route, status, ms),
     crossSite: {

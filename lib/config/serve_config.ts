@@ -199,6 +199,13 @@ export const SERVE_FLAGS = {
     "most distinct queues (SQLite); enqueueing to a new queue past it answers 409",
     { min: 1, max: 10_000_000 },
   ),
+  /** Most schedules (recurring jobs). */
+  maxSchedules: flag.int(
+    "max-schedules",
+    10_000,
+    "most schedules (recurring jobs); creating one more answers 409 (replacing one never does)",
+    { min: 1, max: 10_000_000 },
+  ),
   /** Queues given their own series in `/metrics`: the busiest; all are in the totals. */
   metricsQueues: flag.int(
     "metrics-queues",

@@ -35,6 +35,11 @@ export interface SchedulerOptions {
   onBackgroundError?: (what: string, error: unknown) => void;
   /** Sees every tick enqueued here: the schedule, the ticks and their jobs' ids. */
   onTicks?: (schedule: Schedule, ticks: number[], ids: number[]) => void;
+  /**
+   * Most schedules at once: creating one more answers `conflict`. Each ticks up to once a
+   * second, so their number bounds the work they make. @default no limit
+   */
+  maxSchedules?: number;
 }
 
 /** How many due schedules one pass reads at a time. */
@@ -50,6 +55,7 @@ export class Scheduler {
   readonly #clock: Clock;
   readonly #onError: (what: string, error: unknown) => void;
   readonly #onTicks: SchedulerOptions["onTicks"];
+  readonly #maxSchedules: number;
   /** The next due tick of any schedule. */
   readonly #timer: EarliestTimer;
   #running = false;
@@ -66,6 +72,7 @@ export class Scheduler {
     this.#clock = options.clock;
     this.#onError = options.onBackgroundError ?? (() => {});
     this.#onTicks = options.onTicks;
+    this.#maxSchedules = options.maxSchedules ?? Infinity;
     this.#timer = new EarliestTimer(this.#clock, () => this.#wake());
   }
 
@@ -96,13 +103,19 @@ export class Scheduler {
 
   /**
    * Creates or replaces a schedule; its next tick is the first after now. Answers it, and
-   * whether it was created. Throws `validation_failed` for a bad cron expression or time zone.
+   * whether it was created. Throws `validation_failed` for a bad cron expression or time zone,
+   * `conflict` for a new schedule past {@linkcode SchedulerOptions.maxSchedules}.
    */
   async put(definition: ScheduleDefinition): Promise<{ schedule: Schedule; created: boolean }> {
     this.#refuseIfClosed();
     const now = this.#clock.now();
     const times = parseCron(definition.cron, definition.timezone, now);
-    const schedule = await this.#store.putSchedule(definition, times.next(now), now);
+    const schedule = await this.#store.putSchedule(
+      definition,
+      times.next(now),
+      now,
+      this.#maxSchedules,
+    );
     this.#armAt(schedule.next_at);
     return { schedule, created: schedule.revision === 1 };
   }

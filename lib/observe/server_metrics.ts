@@ -8,7 +8,7 @@
 
 import type { BrokerObserver, LeaseOutcome } from "../core/broker.ts";
 import { type Counter, type Histogram, LATENCY_BUCKETS, Registry } from "./metrics.ts";
-import type { QueueCounts } from "../store/store.ts";
+import type { QueueCounts, ScheduleCounts } from "../store/store.ts";
 
 /** What a scrape reads besides the counters. */
 export interface ScrapeInput {
@@ -26,6 +26,8 @@ export interface ScrapeInput {
   files: { database: number; wal: number } | null;
   /** SQL statements the store has run since start, when it counts them. */
   statements?: number;
+  /** Schedules in the store, running and paused. */
+  schedules?: ScheduleCounts;
   /**
    * Queues given their own series: the busiest this many (most jobs not yet finished); every
    * queue still counts in the all-queue totals. @default all
@@ -65,6 +67,7 @@ export class ServerMetrics implements BrokerObserver {
   /** Queues with any counter moved since start, for {@linkcode ServerMetrics.queueTotals}. */
   readonly #seen = new Set<string>();
   readonly #enqueued: Counter;
+  readonly #scheduleJobs: Counter;
   readonly #deduplicated: Counter;
   readonly #delivered: Counter;
   readonly #outcomes: Record<LeaseOutcome, Counter>;
@@ -151,6 +154,16 @@ export class ServerMetrics implements BrokerObserver {
         const n = snapshot().statements;
         return n === undefined ? [] : [[{}, n]];
       },
+    );
+    r.gauge("tegami_schedules", "Schedules (recurring jobs), by state: active or paused.", () => {
+      const n = snapshot().schedules;
+      return n === undefined
+        ? []
+        : [[{ state: "active" }, n.active], [{ state: "paused" }, n.paused]];
+    });
+    this.#scheduleJobs = r.counter(
+      "tegami_schedule_jobs_total",
+      "Jobs enqueued by schedules' ticks on this server.",
     );
     this.#enqueued = r.counter("tegami_enqueued_total", "Jobs stored by enqueues.", q);
     this.#deduplicated = r.counter(
@@ -242,6 +255,11 @@ export class ServerMetrics implements BrokerObserver {
     this.#seen.add(queue);
     if (created > 0) this.#enqueued.inc([queue], created);
     if (deduplicated > 0) this.#deduplicated.inc([queue], deduplicated);
+  }
+
+  /** Counts the jobs one schedule's ticks enqueued here. */
+  scheduleJobs(n: number): void {
+    if (n > 0) this.#scheduleJobs.inc([], n);
   }
 
   /** Counts deliveries from `queue`, with how long each job had waited to be ready. */

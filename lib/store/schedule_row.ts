@@ -112,6 +112,15 @@ export function tickTaken(tick: ScheduleTick): TegamiError {
   );
 }
 
+/** The error of a schedule created past the limit of `Store.putSchedule`. */
+export function scheduleLimitReached(name: string, limit: number): TegamiError {
+  return new TegamiError(
+    "conflict",
+    `Cannot create schedule "${name}": ${limit} schedules is the limit (--max-schedules); ` +
+      "delete one first, or replace an existing one",
+  );
+}
+
 /** Whether `error` is a {@linkcode tickTaken}: normal when several servers tick one schedule. */
 export function isTickTaken(error: unknown): boolean {
   return error instanceof TegamiError && error.code === "conflict" &&

@@ -235,6 +235,14 @@ export interface RunNowResult {
   run_at: number;
 }
 
+/** How many schedules a store holds, by whether they are paused. */
+export interface ScheduleCounts {
+  /** Schedules that tick. */
+  active: number;
+  /** Paused schedules. */
+  paused: number;
+}
+
 /**
  * A schedule's tick riding on an {@linkcode Store.enqueue}: the jobs are stored, and the
  * schedule moved past the tick, in one transaction, and only if the schedule is still as it was
@@ -385,12 +393,17 @@ export interface Store {
   /**
    * Creates or replaces a schedule with `next_at` as its next tick, unpaused, its revision one
    * more than before; a replaced one keeps `created_at`, `last_tick_at` and `last_job_id`.
+   * Creating one while `limit` schedules exist throws `conflict`; replacing one never does.
+   * Exact across servers sharing one database.
    */
   putSchedule(
     definition: ScheduleDefinition,
     next_at: number | null,
     now: number,
+    limit?: number,
   ): Promise<Schedule>;
+  /** How many schedules there are, running and paused. */
+  countSchedules(): Promise<ScheduleCounts>;
   /** Reads a schedule, or null. */
   getSchedule(name: string): Promise<Schedule | null>;
   /** Every schedule, by name. */

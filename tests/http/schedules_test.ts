@@ -205,3 +205,31 @@ Deno.test("a schedule's job without max_attempts takes its queue's setting when 
   const job = await server.request("GET", `/v1/jobs/${body.last_job_id}`);
   assert.equal(job.body.max_attempts, 2);
 });
+
+Deno.test("past --max-schedules a new schedule answers 409 conflict; replacing and deleting still work, and /metrics counts them", async () => {
+  await using server = await startTestServer({
+    clock: new ManualClock(START),
+    config: { maxSchedules: 2 },
+  });
+  const body = { queue: "q", cron: "*/10 * * * * *", payload: 1 };
+  assert.equal((await server.request("PUT", "/v1/schedules/a", body)).status, 201);
+  assert.equal((await server.request("PUT", "/v1/schedules/b", body)).status, 201);
+  assert.equal((await server.request("POST", "/v1/schedules/b/pause", {})).status, 200);
+  const refused = await server.request("PUT", "/v1/schedules/c", body);
+  assert.equal(refused.status, 409, JSON.stringify(refused.body));
+  assert.equal(refused.body.error.code, "conflict");
+  assert.match(refused.body.error.message, /2 schedules is the limit \(--max-schedules\)/);
+  assert.equal((await server.request("GET", "/v1/schedules/c")).status, 404);
+  assert.equal(
+    (await server.request("PUT", "/v1/schedules/a", { ...body, priority: 1 })).status,
+    200,
+  );
+  await advance(server, 10_000);
+  await advance(server, 10_000);
+  const metrics = await (await fetch(server.url + "/metrics")).text();
+  assert.match(metrics, /^tegami_schedules\{state="active"\} 1$/m);
+  assert.match(metrics, /^tegami_schedules\{state="paused"\} 1$/m);
+  assert.match(metrics, /^tegami_schedule_jobs_total 2$/m);
+  assert.equal((await server.request("DELETE", "/v1/schedules/b")).status, 200);
+  assert.equal((await server.request("PUT", "/v1/schedules/c", body)).status, 201);
+});

@@ -276,4 +276,50 @@ export function scheduleCases(test: Test, sharedTest: SharedTest): void {
     assert.equal(after!.last_tick_at, end - 1000);
     assert.ok(lost > 0, "the runners never raced: the case proved nothing");
   });
+
+  test("putSchedule() with a limit refuses a new schedule once that many exist, paused ones too", async (store) => {
+    assert.deepEqual(await store.countSchedules(), { active: 0, paused: 0 });
+    await store.putSchedule(definition({ name: "a" }), T0 + 1000, T0, 2);
+    await store.putSchedule(definition({ name: "b" }), T0 + 1000, T0, 2);
+    await store.pauseSchedule("b", true, null, T0);
+    assert.deepEqual(await store.countSchedules(), { active: 1, paused: 1 });
+    await assert.rejects(
+      store.putSchedule(definition({ name: "c" }), T0 + 1000, T0, 2),
+      (error: unknown) =>
+        error instanceof TegamiError && error.code === "conflict" &&
+        /2 schedules is the limit \(--max-schedules\)/.test(error.message),
+    );
+    assert.equal(await store.getSchedule("c"), null);
+    // Replacing one at the limit is no new schedule; without a limit nothing is counted.
+    const replaced = await store.putSchedule(definition({ name: "b", priority: 9 }), null, T0, 2);
+    assert.equal(replaced.priority, 9);
+    await store.putSchedule(definition({ name: "d" }), null, T0);
+    assert.deepEqual(await store.countSchedules(), { active: 3, paused: 0 });
+    // A deleted one frees its place.
+    await store.deleteSchedule("a");
+    await store.deleteSchedule("d");
+    await store.putSchedule(definition({ name: "c" }), null, T0, 2);
+    assert.deepEqual(await store.countSchedules(), { active: 2, paused: 0 });
+  });
+
+  sharedTest(
+    "two stores creating schedules at once never pass the limit together",
+    async (a, b) => {
+      const LIMIT = 5;
+      const attempts = Array.from({ length: 4 * LIMIT }, (_, i) => i);
+      const results = await Promise.allSettled(
+        attempts.map((i) =>
+          (i % 2 === 0 ? a : b).putSchedule(definition({ name: `s${i}` }), null, T0, LIMIT)
+        ),
+      );
+      const created = results.filter((r) => r.status === "fulfilled").length;
+      for (const r of results) {
+        if (r.status === "rejected") {
+          assert.ok(r.reason instanceof TegamiError && r.reason.code === "conflict", `${r.reason}`);
+        }
+      }
+      assert.equal(created, LIMIT);
+      assert.deepEqual(await b.countSchedules(), { active: LIMIT, paused: 0 });
+    },
+  );
 }

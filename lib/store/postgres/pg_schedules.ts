@@ -13,8 +13,14 @@
 
 import type { Enqueued } from "../../core/job.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
-import { definitionColumns, rowToSchedule, type ScheduleRow, tickTaken } from "../schedule_row.ts";
-import type { ScheduleTick } from "../store.ts";
+import {
+  definitionColumns,
+  rowToSchedule,
+  scheduleLimitReached,
+  type ScheduleRow,
+  tickTaken,
+} from "../schedule_row.ts";
+import type { ScheduleCounts, ScheduleTick } from "../store.ts";
 import type { Sql, TxSql } from "./pg_driver.ts";
 
 /** Creates or replaces a schedule (see `Store.putSchedule`). */
@@ -23,7 +29,9 @@ export async function putSchedule(
   d: ScheduleDefinition,
   next_at: number | null,
   now: number,
+  limit = Infinity,
 ): Promise<Schedule> {
+  if (limit !== Infinity) await refuseNewPastLimit(tx, d.name, limit);
   const [name, queue, cron, timezone, payload, priority, maxAttempts, leaseMs, base, max, missed] =
     definitionColumns(d);
   const [row] = await tx<ScheduleRow[]>`
@@ -40,6 +48,29 @@ export async function putSchedule(
       revision = schedules.revision + 1, updated_at = excluded.updated_at
     RETURNING *`;
   return rowToSchedule(row);
+}
+
+/**
+ * Throws `conflict` when `name` is a new schedule and `limit` exist. A lock of this schema's
+ * schedule definitions (advisory: nothing but another definition waits for it, ticks do not)
+ * makes the count exact across servers: two creations cannot both count the same last free
+ * place. A deadlock with another batch is retried by the group commit.
+ */
+async function refuseNewPastLimit(tx: TxSql, name: string, limit: number): Promise<void> {
+  await tx`SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.schedules', 0))`;
+  const [row] = await tx<{ exists: boolean; n: number }[]>`
+    SELECT EXISTS (SELECT 1 FROM schedules WHERE name = ${name}) AS exists,
+      (SELECT count(*)::int FROM schedules) AS n`;
+  if (!row.exists && row.n >= limit) throw scheduleLimitReached(name, limit);
+}
+
+/** How many schedules there are, running and paused. */
+export async function countSchedules(sql: Sql): Promise<ScheduleCounts> {
+  const [row] = await sql<ScheduleCounts[]>`
+    SELECT count(*) FILTER (WHERE NOT paused)::int AS active,
+      count(*) FILTER (WHERE paused)::int AS paused
+    FROM schedules`;
+  return row;
 }
 
 /** Reads a schedule, or null. */

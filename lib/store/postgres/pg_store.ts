@@ -65,6 +65,7 @@ import {
   type QueueCounts,
   type RemoteLeaseEnd,
   type RunNowResult,
+  type ScheduleCounts,
   type ScheduleTick,
   type Store,
   type StoreCapabilities,
@@ -939,8 +940,13 @@ export class PgStore implements Store {
     definition: ScheduleDefinition,
     next_at: number | null,
     now: number,
+    limit?: number,
   ): Promise<Schedule> {
-    return this.#write((tx) => schedules.putSchedule(tx, definition, next_at, now));
+    return this.#write((tx) => schedules.putSchedule(tx, definition, next_at, now, limit));
+  }
+
+  countSchedules(): Promise<ScheduleCounts> {
+    return this.#read("count schedules", (sql) => schedules.countSchedules(sql));
   }
 
   getSchedule(name: string): Promise<Schedule | null> {

@@ -9,8 +9,14 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { Enqueued } from "../../core/job.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
-import { definitionColumns, rowToSchedule, type ScheduleRow, tickTaken } from "../schedule_row.ts";
-import type { ScheduleTick } from "../store.ts";
+import {
+  definitionColumns,
+  rowToSchedule,
+  scheduleLimitReached,
+  type ScheduleRow,
+  tickTaken,
+} from "../schedule_row.ts";
+import type { ScheduleCounts, ScheduleTick } from "../store.ts";
 import { CountedStatement, type StatementCount } from "./counted_statement.ts";
 
 /** The `schedules` table of one SQLite database. */
@@ -23,9 +29,19 @@ export class SqliteSchedules {
   }
 
   /** Creates or replaces a schedule (see `Store.putSchedule`). */
-  put(d: ScheduleDefinition, next_at: number | null, now: number): Schedule {
+  put(d: ScheduleDefinition, next_at: number | null, now: number, limit = Infinity): Schedule {
+    if (limit !== Infinity && this.#s.byName.get(d.name) === undefined) {
+      const { active, paused } = this.count();
+      if (active + paused >= limit) throw scheduleLimitReached(d.name, limit);
+    }
     const row = this.#s.upsert.get(...definitionColumns(d), next_at, now) as unknown as ScheduleRow;
     return rowToSchedule(row);
+  }
+
+  /** How many schedules there are, running and paused. */
+  count(): ScheduleCounts {
+    const row = this.#s.count.get() as { active: number | null; paused: number | null };
+    return { active: row.active ?? 0, paused: row.paused ?? 0 };
   }
 
   /** Reads a schedule, or null. */
@@ -92,6 +108,7 @@ function prepareSchedules(db: DatabaseSync, count: StatementCount) {
        RETURNING *`,
     ),
     byName: p("SELECT * FROM schedules WHERE name = ?"),
+    count: p("SELECT sum(paused = 0) AS active, sum(paused = 1) AS paused FROM schedules"),
     all: p("SELECT * FROM schedules ORDER BY name"),
     delete: p("DELETE FROM schedules WHERE name = ?"),
     pause: p(

@@ -70,6 +70,7 @@ import {
   type NackResult,
   type QueueCounts,
   type RunNowResult,
+  type ScheduleCounts,
   type ScheduleTick,
   type StateCounts,
   type Store,
@@ -876,8 +877,13 @@ export class SqliteStore implements Store {
     definition: ScheduleDefinition,
     next_at: number | null,
     now: number,
+    limit?: number,
   ): Promise<Schedule> {
-    return this.#write(() => this.#schedules.put(definition, next_at, now));
+    return this.#write(() => this.#schedules.put(definition, next_at, now, limit));
+  }
+
+  countSchedules(): Promise<ScheduleCounts> {
+    return this.#read(() => this.#schedules.count());
   }
 
   getSchedule(name: string): Promise<Schedule | null> {
