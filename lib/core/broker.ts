@@ -498,11 +498,11 @@ export class Broker {
       if (full) this.#again.add(queue);
       let delivered = 0;
       for (const dealt of lists) delivered += dealt.length;
-      this.#gate.recheck(queue, delivered);
-      // Credit left unused because the queue's rate held the claim back: offer the queue again
-      // when the next token comes (one timer per queue, never a spin).
       let asked = 0;
       for (const want of wants) asked += want.max;
+      this.#gate.recheck(queue, { delivered, asked });
+      // Credit left unused because the queue's rate held the claim back: offer the queue again
+      // when the next token comes (one timer per queue, never a spin).
       if (delivered < asked) this.#armHeld(queue);
     } while (this.#again.has(queue));
   }

@@ -1,21 +1,29 @@
 /**
- * Delivery before intake. When the server itself is the bottleneck — a queue's ready backlog far
- * above the credit its subscribers hold, while some of them have room for more — an enqueue to
- * that queue waits for a moment before it is stored, so the server spends its time delivering
- * what it has instead of accepting more than it can deliver (the backlog, and with it the time a
- * job waits, would otherwise grow without bound). Producers see this only as slower answers,
- * never as errors. Held enqueues go on as delivery proceeds: each claim that leases jobs lets
- * through held enqueues carrying as many jobs (at least one enqueue), so while the backlog is over
- * the bound it cannot grow faster than it is delivered, and once it is back to where it was when it
- * started to grow, everything goes. A backlog that is being worked through, however deep (one that
- * was there before), holds nothing. All go once the backlog is
- * within the bound, and any held enqueue goes after {@linkcode MAX_HOLD_MS}.
+ * Delivery before intake. When the server itself is the bottleneck — a queue's ready backlog above
+ * a quarter of the credit its subscribers hold, while some of them have room for more — an
+ * enqueue to that queue waits for a moment before it is stored, so the server spends its time
+ * delivering what it has instead of accepting more than it can deliver (the backlog, and with it
+ * the time a job waits, would otherwise grow, or stay wherever a burst left it). Producers see
+ * this only as slower answers, never as errors. Held enqueues go on as delivery proceeds: each
+ * claim that leases jobs lets through held enqueues carrying as many jobs as it leased less the
+ * backlog's excess over the bound, so the backlog shrinks back to the bound and stays there; all
+ * go once it is within the bound, and any held enqueue goes after {@linkcode MAX_HOLD_MS}.
+ *
+ * A deep backlog (from {@linkcode DEEP_BACKLOG_PER_PREFETCH} rounds of credit: one a burst left
+ * while nobody consumed, or jobs of lower priority that new ones overtake) is only kept from
+ * growing: the gate closes when it grew between the last two claims that leased jobs, lets held
+ * enqueues in at the pace of delivery, and opens once the backlog is back to where it began.
+ * Holding producers until it is worked down would stall them for as long as that takes, while the
+ * jobs they send may be the first to go (and their consumers, starved of them, would work on the
+ * old ones meanwhile).
  *
  * Nothing is held when the queue has no subscribers (a burst with nobody consuming is accepted at
  * full speed), when every subscriber's credit is in use (slow consumers, not a slow server: the
- * backlog is theirs to work through), while delivery from the queue is stalled (paused), or when
- * the store has no ready count for it (PostgreSQL estimates one only for queues this server
- * enqueues into, see PgStore.backlogHint).
+ * backlog is theirs to work through), while the queue's own state holds delivery back (its last
+ * claim got fewer jobs than it asked for and jobs stayed ready: paused, or its concurrency, rate
+ * or group limit at work, which producers must not be slowed down to), or when the store has no ready
+ * count for it (PostgreSQL estimates one only for queues this server enqueues into, see
+ * PgStore.backlogHint).
  *
  * @module
  */
@@ -29,7 +37,15 @@ export interface IntakeView {
 }
 
 /** The backlog allowed, as a multiple of the subscribers' summed prefetch. */
-export const BACKLOG_PER_PREFETCH = 1;
+export const BACKLOG_PER_PREFETCH = 0.25;
+
+/**
+ * From this many times the subscribers' summed prefetch, a backlog is deep: one left by a burst
+ * nobody consumed, or jobs of lower priority that new ones overtake. Holding producers until it
+ * is worked down would stall them for as long as that takes, so a deep backlog is only kept from
+ * growing.
+ */
+export const DEEP_BACKLOG_PER_PREFETCH = 16;
 
 /** Longest time one enqueue is held, ms. */
 export const MAX_HOLD_MS = 100;
@@ -51,14 +67,15 @@ interface Waiting {
 export class IntakeGate {
   readonly #view: IntakeView;
   readonly #held = new Map<string, Waiting>();
+  /** Queues whose delivery their own state holds back (paused, limits): nothing is held. */
   readonly #stalled = new Set<string>();
   /**
    * Each queue's ready count after its last two claims that leased jobs (counts change only at
    * commits, so growth shows between two claims, not since the last one).
    */
   readonly #passes = new Map<string, { last: number; before: number }>();
-  /** Queues whose gate is closed, and the backlog at which it opens again. */
-  readonly #closedAt = new Map<string, number>();
+  /** Deep backlogs that grew, and the level they are held back to. */
+  readonly #grewFrom = new Map<string, number>();
 
   /** A gate deciding from `view`. */
   constructor(view: IntakeView) {
@@ -70,7 +87,7 @@ export class IntakeGate {
    * it may.
    */
   admit(queue: string, jobs: number): Promise<void> | null {
-    if (!this.#lagging(queue, true)) return null;
+    if (this.#hold(queue, true) === null) return null;
     return new Promise((resolve) => {
       const held: Held = { jobs, resolve, until: performance.now() + MAX_HOLD_MS };
       let waiting = this.#held.get(queue);
@@ -85,29 +102,36 @@ export class IntakeGate {
   }
 
   /**
-   * Looks again after delivery from `queue` moved (a claim committed, a subscriber left):
-   * `delivered` is how many jobs that claim leased, which lets held enqueues carrying as many
-   * through; all go once the backlog is within bounds. A claim that leased nothing while jobs
-   * are ready means delivery is stalled (the queue is paused): nothing is held until a claim
-   * leases again.
+   * Looks again after delivery from `queue` moved (a claim committed, a subscriber left). With
+   * the claim's figures: `delivered` jobs leased let held enqueues through as the backlog allows
+   * (all go once it is within bounds); a claim that got fewer than it `asked` for while jobs stay
+   * ready was held back by the queue itself (paused, or its concurrency, rate or group limit), and
+   * nothing is held until a claim gets all it asked for again.
    */
-  recheck(queue: string, delivered?: number): void {
-    if (delivered !== undefined && delivered > 0) this.#stalled.delete(queue);
-    else if (delivered === 0 && (this.#view.ready(queue) ?? 0) > 0) this.#stalled.add(queue);
-    if (delivered !== undefined && delivered > 0) {
+  recheck(queue: string, claim?: { delivered: number; asked: number }): void {
+    if (claim !== undefined) {
       const ready = this.#view.ready(queue);
-      const passes = this.#passes.get(queue);
-      if (ready === undefined) this.#passes.delete(queue);
-      else if (passes === undefined) this.#passes.set(queue, { last: ready, before: 0 });
-      else {
-        passes.before = passes.last;
-        passes.last = ready;
+      if (claim.delivered < claim.asked && (ready ?? 0) > 0) this.#stalled.add(queue);
+      else this.#stalled.delete(queue);
+      if (claim.delivered > 0) {
+        const passes = this.#passes.get(queue);
+        if (ready === undefined) this.#passes.delete(queue);
+        else if (passes === undefined) this.#passes.set(queue, { last: ready, before: 0 });
+        else {
+          passes.before = passes.last;
+          passes.last = ready;
+        }
       }
     }
-    const lagging = this.#lagging(queue, false);
+    // Judged at every claim, held enqueues or not: a deep backlog's growth shows between claims.
+    const hold = this.#hold(queue, false);
     const waiting = this.#held.get(queue);
     if (waiting === undefined) return;
-    let allowance = lagging ? delivered ?? 0 : Infinity;
+    // A claim lets in what it delivered less what the backlog is over the bound, so the backlog
+    // shrinks to it; a deep one's growth only at the pace of delivery (draining it would starve
+    // the consumers of the new jobs while they work on the old). Once nothing is over, all go.
+    const delivered = claim?.delivered ?? 0;
+    let allowance = hold === null ? Infinity : hold.deep ? delivered : delivered - hold.over;
     let going = 0;
     while (going < waiting.list.length && allowance > 0) {
       allowance -= waiting.list[going].jobs;
@@ -146,31 +170,36 @@ export class IntakeGate {
   }
 
   /**
-   * Whether delivery lags behind intake. The gate closes when the backlog is above the bound and
-   * grew between the last two claims that leased jobs, and opens again once it is back to where
-   * it was when it started growing (or within the bound): so it cannot grow without bound, while
-   * a deep backlog that is being worked through (one that was there before) holds nothing. A new
-   * enqueue is held only while some subscriber has room (it waits on the server, not on its own
-   * work).
+   * Whether to hold enqueues to `queue`, and by how many jobs its ready backlog is over where the
+   * gate holds it; null when nothing is to be held. Within {@linkcode DEEP_BACKLOG_PER_PREFETCH}
+   * rounds of credit, the bound is {@linkcode BACKLOG_PER_PREFETCH} of the subscribers' summed
+   * prefetch; a deeper backlog is held only once it grows (between the last two claims that leased
+   * jobs), until it is back to where it began. Nothing is held without subscribers or a ready
+   * count, while the queue itself holds delivery back, or (for a new enqueue) while no subscriber
+   * has room: then it waits on its consumers, not on the server.
    */
-  #lagging(queue: string, arriving: boolean): boolean {
+  #hold(queue: string, arriving: boolean): { over: number; deep: boolean } | null {
     const ready = this.#view.ready(queue);
     const { prefetch, room } = this.#view.credit(queue);
     if (this.#stalled.has(queue) || ready === undefined || prefetch === 0) {
-      this.#closedAt.delete(queue);
-      return false;
+      this.#grewFrom.delete(queue);
+      return null;
     }
-    if (arriving && room === 0) return false;
+    if (arriving && room === 0) return null;
     const bound = BACKLOG_PER_PREFETCH * prefetch;
-    const closedAt = this.#closedAt.get(queue);
-    if (closedAt !== undefined) {
-      if (ready > closedAt) return true;
-      this.#closedAt.delete(queue);
-      return false;
+    if (ready <= DEEP_BACKLOG_PER_PREFETCH * prefetch) {
+      this.#grewFrom.delete(queue);
+      return ready > bound ? { over: ready - bound, deep: false } : null;
     }
-    const before = this.#passes.get(queue)?.before ?? 0;
-    if (ready <= bound || ready <= before) return false;
-    this.#closedAt.set(queue, Math.max(bound, before));
-    return true;
+    let from = this.#grewFrom.get(queue);
+    if (from === undefined) {
+      const before = this.#passes.get(queue)?.before ?? 0;
+      if (ready <= before) return null; // a deep backlog being worked through
+      from = Math.max(bound, before);
+      this.#grewFrom.set(queue, from);
+    }
+    if (ready > from) return { over: ready - from, deep: true };
+    this.#grewFrom.delete(queue);
+    return null;
   }
 }

@@ -12,6 +12,7 @@ import { ManualClock } from "../../lib/core/clock.ts";
 import { MAX_HOLD_MS } from "../../lib/core/intake_gate.ts";
 import type { Delivery, NewJob } from "../../lib/core/job.ts";
 import type { Store } from "../../lib/store/store.ts";
+import { DEFAULT_QUEUE_SETTINGS } from "../../lib/core/queue_settings.ts";
 import { SqliteStore } from "../../lib/store/sqlite/sqlite_store.ts";
 import { PgStore } from "../../lib/store/postgres/pg_store.ts";
 import { hasSettled } from "../helpers/http_calls.ts";
@@ -74,6 +75,8 @@ interface Harness extends AsyncDisposable {
    * speak of; a PostgreSQL one takes a few round trips, far less than a quarter of a hold).
    */
   admitted(enqueue: Promise<unknown>): Promise<boolean>;
+  /** Waits (up to a second) until `done()` holds. */
+  settled(done: () => boolean): Promise<void>;
 }
 
 /** What the gate reads of a store: its exact ready count, else its estimate. */
@@ -102,6 +105,7 @@ async function sqliteHarness(): Promise<Harness> {
     broker,
     ready: (queue) => readyOf(store, queue),
     admitted: hasSettled,
+    settled: until,
     [Symbol.asyncDispose]: async () => {
       broker.close();
       await cleanup();
@@ -129,11 +133,18 @@ async function pgHarness(): Promise<Harness> {
     broker,
     ready: (queue) => readyOf(store, queue),
     admitted: (enqueue) => settlesWithin(enqueue, MAX_HOLD_MS / 4),
+    settled: until,
     [Symbol.asyncDispose]: async () => {
       broker.close();
       await cleanup();
     },
   };
+}
+
+/** Waits until `done()` holds, polling each millisecond for up to a second. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setTimeout(r, 1));
+  assert.ok(done(), "the awaited delivery never came");
 }
 
 /** True when `promise` settles within `ms`. */
@@ -172,23 +183,80 @@ for (
     assert.equal(sub.received.length, 7);
   });
 
-  test("held enqueues go on as jobs are delivered, as many jobs as were delivered", async () => {
+  test("a backlog that stands above the bound holds enqueues too, until delivery drains it", async () => {
     await using h = await harness();
     const sub = new TestSubscriber("q", 2);
     h.broker.subscribe(sub);
-    await h.broker.enqueue("q", jobs(100)); // a deep backlog, already there
+    await h.broker.enqueue("q", jobs(10)); // a backlog a burst left: not growing, still deep
+    const startedAt = performance.now();
+    const held = h.broker.enqueue("q", jobs(1));
+    // Four delivered leave 6 ready, 4 over the bound of 2: what they let in is eaten by the
+    // excess, so the backlog shrinks instead of staying where it was.
+    sub.allowance = 4;
+    h.broker.wake("q");
+    assert.equal(await h.admitted(held), false, "held while 6 are ready for a prefetch of 2");
+    // Three more leave 3 ready, 1 over: three delivered less one of excess let the enqueue in.
+    sub.allowance = 3;
+    h.broker.wake("q");
+    assert.equal((await held).length, 1);
+    assert.ok(performance.now() - startedAt < MAX_HOLD_MS, "let in by delivery, not by the timer");
+    assert.equal(sub.received.length, 7);
+  });
+
+  test("held enqueues go on as jobs are delivered: as many jobs as delivered beyond the excess", async () => {
+    await using h = await harness();
+    const sub = new TestSubscriber("q", 2); // a bound of half a job: any backlog is over it
+    h.broker.subscribe(sub);
+    await h.broker.enqueue("q", jobs(5));
     const first = h.broker.enqueue("q", jobs(2));
     const second = h.broker.enqueue("q", jobs(1));
-    assert.equal(await h.admitted(first), false);
-    // Two jobs delivered let two jobs in: the first enqueue; the second still waits.
-    sub.allowance = 2;
+    // Three delivered leave 2 ready, 1.5 over the bound: the 1.5 jobs' worth left lets the first
+    // in (an enqueue goes whole); the second still waits.
+    sub.allowance = 3;
     h.broker.wake("q");
     assert.equal((await first).length, 2);
     assert.equal(await h.admitted(second), false);
-    sub.allowance = 1;
+    // The first's two jobs make 4 ready; four delivered bring it to the bound: all go.
+    sub.allowance = 4;
     h.broker.wake("q");
     assert.equal((await second).length, 1);
-    assert.equal(sub.received.length, 3);
+    assert.equal(sub.received.length, 7);
+  });
+
+  test("a deep backlog lets held enqueues in at the pace of delivery, not once worked down", async () => {
+    await using h = await harness();
+    const sub = new TestSubscriber("q", 2); // deep from 16 rounds of credit: 32 jobs
+    h.broker.subscribe(sub);
+    await h.broker.enqueue("q", jobs(100));
+    sub.allowance = 2;
+    h.broker.wake("q");
+    await h.settled(() => sub.received.length === 2);
+    const startedAt = performance.now();
+    const held = h.broker.enqueue("q", jobs(8));
+    assert.equal(await h.admitted(held), false, "held: 98 ready for a prefetch of 2");
+    // Two more delivered leave 96 ready, far over the bound, yet they let the enqueue in: new
+    // jobs (which may well go first, at a higher priority) do not wait for the old to be worked
+    // down, which could take as long as the backlog is deep.
+    sub.allowance = 2;
+    h.broker.wake("q");
+    assert.equal((await held).length, 8);
+    assert.ok(performance.now() - startedAt < MAX_HOLD_MS, "let in by delivery, not by the timer");
+  });
+
+  test("an enqueue is not held while the queue's concurrency holds delivery back", async () => {
+    await using h = await harness();
+    await h.broker.putSettings("q", { ...DEFAULT_QUEUE_SETTINGS, concurrency: 2 });
+    const sub = new TestSubscriber("q", 4);
+    sub.allowance = 4;
+    h.broker.subscribe(sub);
+    await h.broker.enqueue("q", jobs(50));
+    assert.equal(sub.received.length, 2);
+    // An ack frees one slot: the next claim asks for 2 and gets 1 of the 47 ready. The
+    // concurrency, not the server, keeps the backlog: producers are not slowed down to it.
+    const [done] = sub.received;
+    await h.broker.ack(done.job.id, done.lease.token, null);
+    await h.settled(() => sub.received.length === 3);
+    assert.equal(await h.admitted(h.broker.enqueue("q", jobs(1))), true);
   });
 
   test("an enqueue is not held when nobody subscribes: a burst goes at full speed", async () => {
