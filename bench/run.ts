@@ -109,9 +109,10 @@ postgres://postgres@127.0.0.1:5432/postgres), a fresh schema per workload, dropp
 A peer that cannot be started is skipped with the reason. "floor" is not a queue:
 bench/floor_server.ts speaks the same protocol as tegami and stores nothing, to show what the
 runtime alone costs; "floorsdk" is that floor driven through the client library, as "sdk" drives
-tegami, to show what the runtime alone costs for the library's traffic. "pgfloor" is not a queue either: tegami's PostgreSQL table driven from the
-bench with one claim and one ack statement per batch and no server (bench/peers/pg_floor.ts), in W2
-only, to show what PostgreSQL alone does on this machine.`;
+tegami, to show what the runtime alone costs for the library's traffic. "pgfloor" is not a queue
+either: tegami's PostgreSQL table driven from the bench with one claim and one ack statement per
+batch and no server (bench/peers/pg_floor.ts), in W2 only, to show what PostgreSQL alone does on
+this machine.`;
 
 /** A command-line mistake: printed with the help hint, exit code 2. */
 class UsageError extends Error {}

@@ -16,6 +16,7 @@ import { DEFAULT_QUEUE_SETTINGS } from "../../lib/core/queue_settings.ts";
 import { SqliteStore } from "../../lib/store/sqlite/sqlite_store.ts";
 import { PgStore } from "../../lib/store/postgres/pg_store.ts";
 import { hasSettled } from "../helpers/http_calls.ts";
+import { eventually } from "../helpers/ws_client.ts";
 import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../helpers/pg.ts";
 
 function job(n: number): NewJob {
@@ -75,8 +76,6 @@ interface Harness extends AsyncDisposable {
    * speak of; a PostgreSQL one takes a few round trips, far less than a quarter of a hold).
    */
   admitted(enqueue: Promise<unknown>): Promise<boolean>;
-  /** Waits (up to a second) until `done()` holds. */
-  settled(done: () => boolean): Promise<void>;
 }
 
 /** What the gate reads of a store: its exact ready count, else its estimate. */
@@ -105,7 +104,6 @@ async function sqliteHarness(): Promise<Harness> {
     broker,
     ready: (queue) => readyOf(store, queue),
     admitted: hasSettled,
-    settled: until,
     [Symbol.asyncDispose]: async () => {
       broker.close();
       await cleanup();
@@ -133,18 +131,11 @@ async function pgHarness(): Promise<Harness> {
     broker,
     ready: (queue) => readyOf(store, queue),
     admitted: (enqueue) => settlesWithin(enqueue, MAX_HOLD_MS / 4),
-    settled: until,
     [Symbol.asyncDispose]: async () => {
       broker.close();
       await cleanup();
     },
   };
-}
-
-/** Waits until `done()` holds, polling each millisecond for up to a second. */
-async function until(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setTimeout(r, 1));
-  assert.ok(done(), "the awaited delivery never came");
 }
 
 /** True when `promise` settles within `ms`. */
@@ -230,7 +221,7 @@ for (
     await h.broker.enqueue("q", jobs(100));
     sub.allowance = 2;
     h.broker.wake("q");
-    await h.settled(() => sub.received.length === 2);
+    await eventually(() => sub.received.length === 2, "the first two deliveries");
     const startedAt = performance.now();
     const held = h.broker.enqueue("q", jobs(8));
     assert.equal(await h.admitted(held), false, "held: 98 ready for a prefetch of 2");
@@ -255,7 +246,7 @@ for (
     // concurrency, not the server, keeps the backlog: producers are not slowed down to it.
     const [done] = sub.received;
     await h.broker.ack(done.job.id, done.lease.token, null);
-    await h.settled(() => sub.received.length === 3);
+    await eventually(() => sub.received.length === 3, "the delivery the ack allowed");
     assert.equal(await h.admitted(h.broker.enqueue("q", jobs(1))), true);
   });
 

@@ -12,107 +12,75 @@ import type { SQLOutputValue } from "node:sqlite";
 import type { JobRow } from "../job_row.ts";
 import type { CountedStatement, Params } from "./counted_statement.ts";
 
-/** Every member of a {@linkcode JobRow}: the columns a row statement must answer. */
-const JOB_COLUMNS = [
-  "id",
-  "queue",
-  "state",
-  "priority",
-  "key",
-  "key_expires_at",
-  "released_key",
-  "grp",
-  "payload",
-  "attempts",
-  "max_attempts",
-  "run_at",
-  "lease_ms",
-  "backoff_base_ms",
-  "backoff_max_ms",
-  "created_at",
-  "checkpoint",
-  "progress",
-  "progress_at",
-  "result",
-  "last_error",
-  "lease_token",
-  "lease_len_ms",
-  "lease_expires_at",
-  "finished_at",
-] as const satisfies readonly (keyof JobRow)[];
-
-/** A JobRow member missing from JOB_COLUMNS makes this `never`, and the line below fail. */
-type EveryMember = Exclude<keyof JobRow, typeof JOB_COLUMNS[number]> extends never ? true : never;
-const everyMember: EveryMember = true;
-void everyMember;
-
 type Values = SQLOutputValue[];
 
 /**
  * Builds a JobRow from the values of a row whose columns are `names`; throws at once if one of
- * the row's members is not among them (a statement that does not answer whole rows).
+ * the row's members is not among them (a statement that does not answer whole rows). Both lists
+ * below are checked against JobRow by the compiler: a member missing or extra fails the build.
  */
 function jobRowReader(names: string[]): (values: Values) => JobRow {
-  const at = JOB_COLUMNS.map((column) => {
+  const at = (column: keyof JobRow): number => {
     const index = names.indexOf(column);
     if (index < 0) throw new Error(`A job row statement does not answer the column ${column}`);
     return index;
-  });
-  const [
-    id,
-    queue,
-    state,
-    priority,
-    key,
-    keyExpiresAt,
-    releasedKey,
-    grp,
-    payload,
-    attempts,
-    maxAttempts,
-    runAt,
-    leaseMs,
-    backoffBaseMs,
-    backoffMaxMs,
-    createdAt,
-    checkpoint,
-    progress,
-    progressAt,
-    result,
-    lastError,
-    leaseToken,
-    leaseLenMs,
-    leaseExpiresAt,
-    finishedAt,
-  ] = at;
+  };
+  const c = {
+    id: at("id"),
+    queue: at("queue"),
+    state: at("state"),
+    priority: at("priority"),
+    key: at("key"),
+    key_expires_at: at("key_expires_at"),
+    released_key: at("released_key"),
+    grp: at("grp"),
+    payload: at("payload"),
+    attempts: at("attempts"),
+    max_attempts: at("max_attempts"),
+    run_at: at("run_at"),
+    lease_ms: at("lease_ms"),
+    backoff_base_ms: at("backoff_base_ms"),
+    backoff_max_ms: at("backoff_max_ms"),
+    created_at: at("created_at"),
+    checkpoint: at("checkpoint"),
+    progress: at("progress"),
+    progress_at: at("progress_at"),
+    result: at("result"),
+    last_error: at("last_error"),
+    lease_token: at("lease_token"),
+    lease_len_ms: at("lease_len_ms"),
+    lease_expires_at: at("lease_expires_at"),
+    finished_at: at("finished_at"),
+  } satisfies Record<keyof JobRow, number>;
   // One object literal: every row gets the same shape.
-  return (v) => ({
-    id: v[id],
-    queue: v[queue],
-    state: v[state],
-    priority: v[priority],
-    key: v[key],
-    key_expires_at: v[keyExpiresAt],
-    released_key: v[releasedKey],
-    grp: v[grp],
-    payload: v[payload],
-    attempts: v[attempts],
-    max_attempts: v[maxAttempts],
-    run_at: v[runAt],
-    lease_ms: v[leaseMs],
-    backoff_base_ms: v[backoffBaseMs],
-    backoff_max_ms: v[backoffMaxMs],
-    created_at: v[createdAt],
-    checkpoint: v[checkpoint],
-    progress: v[progress],
-    progress_at: v[progressAt],
-    result: v[result],
-    last_error: v[lastError],
-    lease_token: v[leaseToken],
-    lease_len_ms: v[leaseLenMs],
-    lease_expires_at: v[leaseExpiresAt],
-    finished_at: v[finishedAt],
-  } as JobRow);
+  return (v) =>
+    ({
+      id: v[c.id],
+      queue: v[c.queue],
+      state: v[c.state],
+      priority: v[c.priority],
+      key: v[c.key],
+      key_expires_at: v[c.key_expires_at],
+      released_key: v[c.released_key],
+      grp: v[c.grp],
+      payload: v[c.payload],
+      attempts: v[c.attempts],
+      max_attempts: v[c.max_attempts],
+      run_at: v[c.run_at],
+      lease_ms: v[c.lease_ms],
+      backoff_base_ms: v[c.backoff_base_ms],
+      backoff_max_ms: v[c.backoff_max_ms],
+      created_at: v[c.created_at],
+      checkpoint: v[c.checkpoint],
+      progress: v[c.progress],
+      progress_at: v[c.progress_at],
+      result: v[c.result],
+      last_error: v[c.last_error],
+      lease_token: v[c.lease_token],
+      lease_len_ms: v[c.lease_len_ms],
+      lease_expires_at: v[c.lease_expires_at],
+      finished_at: v[c.finished_at],
+    }) satisfies Record<keyof JobRow, SQLOutputValue> as unknown as JobRow;
 }
 
 /** A prepared statement answering whole `jobs` rows, as {@linkcode JobRow}s. */
