@@ -394,6 +394,30 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.equal(second?.lease_ms, null);
   });
 
+  test("enqueue() of a long batch mixing keyed and unkeyed jobs keeps each its place and id", async (store) => {
+    // Longer than any one statement takes, with keyed jobs (one of them a duplicate) between.
+    const jobs = Array.from(
+      { length: 150 },
+      (_, i) =>
+        newJob({ payload: String(i), key: i % 10 === 3 ? `k${i}` : i === 77 ? "k3" : null }),
+    );
+    const out = await store.enqueue("q", jobs, T0);
+    assert.deepEqual(out.map((e, i) => [i, e.deduplicated]).filter(([, d]) => d), [[77, true]]);
+    assert.equal(out[77].id, out[3].id);
+    const stored = out.filter((e) => !e.deduplicated);
+    for (let i = 1; i < stored.length; i++) assert.ok(stored[i].id > stored[i - 1].id);
+    const rows = await Promise.all(out.map((e) => store.get(e.id)));
+    assert.deepEqual(
+      rows.map((job) => job?.payload),
+      jobs.map((job, i) => i === 77 ? "3" : job.payload),
+    );
+    const claimed = await store.claim("q", 200, null, T0);
+    assert.deepEqual(
+      claimed.map((d) => d.job.payload),
+      jobs.map((job) => job.payload).filter((_, i) => i !== 77),
+    );
+  });
+
   test("enqueue() makes a job due later delayed and one due now or earlier pending", async (store) => {
     const out = await store.enqueue("q", [
       newJob({ run_at: T0 + 1 }),

@@ -12,7 +12,8 @@
  */
 
 import { attempted, type JobRow, rowToJob, zeroCounts } from "../job_row.ts";
-import { DatabaseSync } from "node:sqlite";
+import { DatabaseSync, type SQLInputValue } from "node:sqlite";
+import { JobInsert } from "./job_insert.ts";
 import { JobRowStatement } from "./job_row_statement.ts";
 import { CountedStatement, type StatementCount } from "./counted_statement.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
@@ -360,9 +361,20 @@ export class SqliteStore implements Store {
       if (jobs.some((job) => job.group != null)) this.#trackGroups();
       const settings = this.#settingsOf(queue);
       const out: Enqueued[] = new Array(jobs.length);
+      // New rows wait in `values` (their answers in `fresh`, ids to come) and go in together; a
+      // keyed job first inserts those before it, so that ids keep the order of `jobs`.
+      const values: SQLInputValue[] = [];
+      const fresh: Enqueued[] = [];
+      const insertWaiting = () => {
+        const first = s.insertJobs.insert(values);
+        for (let k = 0; k < fresh.length; k++) fresh[k].id = first + k;
+        values.length = 0;
+        fresh.length = 0;
+      };
       for (let i = 0; i < jobs.length; i++) {
         const job = withQueueDefaults(jobs[i], settings);
         if (job.key !== null) {
+          if (fresh.length > 0) insertWaiting();
           const holder = s.findByKey.get(queue, job.key) as KeyHolderRow | undefined;
           if (holder !== undefined) {
             const answer = this.#duplicate(queue, holder, job, now);
@@ -374,7 +386,8 @@ export class SqliteStore implements Store {
         }
         const state = initialState(job.run_at, now);
         if (job.group != null) this.#grouped.add(queue);
-        const info = s.insert.run(
+        const runAt = state === "delayed" ? job.run_at : now;
+        values.push(
           queue,
           state,
           job.priority,
@@ -382,7 +395,7 @@ export class SqliteStore implements Store {
           job.group ?? null,
           job.payload,
           job.max_attempts,
-          state === "delayed" ? job.run_at : now,
+          runAt,
           job.lease_ms,
           job.backoff?.base_ms ?? null,
           job.backoff?.max_ms ?? null,
@@ -390,14 +403,10 @@ export class SqliteStore implements Store {
           keyExpiresAt(job, now),
         );
         this.#moves.push([queue, null, state]);
-        out[i] = {
-          id: Number(info.lastInsertRowid),
-          deduplicated: false,
-          duplicate: null,
-          state,
-          run_at: state === "delayed" ? job.run_at : now,
-        };
+        out[i] = { id: 0, deduplicated: false, duplicate: null, state, run_at: runAt };
+        fresh.push(out[i]);
       }
+      if (fresh.length > 0) insertWaiting();
       if (tick !== undefined) this.#schedules.record(tick, out);
       return out;
     });
@@ -1206,11 +1215,7 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     findByKey: p(
       "SELECT id, state, run_at, key_expires_at FROM jobs WHERE queue = ? AND key = ?",
     ),
-    insert: p(
-      `INSERT INTO jobs (queue, state, priority, key, grp, payload, max_attempts, run_at,
-         lease_ms, backoff_base_ms, backoff_max_ms, created_at, key_expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
+    insertJobs: new JobInsert(p),
     releaseKey: p("UPDATE jobs SET released_key = key, key = NULL WHERE id = ?"),
     replaceJob: p(
       `UPDATE jobs SET state = ?, payload = ?, priority = ?, max_attempts = ?, run_at = ?,
