@@ -992,6 +992,69 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.deepEqual(await countsOf(store, "q"), counts({ done: 1 }));
   });
 
+  test("acks submitted together each complete their own job with their own result", async (store) => {
+    const ids = (await store.enqueue("q", Array.from({ length: 70 }, () => newJob()), T0)).map((
+      e,
+    ) => e.id);
+    const leases = await store.claim("q", 70, null, T0);
+    // A write after them that fails makes the transaction run again without it: the acks are
+    // done again in the rerun, not only in the try that was rolled back.
+    const [acked, failed] = await Promise.all([
+      Promise.all(leases.map((d, i) => store.ack(d.job.id, d.lease.token, `${i}`, T0 + i))),
+      store.extend(leases[0].job.id, "not-a-token", null, T0).catch((e) => e.code),
+    ]);
+    assert.equal(failed, "lease_lost");
+    assert.deepEqual(acked, leases.map((d) => ({ id: d.job.id, queue: "q", frees: false })));
+    const jobs = await Promise.all(leases.map((d) => store.get(d.job.id)));
+    assert.deepEqual(
+      jobs.map((job) => [job?.state, job?.result, job?.finished_at, job?.lease_expires_at]),
+      leases.map((_, i) => ["done", `${i}`, T0 + i, null]),
+    );
+    assert.deepEqual(new Set(leases.map((d) => d.job.id)), new Set(ids));
+    assert.deepEqual(await countsOf(store, "q"), counts({ done: 70 }));
+  });
+
+  test("acks submitted together each settle their own lease; a stale one fails alone", async (store) => {
+    // More than one statement's worth, submitted in one go, with a stale token, an unknown job
+    // and a repeated ack among them, then a nack: each answered as if it had come alone.
+    const ids = (await store.enqueue("q", Array.from({ length: 70 }, () => newJob()), T0)).map((
+      e,
+    ) => e.id);
+    const leases = await store.claim("q", 70, null, T0);
+    const tokens = new Map(leases.map((d) => [d.job.id, d.lease.token]));
+    const answers = await Promise.allSettled([
+      ...ids.slice(0, 68).map((id, i) =>
+        store.ack(id, i === 40 ? "not-a-token" : tokens.get(id)!, `${i}`, T0 + 5)
+      ),
+      store.ack(ids[3], tokens.get(ids[3])!, '"again"', T0 + 6),
+      store.ack(999_999, "nobody", null, T0 + 5),
+      store.nack(ids[68], tokens.get(ids[68])!, { error: null, delay_ms: 0, dead: false }, T0 + 5),
+      store.ack(ids[69], tokens.get(ids[69])!, '"last"', T0 + 7),
+    ]);
+    const codes = answers.map((a) =>
+      a.status === "fulfilled" ? "ok" : (a.reason as TegamiError).code
+    );
+    assert.deepEqual(
+      codes.map((code, i) => [i, code]).filter(([, code]) => code !== "ok"),
+      [[40, "lease_lost"], [69, "not_found"]],
+    );
+    const jobs = await Promise.all(ids.map((id) => store.get(id)));
+    assert.deepEqual(
+      jobs.map((job) => [job?.state, job?.result]),
+      ids.map((_, i) =>
+        i === 40
+          ? ["leased", null]
+          : i === 68
+          ? ["pending", null]
+          : i === 69
+          ? ["done", '"last"']
+          : ["done", `${i}`]
+      ),
+    );
+    assert.equal(jobs[69]?.finished_at, T0 + 7);
+    assert.deepEqual(await countsOf(store, "q"), counts({ done: 68, leased: 1, pending: 1 }));
+  });
+
   test("ack() with a stale token fails with lease_lost and changes nothing", async (store) => {
     const id = await enqueueOne(store, "q");
     const first = await claimOne(store, "q", T0, 1_000);

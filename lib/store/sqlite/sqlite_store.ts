@@ -14,6 +14,7 @@
 import { attempted, type JobRow, rowToJob, zeroCounts } from "../job_row.ts";
 import { DatabaseSync, type SQLInputValue } from "node:sqlite";
 import { JobInsert } from "./job_insert.ts";
+import { RowsStatement } from "./rows_statement.ts";
 import { JobRowStatement } from "./job_row_statement.ts";
 import { CountedStatement, type StatementCount } from "./counted_statement.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
@@ -102,6 +103,26 @@ type Move = [queue: string, from: JobState | null, to: JobState | null];
 interface KeyHolderRow extends KeyHolder {
   id: number;
 }
+/** An ack waiting for its transaction. */
+interface PendingAck {
+  id: number;
+  token: string;
+  result: string | null;
+  now: number;
+}
+
+/**
+ * Acks submitted one after another, no other write between them, and so run one after another
+ * in one transaction: the first to run settles them all at once when it can (see #ackOf).
+ */
+interface AckRun {
+  acks: PendingAck[];
+  /** The transaction (#transactions) in which the run was last tried, or -1. */
+  triedIn: number;
+  /** Whether that try settled every ack of the run. */
+  settledAll: boolean;
+}
+
 /** States a job never leaves (but by removal, or a requeue of the dead). */
 const FINISHED: ReadonlySet<JobState> = new Set(["done", "cancelled"]);
 
@@ -160,6 +181,10 @@ export class SqliteStore implements Store {
   #markAt = 0;
   /** SQLite's change counter when the open transaction began. */
   #changesAtBegin = 0;
+  /** Transactions begun, retries included: tells an ack run whether it was tried in this one. */
+  #transactions = 0;
+  /** The acks submitted since the last other write or transaction began, or null. */
+  #ackRun: AckRun | null = null;
   /** Set when close() starts: new writes are refused from then on. */
   #closed = false;
   /** Set once the database is closed: reads are refused from then on. */
@@ -283,6 +308,8 @@ export class SqliteStore implements Store {
         const failed = this.#walSync?.failure;
         if (failed) throw failed;
         s.begin.run();
+        this.#transactions++;
+        this.#ackRun = null; // an ack submitted from now on waits for the next transaction
         this.#changesAtBegin = this.#totalChanges();
       },
       commit: () => {
@@ -607,22 +634,60 @@ export class SqliteStore implements Store {
     result: string | null,
     now: number,
   ): Promise<AckResult> {
-    return this.#write(() => {
-      const changed = this.#statements.ack.run(result, now, id, token, now).changes;
-      if (changed === 1) {
-        const queue = this.#queueOf(id);
-        // In a queue with groups or a concurrency, the ack may free a slot.
-        const frees = this.#grouped.has(queue) || this.#settingsOf(queue).concurrency !== null;
-        this.#leasedQueues.delete(id);
-        this.#moves.push([queue, "leased", "done"]);
-        return { id, queue, frees };
-      }
-      const job = this.#row(id);
-      if (job.state === "done" && job.lease_token === token) {
-        return { id, queue: job.queue, frees: false }; // a repeated ack
-      }
-      throw leaseLost(id, "ack");
+    const refused = this.#writeRefusal();
+    if (refused !== null) return Promise.reject(refused);
+    // Acks submitted one after another join one run, settled together (see AckRun).
+    const run = this.#ackRun ?? { acks: [], triedIn: -1, settledAll: false };
+    const index = run.acks.push({ id, token, result, now }) - 1;
+    const acked = this.#write(() => this.#ackOf(run, index));
+    this.#ackRun = run; // after #write, which ends any run
+    return acked;
+  }
+
+  /**
+   * The ack at `index` of `run`, inside the transaction. The run's first to run tries to settle
+   * the whole run in one statement per 64 acks; if that settles every one (the common case),
+   * each ack only takes note of its own; else nothing of it is kept and each ack runs alone.
+   */
+  #ackOf(run: AckRun, index: number): AckResult {
+    if (run.triedIn !== this.#transactions) {
+      run.triedIn = this.#transactions;
+      run.settledAll = run.acks.length > 1 && this.#settleAll(run.acks);
+    }
+    const { id, token, result, now } = run.acks[index];
+    if (run.settledAll) return this.#acked(id);
+    const changed = this.#statements.ack.run(result, now, id, token, now).changes;
+    if (changed === 1) return this.#acked(id);
+    const job = this.#row(id);
+    if (job.state === "done" && job.lease_token === token) {
+      return { id, queue: job.queue, frees: false }; // a repeated ack
+    }
+    throw leaseLost(id, "ack");
+  }
+
+  /** Acks every one of `acks` in few statements, or none of them (answers false). */
+  #settleAll(acks: readonly PendingAck[]): boolean {
+    const s = this.#statements;
+    const values: SQLInputValue[] = [];
+    for (const { id, token, result, now } of acks) values.push(id, token, result, now);
+    s.savepointAcks.run();
+    let all = true;
+    s.ackMany.run(values, (n, info) => {
+      if (info.changes !== n) all = false;
     });
+    if (!all) s.rollbackAcks.run();
+    s.releaseAcks.run();
+    return all;
+  }
+
+  /** What an ack that changed job `id` from leased to done answers; takes note of the move. */
+  #acked(id: number): AckResult {
+    const queue = this.#queueOf(id);
+    // In a queue with groups or a concurrency, the ack may free a slot.
+    const frees = this.#grouped.has(queue) || this.#settingsOf(queue).concurrency !== null;
+    this.#leasedQueues.delete(id);
+    this.#moves.push([queue, "leased", "done"]);
+    return { id, queue, frees };
   }
 
   nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult> {
@@ -1005,13 +1070,9 @@ export class SqliteStore implements Store {
   // ---- helpers ----
 
   #write<T>(operation: () => T): Promise<T> {
-    if (this.#closed) {
-      return Promise.reject(new TegamiError("unavailable", "Cannot write: the store is closed"));
-    }
-    // After a failed fsync nothing can be acknowledged again: run nothing either, so a caller
-    // told 503 (who will retry) never finds its write done after all.
-    const failed = this.#walSync?.failure;
-    if (failed) return Promise.reject(failed);
+    const refused = this.#writeRefusal();
+    if (refused !== null) return Promise.reject(refused);
+    this.#ackRun = null; // another write between acks ends their run
     const committed = this.#commits.submit(operation);
     const sync = this.#walSync;
     if (sync === null) return committed;
@@ -1040,6 +1101,14 @@ export class SqliteStore implements Store {
   }
 
   /** Runs a read; a closed store or a failing statement rejects instead of throwing. */
+  /** Why no write can be taken now, or null. */
+  #writeRefusal(): Error | null {
+    if (this.#closed) return new TegamiError("unavailable", "Cannot write: the store is closed");
+    // After a failed fsync nothing can be acknowledged again: run nothing either, so a caller
+    // told 503 (who will retry) never finds its write done after all.
+    return this.#walSync?.failure ?? null;
+  }
+
   #read<T>(query: () => T): Promise<T> {
     if (this.#dbClosed) {
       return Promise.reject(new TegamiError("unavailable", "Cannot read: the store is closed"));
@@ -1273,6 +1342,19 @@ function prepare(db: DatabaseSync, count: StatementCount) {
       `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
        WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
     ),
+    ackMany: new RowsStatement(
+      p,
+      4,
+      (rows) =>
+        `WITH a(id, token, result, now) AS (VALUES ${rows})
+         UPDATE jobs SET state = 'done', result = a.result, finished_at = a.now,
+           lease_expires_at = NULL
+         FROM a WHERE jobs.id = a.id AND jobs.state = 'leased' AND jobs.lease_token = a.token
+           AND jobs.lease_expires_at > a.now`,
+    ),
+    savepointAcks: p("SAVEPOINT acks"),
+    rollbackAcks: p("ROLLBACK TO acks"),
+    releaseAcks: p("RELEASE acks"),
     totalChanges: p("SELECT total_changes() AS n"),
     byId: rows("SELECT * FROM jobs WHERE id = ?"),
     queueById: p("SELECT queue FROM jobs WHERE id = ?"),

@@ -243,6 +243,20 @@ Deno.test("a write queued while the fsync that fails is running is refused, not 
   }
 });
 
+Deno.test("acks submitted together are settled in a few statements, not one each", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  await store.enqueue("q", Array.from({ length: 64 }, () => job), T0);
+  const leases = await store.claim("q", 64, null, T0);
+  const before = store.commitStats().statements!;
+  await Promise.all(leases.map((d) => store.ack(d.job.id, d.lease.token, null, T0)));
+  const run = store.commitStats().statements! - before;
+  // BEGIN, a savepoint, one UPDATE, its release, COMMIT, and the change counts around them.
+  assert.ok(run <= 8, `64 acks took ${run} statements`);
+  assert.equal((await store.stats("q"))[0]?.counts.done, 64);
+  await store.close();
+});
+
 Deno.test("a transaction that changed nothing is answered without an fsync of its own", async () => {
   await using db = await tempDb();
   const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
