@@ -49,7 +49,8 @@ export class RowsStatement {
     let at = 0;
     while (at < rows) {
       const n = largestPowerOfTwo(Math.min(rows - at, MOST_ROWS));
-      each(n, this.#statement(n).run(...values.slice(at * width, (at + n) * width)), at);
+      const run = n === rows ? values : values.slice(at * width, (at + n) * width);
+      each(n, this.#statement(n).run(...run), at);
       at += n;
     }
   }
