@@ -6,6 +6,7 @@
  * @module
  */
 
+import { type Deadline, DeadlineQueue } from "./deadline_queue.ts";
 import { TegamiError } from "../core/errors.ts";
 import type { BodyBudget } from "./body_budget.ts";
 
@@ -72,9 +73,9 @@ export async function readJsonBody(
     throw tooLarge(limit);
   }
   if (declared === 0 || (declared === null && request.body === null)) return EMPTY;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: Deadline | undefined;
   const deadline = options.timeoutMs === undefined ? null : new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+    timer = bodyTimeouts(options.timeoutMs!).set(() => {
       request.body?.cancel().catch(() => {});
       reject(
         new TegamiError(
@@ -82,7 +83,7 @@ export async function readJsonBody(
           `Cannot read the request body: it did not arrive within ${options.timeoutMs} ms`,
         ),
       );
-    }, options.timeoutMs);
+    });
   });
   deadline?.catch(() => {});
   let bytes: Uint8Array;
@@ -100,7 +101,7 @@ export async function readJsonBody(
       bytes = await raced(readChunked(request, limit, options.budget), deadline);
     }
   } finally {
-    clearTimeout(timer);
+    timer?.cancel();
   }
   if (bytes.byteLength === 0) return EMPTY;
   if (!typeOk) throw unsupported(contentType!);
@@ -118,6 +119,15 @@ export async function readJsonBody(
       `Cannot parse the request body: ${(error as Error).message.slice(0, 200)}`,
     );
   }
+}
+
+/** The body deadlines, one queue per length (a server has one; tests start many). */
+const deadlines = new Map<number, DeadlineQueue>();
+
+function bodyTimeouts(ms: number): DeadlineQueue {
+  let queue = deadlines.get(ms);
+  if (queue === undefined) deadlines.set(ms, queue = new DeadlineQueue(ms));
+  return queue;
 }
 
 /** `read`, unless `deadline` comes first; a read that loses the race is left to fail quietly. */

@@ -22,6 +22,7 @@
  */
 
 import type { Logger } from "../observe/log.ts";
+import { type Deadline, DeadlineQueue } from "./deadline_queue.ts";
 
 /** Options of {@linkcode openFrontDoor}. */
 export interface FrontDoorOptions {
@@ -96,7 +97,8 @@ interface Client {
   partial: boolean;
   /** When the connection last became idle (accepted, or its last response completed). */
   idleSince: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  /** The header or idle timeout armed for it, if any. */
+  deadline: Deadline | undefined;
   closed: boolean;
   done: Promise<void>;
 }
@@ -188,7 +190,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
   const closeClient = (client: Client) => {
     if (client.closed) return;
     client.closed = true;
-    if (client.timer !== undefined) clearTimeout(client.timer);
+    client.deadline?.cancel();
     try {
       client.conn.close();
     } catch { /* already closed */ }
@@ -199,10 +201,15 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     }
   };
 
+  // One queue per timeout length: armed and cancelled at every request, they cost a push and a
+  // flag each instead of a runtime timer.
+  const timeouts = new Map<number, DeadlineQueue>();
   const arm = (client: Client, ms: number, why: FrontDoorEvent) => {
-    if (client.timer !== undefined) clearTimeout(client.timer);
-    client.timer = setTimeout(() => {
-      client.timer = undefined;
+    client.deadline?.cancel();
+    let queue = timeouts.get(ms);
+    if (queue === undefined) timeouts.set(ms, queue = new DeadlineQueue(ms));
+    client.deadline = queue.set(() => {
+      client.deadline = undefined;
       if (client.busy > 0 || client.upgraded || client.closed) return;
       event(why);
       // A request begun but not finished in time can still be told why (as Node does): 408.
@@ -212,7 +219,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         return;
       }
       client.conn.write(headTimeoutAnswer(ms)).catch(() => {}).finally(() => closeClient(client));
-    }, ms);
+    });
   };
 
   // The private server: it listens on loopback, port 0, and serves only the relays.
@@ -230,8 +237,8 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       );
     }
     client.busy++;
-    if (client.timer !== undefined) clearTimeout(client.timer);
-    client.timer = undefined;
+    client.deadline?.cancel();
+    client.deadline = undefined;
     let response: Response;
     try {
       response = await options.handler(request);
@@ -424,7 +431,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       upgraded: false,
       partial: false,
       idleSince: performance.now(),
-      timer: undefined,
+      deadline: undefined,
       closed: false,
       done: Promise.resolve(),
     };
