@@ -1100,7 +1100,6 @@ export class SqliteStore implements Store {
     else setTimeout(run, 0);
   }
 
-  /** Runs a read; a closed store or a failing statement rejects instead of throwing. */
   /** Why no write can be taken now, or null. */
   #writeRefusal(): Error | null {
     if (this.#closed) return new TegamiError("unavailable", "Cannot write: the store is closed");
@@ -1109,6 +1108,7 @@ export class SqliteStore implements Store {
     return this.#walSync?.failure ?? null;
   }
 
+  /** Runs a read; a closed store or a failing statement rejects instead of throwing. */
   #read<T>(query: () => T): Promise<T> {
     if (this.#dbClosed) {
       return Promise.reject(new TegamiError("unavailable", "Cannot read: the store is closed"));
