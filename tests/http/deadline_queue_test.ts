@@ -91,3 +91,18 @@ Deno.test("a deadline set when one fires, and one whose function throws, do not 
   assert.deepEqual(reported.map((e) => (e as Error).message), ["boom"]);
   assert.equal(queue.pending, 0);
 });
+
+Deno.test("a deadline cancelled by one that fell due with it is not called", async () => {
+  const queue = new DeadlineQueue(20);
+  const fired: string[] = [];
+  let second: { cancel(): void } | undefined;
+  queue.set(() => {
+    fired.push("first");
+    second?.cancel();
+  });
+  second = queue.set(() => fired.push("second"));
+  queue.set(() => fired.push("third"));
+  await sleep(60);
+  assert.deepEqual(fired, ["first", "third"]);
+  assert.equal(queue.pending, 0);
+});

@@ -46,6 +46,9 @@ export class RowsStatement {
   ): void {
     const width = this.#width;
     const rows = values.length / width;
+    if (!Number.isInteger(rows)) {
+      throw new Error(`${values.length} values are not rows of ${width}`);
+    }
     let at = 0;
     while (at < rows) {
       const n = largestPowerOfTwo(Math.min(rows - at, MOST_ROWS));

@@ -117,6 +117,8 @@ interface PendingAck {
  */
 interface AckRun {
   acks: PendingAck[];
+  /** The committer's waiting operations right after the run's last ack was submitted. */
+  waitingAfter: number;
   /** The transaction (#transactions) in which the run was last tried, or -1. */
   triedIn: number;
   /** Whether that try settled every ack of the run. */
@@ -183,7 +185,7 @@ export class SqliteStore implements Store {
   #changesAtBegin = 0;
   /** Transactions begun, retries included: tells an ack run whether it was tried in this one. */
   #transactions = 0;
-  /** The acks submitted since the last other write or transaction began, or null. */
+  /** The acks submitted since the last other write, or null (see AckRun). */
   #ackRun: AckRun | null = null;
   /** Set when close() starts: new writes are refused from then on. */
   #closed = false;
@@ -309,7 +311,6 @@ export class SqliteStore implements Store {
         if (failed) throw failed;
         s.begin.run();
         this.#transactions++;
-        this.#ackRun = null; // an ack submitted from now on waits for the next transaction
         this.#changesAtBegin = this.#totalChanges();
       },
       commit: () => {
@@ -636,10 +637,16 @@ export class SqliteStore implements Store {
   ): Promise<AckResult> {
     const refused = this.#writeRefusal();
     if (refused !== null) return Promise.reject(refused);
-    // Acks submitted one after another join one run, settled together (see AckRun).
-    const run = this.#ackRun ?? { acks: [], triedIn: -1, settledAll: false };
+    // Acks submitted one after another join one run, settled together (see AckRun); a run
+    // ends at any other write (#write) and at the flush that takes it: the committer's queue
+    // then no longer holds what it held after the run's last ack.
+    const open = this.#ackRun;
+    const run = open !== null && open.waitingAfter === this.#commits.waiting
+      ? open
+      : { acks: [], triedIn: -1, settledAll: false, waitingAfter: 0 };
     const index = run.acks.push({ id, token, result, now }) - 1;
     const acked = this.#write(() => this.#ackOf(run, index));
+    run.waitingAfter = this.#commits.waiting;
     this.#ackRun = run; // after #write, which ends any run
     return acked;
   }
@@ -1262,6 +1269,19 @@ function sqliteFileSizes(path: string): { database: number; wal: number } | null
   return { database: size(path), wal: size(`${path}-wal`) };
 }
 
+/**
+ * The statement that settles a run of acks (see AckRun): `rows` is its list of `(id, token,
+ * result, now)`. Each job is looked up by id: the unary `+` keeps SQLite from walking a state or
+ * lease index instead (after an `ANALYZE` of a near-empty table it chose `jobs_leased`, every
+ * leased job for each ack: 5 ms against 6 µs per ack with 100 000 leased).
+ */
+export function ackRunSql(rows: string): string {
+  return `WITH a(id, token, result, now) AS (VALUES ${rows})
+    UPDATE jobs SET state = 'done', result = a.result, finished_at = a.now, lease_expires_at = NULL
+    FROM a WHERE jobs.id = a.id AND +jobs.state = 'leased' AND jobs.lease_token = a.token
+      AND +jobs.lease_expires_at > a.now`;
+}
+
 /** Every statement the store runs, prepared once, each counting its runs into `count`. */
 function prepare(db: DatabaseSync, count: StatementCount) {
   db.function("tegami_token", { deterministic: false, directOnly: true }, () => newLeaseToken());
@@ -1342,16 +1362,7 @@ function prepare(db: DatabaseSync, count: StatementCount) {
       `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
        WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
     ),
-    ackMany: new RowsStatement(
-      p,
-      4,
-      (rows) =>
-        `WITH a(id, token, result, now) AS (VALUES ${rows})
-         UPDATE jobs SET state = 'done', result = a.result, finished_at = a.now,
-           lease_expires_at = NULL
-         FROM a WHERE jobs.id = a.id AND jobs.state = 'leased' AND jobs.lease_token = a.token
-           AND jobs.lease_expires_at > a.now`,
-    ),
+    ackMany: new RowsStatement(p, 4, ackRunSql),
     savepointAcks: p("SAVEPOINT acks"),
     rollbackAcks: p("ROLLBACK TO acks"),
     releaseAcks: p("RELEASE acks"),

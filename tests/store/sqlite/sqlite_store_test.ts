@@ -5,7 +5,10 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
+import { ackRunSql, SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
+import { GroupCommit } from "../../../lib/store/group_commit.ts";
+import { MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
+import { answerBeforeCommit } from "../../torture/faulty_store.ts";
 import { exerciseStore, newJob, queueSettings, SUITE_POLICY } from "../store_suite.ts";
 
 const T0 = 1_700_000_000_000;
@@ -255,6 +258,84 @@ Deno.test("acks submitted together are settled in a few statements, not one each
   assert.ok(run <= 8, `64 acks took ${run} statements`);
   assert.equal((await store.stats("q"))[0]?.counts.done, 64);
   await store.close();
+});
+
+Deno.test("the acks of a flush that failed are not settled by a later ack", async () => {
+  // BEGIN refused once (the file locked by another program past busy_timeout, an I/O error):
+  // its acks are answered unavailable and must stay undone, whatever a later ack settles.
+  let failBegin = false;
+  const store = SqliteStore.open({
+    path: ":memory:",
+    policy: SUITE_POLICY,
+    committer: (db, observer, schedule) =>
+      new GroupCommit(
+        {
+          ...db,
+          begin: () => {
+            if (failBegin) {
+              failBegin = false;
+              throw new Error("database is locked");
+            }
+            db.begin();
+          },
+        },
+        observer,
+        { schedule },
+      ),
+  });
+  await store.enqueue("q", [job, job, job], T0);
+  const leases = await store.claim("q", 3, null, T0);
+  failBegin = true;
+  const refused = await Promise.allSettled(
+    leases.slice(0, 2).map((d) => store.ack(d.job.id, d.lease.token, null, T0 + 1)),
+  );
+  assert.deepEqual(refused.map((r) => r.status), ["rejected", "rejected"]);
+  await store.ack(leases[2].job.id, leases[2].lease.token, null, T0 + 2);
+  const states = await Promise.all(leases.map((d) => store.get(d.job.id)));
+  assert.deepEqual(states.map((j) => j?.state), ["leased", "leased", "done"]);
+  assert.deepEqual(
+    (await store.stats("q"))[0]?.counts,
+    { pending: 0, delayed: 0, leased: 2, done: 1, dead: 0, cancelled: 0 },
+  );
+  await store.close();
+});
+
+Deno.test("an ack after a flush starts a run of its own, even in a transaction left open", async () => {
+  // A committer that keeps its transaction open across flushes (the crash campaign's
+  // answer-before-commit control): an ack submitted after the first flush is its own run.
+  const store = SqliteStore.open({
+    path: ":memory:",
+    policy: SUITE_POLICY,
+    committer: answerBeforeCommit(200),
+  });
+  await store.enqueue("q", [job, job, job], T0);
+  const leases = await store.claim("q", 3, null, T0);
+  await Promise.all(leases.slice(0, 2).map((d) => store.ack(d.job.id, d.lease.token, null, T0)));
+  await store.ack(leases[2].job.id, leases[2].lease.token, null, T0);
+  await new Promise((resolve) => setTimeout(resolve, 400)); // its COMMIT
+  const states = await Promise.all(leases.map((d) => store.get(d.job.id)));
+  assert.deepEqual(states.map((j) => j?.state), ["done", "done", "done"]);
+  await store.close();
+});
+
+Deno.test("a run of acks looks each job up by id, even after an ANALYZE", () => {
+  const db = new DatabaseSync(":memory:");
+  for (const migration of MIGRATIONS) db.exec(migration);
+  db.exec("ANALYZE"); // statistics of a near-empty table, then many leased jobs
+  const insert = db.prepare(
+    `INSERT INTO jobs (queue, state, payload, max_attempts, run_at, created_at, lease_token,
+       lease_expires_at) VALUES ('q', 'leased', '1', 5, 0, 0, ?, ?)`,
+  );
+  db.exec("BEGIN");
+  for (let i = 1; i <= 2000; i++) insert.run(`t${i}`, 1e12 + i);
+  db.exec("COMMIT");
+  const plan = db.prepare(`EXPLAIN QUERY PLAN ${ackRunSql("(?, ?, ?, ?), (?, ?, ?, ?)")}`).all()
+    .map((row) => String(row.detail));
+  assert.ok(
+    plan.some((step) => /SEARCH jobs USING INTEGER PRIMARY KEY/.test(step)),
+    plan.join("; "),
+  );
+  assert.ok(!plan.some((step) => /jobs_(leased|browse)/.test(step)), plan.join("; "));
 });
 
 Deno.test("a transaction that changed nothing is answered without an fsync of its own", async () => {
