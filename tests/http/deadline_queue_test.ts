@@ -95,12 +95,12 @@ Deno.test("a deadline set when one fires, and one whose function throws, do not 
 Deno.test("a deadline cancelled by one that fell due with it is not called", async () => {
   const queue = new DeadlineQueue(20);
   const fired: string[] = [];
-  let second: { cancel(): void } | undefined;
+  const later: { second?: { cancel(): void } } = {};
   queue.set(() => {
     fired.push("first");
-    second?.cancel();
+    later.second?.cancel();
   });
-  second = queue.set(() => fired.push("second"));
+  later.second = queue.set(() => fired.push("second"));
   queue.set(() => fired.push("third"));
   await sleep(60);
   assert.deepEqual(fired, ["first", "third"]);
