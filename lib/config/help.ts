@@ -103,7 +103,7 @@ export function serveHelp(): string {
     "  tegami serve --db /var/lib/tegami/jobs.db --port 8080 --tokens tokens.json --host 0.0.0.0",
     "      Serve on every interface; callers need a token from tokens.json.",
     "  TEGAMI_SYNC=normal tegami serve",
-    "      Trade the last commits on power loss for faster writes.",
+    "      Trade the last commits on power loss for less fsync work under load.",
     "  tegami serve --db postgres://tegami:secret@db.internal:5432/jobs?sslmode=require",
     "      Keep jobs in PostgreSQL (schema tegami); start as many such servers as you like.",
     "",
