@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type Deadline, DeadlineQueue } from "./deadline_queue.ts";
+import { type Deadline, deadlinesOf } from "./deadline_queue.ts";
 import { TegamiError } from "../core/errors.ts";
 import type { BodyBudget } from "./body_budget.ts";
 
@@ -75,7 +75,7 @@ export async function readJsonBody(
   if (declared === 0 || (declared === null && request.body === null)) return EMPTY;
   let timer: Deadline | undefined;
   const deadline = options.timeoutMs === undefined ? null : new Promise<never>((_, reject) => {
-    timer = bodyTimeouts(options.timeoutMs!).set(() => {
+    timer = deadlinesOf(options.timeoutMs!).set(() => {
       request.body?.cancel().catch(() => {});
       reject(
         new TegamiError(
@@ -119,15 +119,6 @@ export async function readJsonBody(
       `Cannot parse the request body: ${(error as Error).message.slice(0, 200)}`,
     );
   }
-}
-
-/** The body deadlines, one queue per length (a server has one; tests start many). */
-const deadlines = new Map<number, DeadlineQueue>();
-
-function bodyTimeouts(ms: number): DeadlineQueue {
-  let queue = deadlines.get(ms);
-  if (queue === undefined) deadlines.set(ms, queue = new DeadlineQueue(ms));
-  return queue;
 }
 
 /** `read`, unless `deadline` comes first; a read that loses the race is left to fail quietly. */

@@ -128,3 +128,13 @@ export class DeadlineQueue {
     }
   }
 }
+
+/** The queues by length, shared by every user of one length in the process. */
+const queues = new Map<number, DeadlineQueue>();
+
+/** The process's queue of deadlines `ms` long, made at the first ask. */
+export function deadlinesOf(ms: number): DeadlineQueue {
+  let queue = queues.get(ms);
+  if (queue === undefined) queues.set(ms, queue = new DeadlineQueue(ms));
+  return queue;
+}

@@ -22,7 +22,7 @@
  */
 
 import type { Logger } from "../observe/log.ts";
-import { type Deadline, DeadlineQueue } from "./deadline_queue.ts";
+import { type Deadline, deadlinesOf } from "./deadline_queue.ts";
 
 /** Options of {@linkcode openFrontDoor}. */
 export interface FrontDoorOptions {
@@ -201,14 +201,10 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     }
   };
 
-  // One queue per timeout length: armed and cancelled at every request, they cost a push and a
-  // flag each instead of a runtime timer.
-  const timeouts = new Map<number, DeadlineQueue>();
+  // Armed and cancelled at every request: a push and a flag each instead of a runtime timer.
   const arm = (client: Client, ms: number, why: FrontDoorEvent) => {
     client.deadline?.cancel();
-    let queue = timeouts.get(ms);
-    if (queue === undefined) timeouts.set(ms, queue = new DeadlineQueue(ms));
-    client.deadline = queue.set(() => {
+    client.deadline = deadlinesOf(ms).set(() => {
       client.deadline = undefined;
       if (client.busy > 0 || client.upgraded || client.closed) return;
       event(why);

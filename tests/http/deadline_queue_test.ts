@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { DeadlineQueue } from "../../lib/http/deadline_queue.ts";
+import { DeadlineQueue, deadlinesOf } from "../../lib/http/deadline_queue.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -105,4 +105,9 @@ Deno.test("a deadline cancelled by one that fell due with it is not called", asy
   await sleep(60);
   assert.deepEqual(fired, ["first", "third"]);
   assert.equal(queue.pending, 0);
+});
+
+Deno.test("one queue per length is shared by whoever asks for that length", () => {
+  assert.equal(deadlinesOf(1_234), deadlinesOf(1_234));
+  assert.notEqual(deadlinesOf(1_234), deadlinesOf(1_235));
 });

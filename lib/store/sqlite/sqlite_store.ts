@@ -645,9 +645,9 @@ export class SqliteStore implements Store {
       ? open
       : { acks: [], triedIn: -1, settledAll: false, waitingAfter: 0 };
     const index = run.acks.push({ id, token, result, now }) - 1;
-    const acked = this.#write(() => this.#ackOf(run, index));
+    const acked = this.#submit(() => this.#ackOf(run, index));
     run.waitingAfter = this.#commits.waiting;
-    this.#ackRun = run; // after #write, which ends any run
+    this.#ackRun = run;
     return acked;
   }
 
@@ -1080,6 +1080,11 @@ export class SqliteStore implements Store {
     const refused = this.#writeRefusal();
     if (refused !== null) return Promise.reject(refused);
     this.#ackRun = null; // another write between acks ends their run
+    return this.#submit(operation);
+  }
+
+  /** Hands a write the caller has checked (#writeRefusal) to group commit; answers once durable. */
+  #submit<T>(operation: () => T): Promise<T> {
     const committed = this.#commits.submit(operation);
     const sync = this.#walSync;
     if (sync === null) return committed;
