@@ -117,7 +117,7 @@ function prepareSchedules(db: DatabaseSync, count: StatementCount) {
     ),
     due: p(
       `SELECT * FROM schedules WHERE paused = 0 AND next_at IS NOT NULL AND next_at <= ?
-       ORDER BY next_at LIMIT ?`,
+       ORDER BY next_at LIMIT ? + 0`,
     ),
     nextAt: p(
       "SELECT min(next_at) AS at FROM schedules WHERE paused = 0 AND next_at IS NOT NULL",

@@ -1,0 +1,151 @@
+/**
+ * The SQLite store's statements are compiled once, when the store opens, and never again by
+ * running them with new values. SQLite reads the value of a bare bound LIMIT (`LIMIT ?`) into a
+ * statement's plan, so binding a new one marks the statement expired and its next run compiles
+ * it again from its SQL text: a claim, whose LIMIT is the consumers' credit, paid that at every
+ * run. An authorizer sees every compilation (SQLite calls it only while compiling), so these
+ * tests count them while the statements with a LIMIT run with ever new limits.
+ */
+
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { GROUP_TRACKING, MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
+import { prepareStatements, SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
+import { SqliteSchedules } from "../../../lib/store/sqlite/sqlite_schedules.ts";
+import { newJob, queueSettings, SUITE_POLICY } from "../store_suite.ts";
+
+/** A migrated database in memory whose compilations are counted in `compiles.n`. */
+function countingDatabase(): { db: DatabaseSync; compiles: { n: number } } {
+  const db = new DatabaseSync(":memory:");
+  for (const migration of MIGRATIONS) db.exec(migration);
+  db.exec(GROUP_TRACKING);
+  const compiles = { n: 0 };
+  db.setAuthorizer(() => {
+    compiles.n++;
+    return 0; // SQLITE_OK
+  });
+  return { db, compiles };
+}
+
+Deno.test("a bare bound LIMIT recompiles its statement at every run; LIMIT ? + 0 does not", () => {
+  // The premise of the form the store's statements use, shown on this runtime's SQLite.
+  const { db, compiles } = countingDatabase();
+  const bare = db.prepare("SELECT id FROM jobs WHERE queue = ? ORDER BY id LIMIT ?");
+  const added = db.prepare("SELECT id FROM jobs WHERE queue = ? ORDER BY id LIMIT ? + 0");
+  bare.all("q", 1);
+  added.all("q", 1);
+  const before = compiles.n;
+  for (let limit = 2; limit < 6; limit++) added.all("q", limit);
+  assert.equal(compiles.n, before, "LIMIT ? + 0 compiled again");
+  for (let limit = 2; limit < 6; limit++) bare.all("q", limit);
+  assert.ok(compiles.n > before, "a bare LIMIT ? no longer recompiles: the store's form can go");
+  db.close();
+});
+
+Deno.test("no statement of the SQLite store compiles again when it runs with a new limit", () => {
+  const { db, compiles } = countingDatabase();
+  const s = prepareStatements(db, { n: 0 });
+  const schedules = new SqliteSchedules(db, { n: 0 });
+  const now = 1_000_000;
+  // Every statement with a bound LIMIT, its limit in `n`.
+  const runs: [string, (n: number) => unknown][] = [
+    ["ungroupedCandidates", (n) => s.ungroupedCandidates.all("q", n)],
+    ["groupCandidates", (n) => s.groupCandidates.all("q", n, 1, n)],
+    ["claimAll", (n) => s.claimAll.all(null, now, 30_000, "q", n)],
+    ["listOldest", (n) => s.listOldest.all("q", "pending", 0, n)],
+    ["listNewest", (n) => s.listNewest.all("q", "pending", 1e9, n)],
+    ["requeueAllDead", (n) => s.requeueAllDead.run(now, "q", n)],
+    ["promote", (n) => s.promote.all(now, n)],
+    ["dueLeases", (n) => s.dueLeases.all(now, n)],
+    ["sweep", (n) => s.sweep.all(now, n)],
+    ["sweepOwnDone", (n) => s.sweepOwnDone.all(now, n)],
+    ["sweepOwnDead", (n) => s.sweepOwnDead.all(now, n)],
+    ["schedules.due", (n) => schedules.due(now, n)],
+  ];
+  for (const [name, run] of runs) {
+    run(1);
+    const before = compiles.n;
+    for (let n = 2; n < 6; n++) run(n);
+    assert.equal(compiles.n, before, `${name} compiled again when run with a new limit`);
+  }
+  db.close();
+});
+
+Deno.test("every LIMIT in the SQLite store's SQL is a literal or written ? + 0", async () => {
+  // A statement added later is held to the same form, whether or not a test above runs it.
+  const dir = new URL("../../../lib/store/sqlite/", import.meta.url);
+  const bare: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (!entry.name.endsWith(".ts")) continue;
+    const text = await Deno.readTextFile(new URL(entry.name, dir));
+    // SQL only: comments may name the bare form.
+    const code = text.split("\n").filter((line) => !/^\s*(\*|\/\/|\/\*\*)/.test(line));
+    for (const line of code) {
+      for (const match of line.matchAll(/LIMIT\s+(\?\d*|:\w+|@\w+|\$\w+)(?![\w\s]*\+\s*0)/g)) {
+        bare.push(`${entry.name}: ${match[0]}`);
+      }
+    }
+  }
+  assert.deepEqual(bare, []);
+});
+
+Deno.test("a warm SQLite store runs a job's whole life without compiling a statement", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tegami_compile_" });
+  const store = SqliteStore.open({ path: `${dir}/tegami.db`, policy: SUITE_POLICY });
+  try {
+    // One round of every frequent operation, with limits and values that change each round.
+    let now = 1_000_000;
+    const round = async (r: number) => {
+      now += 60_000;
+      const jobs = Array.from(
+        { length: 4 },
+        (_, i) => newJob({ payload: `{"r":${r},"i":${i}}`, run_at: now }),
+      );
+      await store.enqueue("q", jobs, now);
+      await store.enqueue(
+        "q",
+        [newJob({ key: `k${r}`, run_at: now }), newJob({ run_at: now + 5 })],
+        now,
+      );
+      const [a, b, c, ...more] = await store.claimFair("q", [{ max: 3 + r, lease_ms: null }], now)
+        .then((lists) => lists[0]);
+      await Promise.all([
+        store.ack(a.job.id, a.lease.token, null, now),
+        store.ack(b.job.id, b.lease.token, `{"r":${r}}`, now),
+      ]);
+      await store.extend(c.job.id, c.lease.token, 1000 + r, now);
+      await store.checkpoint(c.job.id, c.lease.token, `{"at":${r}}`, now);
+      await store.progress(c.job.id, c.lease.token, `{"p":${r}}`, now);
+      await store.nack(c.job.id, c.lease.token, { error: "e", delay_ms: null, dead: true }, now);
+      for (const d of more) await store.ack(d.job.id, d.lease.token, null, now);
+      // The first of the rest keeps its lease until the tick below ends it.
+      const [kept, ...rest] = await store.claim("q", 10 + r, 1000, now);
+      assert.ok(kept !== undefined);
+      for (const d of rest) await store.ack(d.job.id, d.lease.token, null, now);
+      await store.listJobs("q", { state: "done", order: "oldest", after: null, limit: 5 + r });
+      await store.listJobs("q", { state: "dead", order: "newest", after: null, limit: 5 + r });
+      await store.requeueDead("q", null, now);
+      await store.tick(now + 5000, 100 + r);
+      await store.stats("q");
+      await store.nextDeadline();
+      await store.sweepFinished(now, 30_000 + r);
+      // A queue with groups and a concurrency: the grouped claim's statements.
+      const grouped = [0, 1, 2].map((i) => newJob({ group: `g${i % 2}`, run_at: now }));
+      await store.enqueue("g", grouped, now);
+      for (const d of await store.claim("g", 2 + r, null, now)) {
+        await store.ack(d.job.id, d.lease.token, null, now);
+      }
+    };
+    await store.putSettings("g", queueSettings({ concurrency: 2, group_limit: 1 }), 0);
+    // Two rounds warm up: the first grouped job creates the group tracking (a schema change),
+    // after which each statement compiles once more, at its next run.
+    await round(0);
+    await round(1);
+    const warm = store.compileChecks;
+    for (let r = 2; r < 5; r++) await round(r);
+    assert.equal(store.compileChecks, warm, "a statement compiled again while the store ran");
+  } finally {
+    await store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
