@@ -1053,7 +1053,7 @@ export class SqliteStore implements Store {
    * Grows only while SQLite compiles one of this store's statements: when they are prepared at
    * open, when a statement is first needed, and whenever a statement SQLite marked expired runs
    * again. Once the store is warm it stays put; one that grows at each run of the same
-   * operation compiles that statement every time (see {@linkcode prepareStatements}).
+   * operation compiles that statement every time (see the notes on the statements below).
    */
   get compileChecks(): number {
     return this.#compileChecks;
@@ -1315,7 +1315,7 @@ export function ackRunSql(rows: string): string {
  * consumers' credit, bound at every run). Tests count compilations (`compileChecks`) to keep it
  * so.
  */
-export function prepareStatements(db: DatabaseSync, count: StatementCount) {
+function prepareStatements(db: DatabaseSync, count: StatementCount) {
   db.function("tegami_token", { deterministic: false, directOnly: true }, () => newLeaseToken());
   const p = (sql: string) => new CountedStatement(db.prepare(sql), count);
   const rows = (sql: string) => new JobRowStatement(p(sql));
