@@ -299,6 +299,7 @@ export class SqliteStore implements Store {
       db.exec("PRAGMA cache_size = -16384");
       db.exec("PRAGMA temp_store = FILE");
       migrate(db);
+      forgetValueSamples(db);
       return new SqliteStore(db, lock, options);
     } catch (error) {
       db?.close();
@@ -1288,6 +1289,22 @@ function sqliteFileSizes(path: string): { database: number; wal: number } | null
     }
   };
   return { database: size(path), wal: size(`${path}-wal`) };
+}
+
+/**
+ * Drops the value samples an `ANALYZE` left (`sqlite_stat4`), keeping its row counts
+ * (`sqlite_stat1`), and has SQLite reload what remains. With samples, the planner estimates a
+ * parameter compared with an indexed column (`queue = ?`) from its bound value, so every new
+ * binding expires the statement and its next run compiles it again — the claim among them, at
+ * every claim (see {@linkcode prepareStatements}). tegami never runs `ANALYZE`; this undoes one run
+ * from outside (an `sqlite3` shell, a `PRAGMA optimize`) at the next start.
+ */
+function forgetValueSamples(db: DatabaseSync): void {
+  const stat4 = db.prepare(
+    "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_stat4'",
+  ).get();
+  if (stat4 === undefined) return;
+  db.exec("DELETE FROM sqlite_stat4; ANALYZE sqlite_schema");
 }
 
 /**

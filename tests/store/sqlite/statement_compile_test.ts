@@ -122,3 +122,46 @@ Deno.test("a warm SQLite store runs a job's whole life without compiling a state
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("after an ANALYZE from outside, a reopened store's claims compile nothing", async () => {
+  // ANALYZE's value samples (sqlite_stat4) make `queue = ?` plan-dependent; the store drops them
+  // when it opens, keeping the row counts.
+  const dir = await Deno.makeTempDir({ prefix: "tegami_compile_" });
+  const path = `${dir}/tegami.db`;
+  const now = 1_000_000;
+  try {
+    const first = SqliteStore.open({ path, policy: SUITE_POLICY });
+    for (let i = 0; i < 20; i++) {
+      const jobs = Array.from({ length: 50 }, () => newJob({ run_at: now }));
+      await first.enqueue(`q${i % 3}`, jobs, now);
+    }
+    await first.close();
+    const outside = new DatabaseSync(path);
+    outside.exec("ANALYZE");
+    assert.ok((outside.prepare("SELECT count(*) AS n FROM sqlite_stat4").get()!.n as number) > 0);
+    outside.close();
+
+    const store = SqliteStore.open({ path, policy: SUITE_POLICY });
+    try {
+      const round = async (r: number) => {
+        const queue = `q${r % 3}`;
+        const got = await store.claim(queue, 2 + r, null, now);
+        assert.ok(got.length > 0);
+        for (const d of got) await store.ack(d.job.id, d.lease.token, null, now);
+        await store.enqueue(queue, [newJob({ run_at: now })], now);
+      };
+      await round(0);
+      const warm = store.compileChecks;
+      for (let r = 1; r < 6; r++) await round(r);
+      assert.equal(store.compileChecks, warm, "a claim compiled again after the ANALYZE");
+    } finally {
+      await store.close();
+    }
+    const after = new DatabaseSync(path, { readOnly: true });
+    assert.equal(after.prepare("SELECT count(*) AS n FROM sqlite_stat4").get()!.n, 0);
+    assert.ok((after.prepare("SELECT count(*) AS n FROM sqlite_stat1").get()!.n as number) > 0);
+    after.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
