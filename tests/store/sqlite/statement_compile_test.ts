@@ -9,21 +9,37 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { GROUP_TRACKING, MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
+import { MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
 import { SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
 import { newJob, queueSettings, SUITE_POLICY } from "../store_suite.ts";
+import { tempDir } from "../../helpers/temp_dir.ts";
 
 /** A migrated database in memory whose compilations are counted in `compiles.n`. */
 function countingDatabase(): { db: DatabaseSync; compiles: { n: number } } {
   const db = new DatabaseSync(":memory:");
   for (const migration of MIGRATIONS) db.exec(migration);
-  db.exec(GROUP_TRACKING);
   const compiles = { n: 0 };
   db.setAuthorizer(() => {
     compiles.n++;
     return 0; // SQLITE_OK
   });
   return { db, compiles };
+}
+
+/**
+ * Runs `round(0)` … `round(warm - 1)` to warm the store up, then `rounds` more, and answers the
+ * compile checks those later rounds made (0 when no statement compiled again).
+ */
+async function compilesAfterWarmUp(
+  store: SqliteStore,
+  round: (r: number) => Promise<void>,
+  warm: number,
+  rounds: number,
+): Promise<number> {
+  for (let r = 0; r < warm; r++) await round(r);
+  const before = store.compileChecks;
+  for (let r = warm; r < warm + rounds; r++) await round(r);
+  return store.compileChecks - before;
 }
 
 Deno.test("a bare bound LIMIT recompiles its statement at every run; LIMIT ? + 0 does not", () => {
@@ -60,8 +76,8 @@ Deno.test("every LIMIT in the SQLite store's SQL is a literal or written ? + 0",
 });
 
 Deno.test("a warm SQLite store runs a job's whole life without compiling a statement", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami_compile_" });
-  const store = SqliteStore.open({ path: `${dir}/tegami.db`, policy: SUITE_POLICY });
+  await using dir = await tempDir("tegami_compile_");
+  const store = SqliteStore.open({ path: `${dir.path}/tegami.db`, policy: SUITE_POLICY });
   try {
     // One round of every frequent operation, with limits and values that change each round.
     let now = 1_000_000;
@@ -112,56 +128,46 @@ Deno.test("a warm SQLite store runs a job's whole life without compiling a state
     await store.putSettings("q", queueSettings({ retain_done_ms: 1000, retain_dead_ms: 1000 }), 0);
     // Two rounds warm up: the first grouped job creates the group tracking (a schema change),
     // after which each statement compiles once more, at its next run.
-    await round(0);
-    await round(1);
-    const warm = store.compileChecks;
-    for (let r = 2; r < 5; r++) await round(r);
-    assert.equal(store.compileChecks, warm, "a statement compiled again while the store ran");
+    const compiled = await compilesAfterWarmUp(store, round, 2, 3);
+    assert.equal(compiled, 0, "a statement compiled again while the store ran");
   } finally {
     await store.close();
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
 Deno.test("after an ANALYZE from outside, a reopened store's claims compile nothing", async () => {
   // ANALYZE's value samples (sqlite_stat4) make `queue = ?` plan-dependent; the store drops them
   // when it opens, keeping the row counts.
-  const dir = await Deno.makeTempDir({ prefix: "tegami_compile_" });
-  const path = `${dir}/tegami.db`;
+  await using dir = await tempDir("tegami_compile_");
+  const path = `${dir.path}/tegami.db`;
   const now = 1_000_000;
-  try {
-    const first = SqliteStore.open({ path, policy: SUITE_POLICY });
-    for (let i = 0; i < 20; i++) {
-      const jobs = Array.from({ length: 50 }, () => newJob({ run_at: now }));
-      await first.enqueue(`q${i % 3}`, jobs, now);
-    }
-    await first.close();
-    const outside = new DatabaseSync(path);
-    outside.exec("ANALYZE");
-    assert.ok((outside.prepare("SELECT count(*) AS n FROM sqlite_stat4").get()!.n as number) > 0);
-    outside.close();
-
-    const store = SqliteStore.open({ path, policy: SUITE_POLICY });
-    try {
-      const round = async (r: number) => {
-        const queue = `q${r % 3}`;
-        const got = await store.claim(queue, 2 + r, null, now);
-        assert.ok(got.length > 0);
-        for (const d of got) await store.ack(d.job.id, d.lease.token, null, now);
-        await store.enqueue(queue, [newJob({ run_at: now })], now);
-      };
-      await round(0);
-      const warm = store.compileChecks;
-      for (let r = 1; r < 6; r++) await round(r);
-      assert.equal(store.compileChecks, warm, "a claim compiled again after the ANALYZE");
-    } finally {
-      await store.close();
-    }
-    const after = new DatabaseSync(path, { readOnly: true });
-    assert.equal(after.prepare("SELECT count(*) AS n FROM sqlite_stat4").get()!.n, 0);
-    assert.ok((after.prepare("SELECT count(*) AS n FROM sqlite_stat1").get()!.n as number) > 0);
-    after.close();
-  } finally {
-    await Deno.remove(dir, { recursive: true });
+  const first = SqliteStore.open({ path, policy: SUITE_POLICY });
+  for (let i = 0; i < 20; i++) {
+    const jobs = Array.from({ length: 50 }, () => newJob({ run_at: now }));
+    await first.enqueue(`q${i % 3}`, jobs, now);
   }
+  await first.close();
+  const outside = new DatabaseSync(path);
+  outside.exec("ANALYZE");
+  assert.ok((outside.prepare("SELECT count(*) AS n FROM sqlite_stat4").get()!.n as number) > 0);
+  outside.close();
+
+  const store = SqliteStore.open({ path, policy: SUITE_POLICY });
+  try {
+    const round = async (r: number) => {
+      const queue = `q${r % 3}`;
+      const got = await store.claim(queue, 2 + r, null, now);
+      assert.ok(got.length > 0);
+      for (const d of got) await store.ack(d.job.id, d.lease.token, null, now);
+      await store.enqueue(queue, [newJob({ run_at: now })], now);
+    };
+    const compiled = await compilesAfterWarmUp(store, round, 1, 5);
+    assert.equal(compiled, 0, "a claim compiled again after the ANALYZE");
+  } finally {
+    await store.close();
+  }
+  const after = new DatabaseSync(path, { readOnly: true });
+  assert.equal(after.prepare("SELECT count(*) AS n FROM sqlite_stat4").get()!.n, 0);
+  assert.ok((after.prepare("SELECT count(*) AS n FROM sqlite_stat1").get()!.n as number) > 0);
+  after.close();
 });
