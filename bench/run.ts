@@ -92,6 +92,8 @@ process and prints one markdown table. Progress goes to stderr.
                      client (same requests, more driver CPU)
   --cold             measure fresh instances without the warm-up (a 5000-job W1 on a queue of
                      its own, run on each instance before measuring)
+  --v8-flags=FLAGS   V8 flags for each tegami server process, comma separated, after an = sign
+                     (e.g. --v8-flags=--max-semi-space-size=1; see operations.md, Memory)
   --cpu-prof DIR     write a V8 CPU profile of each tegami server process into DIR when it
                      stops (summarise one with deno run -A bench/cpu_profile.ts FILE)
   --json             print JSON instead of the table
@@ -131,6 +133,7 @@ interface Options {
   fetch: boolean;
   cold: boolean;
   cpuProfileDir: string | undefined;
+  v8Flags: string | undefined;
 }
 
 function count(name: string, text: string): number {
@@ -160,6 +163,7 @@ function parseOptions(args: string[]): Options | null {
       fetch: { type: "boolean", default: false },
       cold: { type: "boolean", default: false },
       "cpu-prof": { type: "string" },
+      "v8-flags": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -205,6 +209,7 @@ function parseOptions(args: string[]): Options | null {
     fetch: values.fetch,
     cold: values.cold,
     cpuProfileDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
+    v8Flags: values["v8-flags"],
   };
 }
 
@@ -272,6 +277,7 @@ async function main(): Promise<number> {
     serveArgs: o.serveArgs,
     http: o.fetch ? "fetch" : "lean",
     cpuProfileDir: o.cpuProfileDir,
+    v8Flags: o.v8Flags,
   });
   const peers: Peer[] = [];
   if (o.peers.has("sdk")) {
@@ -279,6 +285,7 @@ async function main(): Promise<number> {
       sync: o.sync,
       serveArgs: o.serveArgs,
       cpuProfileDir: o.cpuProfileDir,
+      v8Flags: o.v8Flags,
     }));
   }
   const amqpUrl = Deno.env.get("TEGAMI_BENCH_AMQP_URL") ?? "amqp://guest:guest@127.0.0.1:5672";
@@ -291,6 +298,7 @@ async function main(): Promise<number> {
     serveArgs: o.serveArgs,
     http: o.fetch ? "fetch" as const : "lean" as const,
     cpuProfileDir: o.cpuProfileDir,
+    v8Flags: o.v8Flags,
   };
   if (o.peers.has("pg")) peers.push(tegamiPgPeer(benchPgUrl(), 1, pgOptions));
   if (o.peers.has("pg2")) peers.push(tegamiPgPeer(benchPgUrl(), 2, pgOptions));
@@ -400,8 +408,8 @@ async function main(): Promise<number> {
   console.log(
     `\ntegami bench — ${meta.date} — ${meta.cpu}, ${meta.memory}, Linux ${meta.kernel}, ` +
       `Deno ${meta.deno}; ${meta.busy}, load ${meta.load}; tegami ${meta.revision}\n` +
-      `tegami --sync ${
-        [o.sync, ...o.serveArgs].join(" ")
+      `tegami --sync ${[o.sync, ...o.serveArgs].join(" ")}${
+        o.v8Flags === undefined ? "" : ` (V8 flags ${o.v8Flags})`
       }; ${o.jobs} jobs for W1/W3, ${o.backlog} for W2/W4, ` +
       `${o.samples} W5 samples; ${o.repeat === 1 ? "one run" : `median of ${o.repeat} runs`} ` +
       `of each workload on each system${o.cold ? ", cold" : ", each after a warm-up"}; ` +

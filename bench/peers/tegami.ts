@@ -31,6 +31,8 @@ export interface TegamiOptions {
   serveArgs?: string[];
   /** Write a V8 CPU profile of the server into this directory when it stops. */
   cpuProfileDir?: string;
+  /** V8 flags for the server process (`deno run --v8-flags=…`), e.g. `--max-semi-space-size=1`. */
+  v8Flags?: string;
   /**
    * How producers and consumers talk to it: the raw protocol the bench writes by hand (one
    * request or frame per job), or the client library users run (`lib/client`: `TegamiClient`
@@ -171,6 +173,7 @@ export class TegamiTarget implements Target {
       const runtimeFlags = options.cpuProfileDir === undefined
         ? []
         : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`];
+      if (options.v8Flags !== undefined) runtimeFlags.push(`--v8-flags=${options.v8Flags}`);
       const script = options.floor ? FLOOR_SCRIPT : undefined;
       const server = await spawnServer(args, { runtimeFlags, script });
       // One after the other: the first creates the schema.
