@@ -148,6 +148,20 @@ export class ServerMetrics implements BrokerObserver {
       return files === null ? [] : [[{}, files.wal]];
     });
     r.gauge(
+      "tegami_memory_bytes",
+      "Memory of the server process, by kind: rss (resident), heap_total and heap_used " +
+        "(the JavaScript heap), external (memory of JavaScript objects outside that heap).",
+      () => {
+        const m = Deno.memoryUsage();
+        return [
+          [{ kind: "rss" }, m.rss],
+          [{ kind: "heap_total" }, m.heapTotal],
+          [{ kind: "heap_used" }, m.heapUsed],
+          [{ kind: "external" }, m.external],
+        ];
+      },
+    );
+    r.gauge(
       "tegami_store_statements_total",
       "SQL statements the store has run since start (BEGIN and COMMIT included).",
       () => {

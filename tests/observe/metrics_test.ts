@@ -100,6 +100,11 @@ Deno.test("/metrics exposes queue gauges, job counters, latencies and commit fig
   assert.equal(sample(families, "tegami_websocket_connections"), 0);
   assert.ok((sample(families, "tegami_commit_batch_size_count") ?? 0) > 0);
   assert.ok((sample(families, "tegami_wal_bytes") ?? -1) >= 0);
+  // The process's memory, read at the scrape: the heap in use is part of the heap and of the RSS.
+  const memory = (kind: string) => sample(families, "tegami_memory_bytes", { kind }) ?? NaN;
+  assert.ok(memory("heap_used") > 0 && memory("heap_used") <= memory("heap_total"));
+  assert.ok(memory("heap_used") < memory("rss"), "the JavaScript heap in use is resident");
+  assert.ok(memory("rss") > 20 * 1024 * 1024 && memory("external") >= 0);
   assert.ok(families.has("tegami_event_loop_lag_seconds"), "event-loop lag is exported");
   assert.equal(
     sample(families, "tegami_http_requests_total", {
