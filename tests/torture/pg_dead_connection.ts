@@ -10,6 +10,9 @@
  * deno run -A tests/torture/pg_dead_connection.ts postgres://postgres@127.0.0.1:5432/postgres
  * ```
  *
+ * Before that, it throws the same error from an immediate the way the driver does, with the
+ * immediate after it cleared (see `guardDriverTimers` in pg_driver.ts).
+ *
  * Prints `survived` and exits 0 when the process lived through it.
  *
  * @module
@@ -19,6 +22,28 @@ import { connectPg } from "../../lib/store/postgres/pg_driver.ts";
 
 const url = Deno.args[0];
 const sql = connectPg(url, { schema: "public", max: 2 });
+
+// The same error from an immediate, followed by an immediate that is cleared before the runtime
+// resumes the batch (the driver clears its pending write when a connection closes): Deno 2.9.6's
+// immediate queue then dies on "reading '_idleNext'" unless the error never leaves its immediate.
+await new Promise<void>((resolve) => {
+  let next: ReturnType<typeof setImmediate> | undefined;
+  const clearNext = () => next !== undefined && clearImmediate(next);
+  globalThis.addEventListener("error", clearNext);
+  setImmediate(() => {
+    const error = new TypeError("Cannot read properties of null (reading 'write')");
+    error.stack = `TypeError: ${error.message}\n    at nextWrite (file:///node_modules/postgres` +
+      "/src/connection.js:255:22)";
+    throw error;
+  });
+  next = setImmediate(() => {});
+  setTimeout(() => {
+    globalThis.removeEventListener("error", clearNext);
+    console.log("immediates: the queue lived on");
+    resolve();
+  }, 50);
+});
+
 const killer = connectPg(url, { schema: "public", max: 1 });
 // A reserved connection is pinned, as a LISTEN connection or a long transaction is: the pool
 // cannot rotate the dead one away, so each query meets the closed socket.

@@ -5,7 +5,10 @@
  * catch it, so it ends the whole process — every instance that meets it. This reproduces it
  * deterministically (a query on a pinned connection whose backend was terminated): the process
  * must live on. The driver then leaves that query unanswered, which the store's write deadline
- * and pool replacement absorb (`lib/store/postgres/pg_group_commit.ts`).
+ * and pool replacement absorb (`lib/store/postgres/pg_group_commit.ts`). The same campaign later
+ * found the error's second way to kill: thrown from an immediate, it leaves Deno's immediate
+ * queue to crash on `_idleNext` when the next immediate was cleared; the child reproduces that
+ * first.
  */
 
 import assert from "node:assert/strict";
@@ -27,6 +30,7 @@ Deno.test({
     }).output();
     const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
     assert.equal(out.code, 0, text);
+    assert.match(text, /immediates: the queue lived on/, text);
     assert.match(text, /query 1: (?!answered).+\nquery 2: /, text); // the first one fails
     assert.match(text, /survived/, text);
   },

@@ -45,21 +45,41 @@ export interface PgConnectOptions {
 let guarded = false;
 
 /**
- * The driver (3.4.9) can throw from a timer after its connection closed — a write it had
- * scheduled finds the socket gone (`Cannot read properties of null (reading 'write')` in
- * connection.js) — and an uncaught exception ends the process. The query it belonged to has
- * already failed and been answered, so that one error, from that one file, is dropped; every
- * other uncaught error still ends the process as before.
+ * The error the driver (3.4.9) can throw from a timer after its connection closed: a write it
+ * had scheduled finds the socket gone (`Cannot read properties of null (reading 'write')` in
+ * connection.js). The query it belonged to has already failed and been answered.
+ */
+function isWriteAfterClose(error: unknown): boolean {
+  return error instanceof TypeError && /reading 'write'/.test(error.message) &&
+    /\/postgres\/src\/connection\.js/.test(String(error.stack));
+}
+
+/**
+ * Keeps that one error from ending the process; every other uncaught error still does.
+ *
+ * The driver schedules its writes with `setImmediate`, so the error is caught inside the
+ * immediate that throws it. Letting it escape is not enough to survive even when the "error"
+ * event is then cancelled: Deno 2.9.6's immediate queue resumes a batch after a throw from the
+ * immediate that followed, and if that one was cleared meanwhile (the driver clears its pending
+ * write when the connection closes) it dies on `Cannot read properties of undefined (reading
+ * '_idleNext')`, which ended a server in the PostgreSQL-restart campaign. The "error" listener
+ * stays for the driver's other timers.
  */
 function guardDriverTimers(): void {
   if (guarded) return;
   guarded = true;
+  const schedule = globalThis.setImmediate;
+  globalThis.setImmediate =
+    ((callback: (...args: unknown[]) => void, ...args: unknown[]) =>
+      schedule((...given: unknown[]) => {
+        try {
+          callback(...given);
+        } catch (error) {
+          if (!isWriteAfterClose(error)) throw error;
+        }
+      }, ...args)) as typeof setImmediate;
   globalThis.addEventListener("error", (event) => {
-    const error = (event as ErrorEvent).error;
-    if (
-      error instanceof TypeError && /reading 'write'/.test(error.message) &&
-      /\/postgres\/src\/connection\.js/.test(String(error.stack))
-    ) event.preventDefault();
+    if (isWriteAfterClose((event as ErrorEvent).error)) event.preventDefault();
   });
 }
 
