@@ -98,6 +98,15 @@ export interface CampaignResult {
   lastStderr: string;
 }
 
+/**
+ * Whether an error answer says its write's outcome is unknown: on PostgreSQL a connection lost
+ * during COMMIT is answered `unavailable` with such a message (lib/store/postgres/
+ * pg_group_commit.ts), and the write may have been made. The history records it as unknown.
+ */
+export function outcomeUnknown(message: unknown): boolean {
+  return typeof message === "string" && /may or may not have been made/.test(message);
+}
+
 /** A small seeded PRNG (mulberry32). */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
@@ -228,12 +237,15 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
           return;
         }
         let code = "";
+        let message = "";
         try {
-          code = JSON.parse(text).error.code;
+          ({ code, message } = JSON.parse(text).error);
         } catch {
           code = text.slice(0, 80);
         }
-        history.add({ type: "enqueue_fail", op, status: response.status, code });
+        if (outcomeUnknown(message)) {
+          history.add({ type: "enqueue_info", op, error: message.slice(0, 120) });
+        } else history.add({ type: "enqueue_fail", op, status: response.status, code });
         if (response.status !== 503) return; // a definite refusal; the checker reports it
       } catch (error) {
         history.add({ type: "enqueue_info", op, error: String(error).slice(0, 120) });
@@ -350,6 +362,10 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         if (response.ok) {
           history.add({ type: "settle_ok", op, state: String(answer.state) });
           return "ok";
+        }
+        if (outcomeUnknown(answer?.error?.message)) {
+          history.add({ type: "settle_info", op, error: String(answer.error.message) });
+          return "info";
         }
         history.add({ type: "settle_fail", op, code: String(answer?.error?.code) });
         return "fail";
@@ -511,10 +527,14 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
           this.#waiting.delete(frame.ref);
           if (frame.op === "ok") {
             history.add({ type: "settle_ok", op: frame.ref, state: String(frame.state) });
+            answer("ok");
+          } else if (outcomeUnknown(frame.message)) {
+            history.add({ type: "settle_info", op: frame.ref, error: String(frame.message) });
+            answer("info");
           } else {
             history.add({ type: "settle_fail", op: frame.ref, code: String(frame.code) });
+            answer("fail");
           }
-          answer(frame.op === "ok" ? "ok" : "fail");
         }
       }
     }

@@ -35,6 +35,13 @@
  * through an outage is used again; and a batch that takes longer than
  * {@linkcode BATCH_DEADLINE_MS} is answered `unavailable` and counts as an outage.
  *
+ * A connection lost once COMMIT has been sent leaves the outcome unknown: the database may have
+ * committed and the answer been lost. Those callers get `unavailable` saying so (asking the
+ * database afterwards is no proof: a transaction id whose records never reached the disk is
+ * handed out again after a crash, so `pg_xact_status` can report another transaction's commit;
+ * tried, and the restart campaign found acknowledged jobs missing). A connection lost before
+ * COMMIT aborts the transaction: those callers get `unavailable`, and nothing was written.
+ *
  * The news collected by a batch — queues that gained ready jobs, leases that ended — is sent as
  * NOTIFYs inside the same transaction, once per batch and queue: PostgreSQL delivers them only
  * if the transaction commits.
@@ -257,6 +264,9 @@ export class PgGroupCommit {
       }
       let outcomes: { ok: boolean; value: unknown }[];
       const pool = this.#sql;
+      // Set once every operation has run and COMMIT is on its way: a connection lost from then
+      // on leaves the commit's fate unknown (it may have been made and its answer lost).
+      let committing = false;
       try {
         outcomes = await withDeadline(
           pool.begin(async (tx) => {
@@ -282,6 +292,7 @@ export class PgGroupCommit {
               for (const result of settled) if (result.status === "rejected") throw result.reason;
             }
             if (!news.empty) await this.#publish(tx, news);
+            committing = true;
             return out;
           }),
           BATCH_DEADLINE_MS,
@@ -290,7 +301,15 @@ export class PgGroupCommit {
       } catch (error) {
         if (attempt < RETRIES && isRetryable(error)) continue;
         this.#observer(weigh(batch), performance.now() - started, error);
-        const failure = asStoreError(error, "commit the write");
+        const failure = committing && lostDatabase(error)
+          ? new TegamiError(
+            "unavailable",
+            "Cannot tell whether the write was committed: the connection to the database was " +
+              "lost during COMMIT, so it may or may not have been made; retry it (a keyed " +
+              "enqueue is deduplicated, an ack with the same token answers the same)",
+            { cause: error },
+          )
+          : asStoreError(error, "commit the write");
         for (const pending of batch) pending.reject(failure);
         // A transaction on a pool already given up on says nothing about the current one.
         if (lostDatabase(error) && pool === this.#sql) this.#fell(failure);

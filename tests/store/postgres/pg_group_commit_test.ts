@@ -9,6 +9,7 @@ import { TegamiError } from "../../../lib/core/errors.ts";
 import { connectPg } from "../../../lib/store/postgres/pg_driver.ts";
 import { PgGroupCommit } from "../../../lib/store/postgres/pg_group_commit.ts";
 import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../../helpers/pg.ts";
+import { type CuttingProxy, startCuttingProxy } from "../../helpers/cutting_proxy.ts";
 
 const db = await pgTestDatabase();
 
@@ -123,6 +124,61 @@ Deno.test({
       await commits.close();
       await db!.dropSchema(schema);
     }
+  },
+});
+
+/** Runs one insert through a group commit whose connection the proxy cuts as `cut` says. */
+async function cutAt(cut: (proxy: CuttingProxy) => void) {
+  const schema = db!.schema();
+  await db!.admin.unsafe(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.t (x int)`);
+  await using proxy = startCuttingProxy(db!.url);
+  const commits = new PgGroupCommit(
+    () => connectPg(proxy.url, { schema, max: 1 }),
+    () => Promise.resolve(),
+    () => {},
+    () => {},
+    1,
+  );
+  try {
+    cut(proxy);
+    const outcome = await commits.submit(async (tx) => {
+      await tx`INSERT INTO t VALUES (1)`;
+    }).then(() => null, (error) => error);
+    assert.equal(proxy.cuts, 1, "the connection was cut");
+    const rows = await db!.admin.unsafe(`SELECT x FROM ${schema}.t`);
+    return { outcome, stored: rows.length === 1 };
+  } finally {
+    await commits.close();
+    await db!.dropSchema(schema);
+  }
+}
+
+const UNKNOWN = /Cannot tell whether the write was committed.*may or may not have been made/;
+
+Deno.test({
+  name: "postgres group commit: a COMMIT whose answer is lost is answered unavailable as an " +
+    "unknown outcome, made or not",
+  ignore: db === null,
+  fn: async () => {
+    for (const when of ["after", "before"] as const) {
+      const { outcome, stored } = await cutAt((proxy) => proxy.cut(when));
+      assert.ok(outcome instanceof TegamiError && outcome.code === "unavailable", String(outcome));
+      assert.match(outcome.message, UNKNOWN);
+      // Passed on, the COMMIT was made though nobody heard; cut before, it never was.
+      assert.equal(stored, when === "after", when);
+    }
+  },
+});
+
+Deno.test({
+  name: "postgres group commit: a connection lost before COMMIT is answered unavailable as " +
+    "not written",
+  ignore: db === null,
+  fn: async () => {
+    const { outcome, stored } = await cutAt((proxy) => proxy.cut("before", /insert/i));
+    assert.ok(outcome instanceof TegamiError && outcome.code === "unavailable", String(outcome));
+    assert.doesNotMatch(outcome.message, UNKNOWN);
+    assert.equal(stored, false);
   },
 });
 
