@@ -27,16 +27,16 @@ const sql = connectPg(url, { schema: "public", max: 2 });
 // resumes the batch (the driver clears its pending write when a connection closes): Deno 2.9.6's
 // immediate queue then dies on "reading '_idleNext'" unless the error never leaves its immediate.
 await new Promise<void>((resolve) => {
-  let next: ReturnType<typeof setImmediate> | undefined;
-  const clearNext = () => next !== undefined && clearImmediate(next);
-  globalThis.addEventListener("error", clearNext);
   setImmediate(() => {
     const error = new TypeError("Cannot read properties of null (reading 'write')");
     error.stack = `TypeError: ${error.message}\n    at nextWrite (file:///node_modules/postgres` +
       "/src/connection.js:255:22)";
     throw error;
   });
-  next = setImmediate(() => {});
+  const next = setImmediate(() => {});
+  // Registered before the immediates run (after this task): it clears the next one at the throw.
+  const clearNext = () => clearImmediate(next);
+  globalThis.addEventListener("error", clearNext);
   setTimeout(() => {
     globalThis.removeEventListener("error", clearNext);
     console.log("immediates: the queue lived on");
