@@ -11,7 +11,8 @@
  * ```
  *
  * Before that, it throws the same error from an immediate the way the driver does, with the
- * immediate after it cleared (see `guardDriverTimers` in pg_driver.ts).
+ * immediate after it cleared, and leaves a connect failure of node:net's as an unhandled
+ * rejection (see `guardDriverTimers` in pg_driver.ts).
  *
  * Prints `survived` and exits 0 when the process lived through it.
  *
@@ -43,6 +44,19 @@ await new Promise<void>((resolve) => {
     resolve();
   }, 50);
 });
+
+// A connect failure of node:net's left as a rejected promise, as one once ended a server while
+// PostgreSQL was down: its shape (syscall "connect", a stack in ext:deno_node/net.ts), made here.
+{
+  const error = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), {
+    code: "ECONNREFUSED",
+    syscall: "connect",
+  });
+  error.stack = `Error: ${error.message}\n    at _afterConnectImpl (ext:deno_node/net.ts:1:6347)`;
+  Promise.reject(error);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  console.log("connect failure left unhandled: lived on");
+}
 
 const killer = connectPg(url, { schema: "public", max: 1 });
 // A reserved connection is pinned, as a LISTEN connection or a long transaction is: the pool

@@ -55,7 +55,19 @@ function isWriteAfterClose(error: unknown): boolean {
 }
 
 /**
- * Keeps that one error from ending the process; every other uncaught error still does.
+ * A failed connection attempt of Deno's `node:net` (which only the driver uses here) left as a
+ * rejected promise nobody waits on: `Uncaught (in promise) Error: connect ECONNREFUSED … at
+ * _afterConnectImpl (ext:deno_node/net.ts)` ended a server once in about 60 PostgreSQL-restart
+ * campaigns, with no frame of the driver's or tegami's on its stack. The driver hears of the
+ * same failure through its socket's "error" event and retries; nobody awaits the promise.
+ */
+function isLeftConnectFailure(error: unknown): boolean {
+  return error instanceof Error && (error as { syscall?: unknown }).syscall === "connect" &&
+    /ext:deno_node\/net\.ts/.test(String(error.stack));
+}
+
+/**
+ * Keeps those errors from ending the process; every other uncaught error still does.
  *
  * The driver schedules its writes with `setImmediate`, so the error is caught inside the
  * immediate that throws it. Letting it escape is not enough to survive even when the "error"
@@ -63,7 +75,8 @@ function isWriteAfterClose(error: unknown): boolean {
  * immediate that followed, and if that one was cleared meanwhile (the driver clears its pending
  * write when the connection closes) it dies on `Cannot read properties of undefined (reading
  * '_idleNext')`, which ended a server in the PostgreSQL-restart campaign. The "error" listener
- * stays for the driver's other timers.
+ * stays for the driver's other timers, and an "unhandledrejection" one takes the connect
+ * failures above.
  */
 function guardDriverTimers(): void {
   if (guarded) return;
@@ -80,6 +93,9 @@ function guardDriverTimers(): void {
       }, ...args)) as typeof setImmediate;
   globalThis.addEventListener("error", (event) => {
     if (isWriteAfterClose((event as ErrorEvent).error)) event.preventDefault();
+  });
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    if (isLeftConnectFailure(event.reason)) event.preventDefault();
   });
 }
 
