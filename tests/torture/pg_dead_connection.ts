@@ -11,8 +11,8 @@
  * ```
  *
  * Before that, it throws the same error from an immediate the way the driver does, with the
- * immediate after it cleared, and leaves a connect failure of node:net's as an unhandled
- * rejection (see `guardDriverTimers` in pg_driver.ts).
+ * immediate after it cleared, and leaves socket errors of node:net's as unhandled
+ * rejections (see `guardDriverTimers` in pg_driver.ts).
  *
  * Prints `survived` and exits 0 when the process lived through it.
  *
@@ -45,17 +45,23 @@ await new Promise<void>((resolve) => {
   }, 50);
 });
 
-// A connect failure of node:net's left as a rejected promise, as one once ended a server while
-// PostgreSQL was down: its shape (syscall "connect", a stack in ext:deno_node/net.ts), made here.
-{
-  const error = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), {
-    code: "ECONNREFUSED",
-    syscall: "connect",
-  });
-  error.stack = `Error: ${error.message}\n    at _afterConnectImpl (ext:deno_node/net.ts:1:6347)`;
+// Socket errors of node:net's left as rejected promises, as two once ended a server while
+// PostgreSQL restarted: their shapes (a system error, every frame the runtime's), made here.
+for (
+  const [syscall, code, frame] of [
+    ["connect", "ECONNREFUSED", "_afterConnectImpl (ext:deno_node/net.ts:1:6347)"],
+    [
+      "read",
+      "ECONNRESET",
+      "TCPWrap.onStreamRead (ext:deno_node/internal/stream_base_commons.ts:1:3690)",
+    ],
+  ]
+) {
+  const error = Object.assign(new Error(`${syscall} ${code}`), { code, syscall });
+  error.stack = `Error: ${error.message}\n    at ${frame}`;
   Promise.reject(error);
   await new Promise((resolve) => setTimeout(resolve, 50));
-  console.log("connect failure left unhandled: lived on");
+  console.log(`${syscall} ${code} left unhandled: lived on`);
 }
 
 const killer = connectPg(url, { schema: "public", max: 1 });

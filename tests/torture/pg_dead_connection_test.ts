@@ -31,7 +31,8 @@ Deno.test({
     const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
     assert.equal(out.code, 0, text);
     assert.match(text, /immediates: the queue lived on/, text);
-    assert.match(text, /connect failure left unhandled: lived on/, text);
+    assert.match(text, /connect ECONNREFUSED left unhandled: lived on/, text);
+    assert.match(text, /read ECONNRESET left unhandled: lived on/, text);
     assert.match(text, /query 1: (?!answered).+\nquery 2: /, text); // the first one fails
     assert.match(text, /survived/, text);
   },
