@@ -45,6 +45,13 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = {
 /** All error codes, in the order of {@linkcode STATUS_OF}. */
 export const ERROR_CODES: readonly ErrorCode[] = Object.keys(STATUS_OF) as ErrorCode[];
 
+/**
+ * The words in the message of an `unavailable` answer whose write may have been made after all
+ * (on PostgreSQL, a connection lost during COMMIT), so that a reader — a log search, a client, the
+ * crash campaign — can tell that unknown outcome from a refusal. See docs/reliability.md.
+ */
+export const OUTCOME_UNKNOWN: string = "may or may not have been made";
+
 /** An error with a stable code, safe to show to the caller. */
 export class TegamiError extends Error {
   /** The stable code, one of {@linkcode ErrorCode}. */

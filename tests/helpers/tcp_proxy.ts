@@ -2,6 +2,7 @@
  * A TCP proxy a test can cut and restore, standing between a server and its database to
  * play an outage: `cut()` drops every connection and stops listening, so new connections are
  * refused as by a host whose database is down; `restore()` listens on the same port again.
+ * `cutAt()` drops one connection at a statement instead, to play a COMMIT whose answer is lost.
  *
  * @module
  */
@@ -14,6 +15,16 @@ export interface TcpProxy extends AsyncDisposable {
   cut(): void;
   /** Accepts and forwards connections again. */
   restore(): void;
+  /**
+   * Drops the next connection whose client sends a chunk matching `statement` (by its text,
+   * which PostgreSQL's driver sends the first time a connection runs a statement: use a fresh
+   * connection), once: `before` drops it instead of passing the chunk on (the database aborts
+   * the transaction), `after` passes it on and drops the connection before anything more comes
+   * back (a COMMIT so passed is made, and its answer never arrives).
+   */
+  cutAt(when: "before" | "after", statement?: RegExp): void;
+  /** Connections dropped by {@linkcode TcpProxy.cutAt} so far. */
+  readonly cutsAt: number;
   /** Connections forwarded so far. */
   readonly accepted: number;
 }
@@ -25,9 +36,17 @@ export function startTcpProxy(targetPort: number): TcpProxy {
   const open = new Set<AbortController>();
   let cut = false;
   let accepted = 0;
-  const pipe = async (from: Deno.Conn, to: Deno.Conn, line: AbortController) => {
+  let armed: { when: "before" | "after"; statement: RegExp } | null = null;
+  let cutsAt = 0;
+  const decoder = new TextDecoder();
+  const pipe = async (
+    from: Deno.Conn,
+    to: Deno.Conn,
+    line: AbortController,
+    through: TransformStream<Uint8Array, Uint8Array>,
+  ) => {
     try {
-      await from.readable.pipeTo(to.writable, { signal: line.signal });
+      await from.readable.pipeThrough(through).pipeTo(to.writable, { signal: line.signal });
     } catch {
       // the other side went away, or the proxy cut the line
     }
@@ -53,8 +72,29 @@ export function startTcpProxy(targetPort: number): TcpProxy {
       }
       const line = new AbortController();
       open.add(line);
-      pipe(client, upstream, line);
-      pipe(upstream, client, line);
+      // Once this line is cut at a statement, nothing more comes back to the client.
+      let muted = false;
+      const up = new TransformStream<Uint8Array, Uint8Array>({
+        transform: (chunk, controller) => {
+          const at = armed;
+          if (at === null || !at.statement.test(decoder.decode(chunk))) {
+            controller.enqueue(chunk);
+            return;
+          }
+          armed = null;
+          cutsAt++;
+          muted = true;
+          if (at.when === "after") controller.enqueue(chunk);
+          controller.terminate(); // the chunk is written, then the line closes
+        },
+      });
+      const down = new TransformStream<Uint8Array, Uint8Array>({
+        transform: (chunk, controller) => {
+          if (!muted) controller.enqueue(chunk);
+        },
+      });
+      pipe(client, upstream, line, up);
+      pipe(upstream, client, line, down);
     }
   };
   let serving = serve(listener).catch(() => {});
@@ -78,6 +118,12 @@ export function startTcpProxy(targetPort: number): TcpProxy {
       cut = false;
       listener = Deno.listen({ hostname: "127.0.0.1", port });
       serving = serve(listener).catch(() => {});
+    },
+    cutAt: (when, statement = /commit/i) => {
+      armed = { when, statement };
+    },
+    get cutsAt() {
+      return cutsAt;
     },
     [Symbol.asyncDispose]: async () => {
       if (!cut) listener.close();

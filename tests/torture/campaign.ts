@@ -21,6 +21,7 @@
  * @module
  */
 
+import { OUTCOME_UNKNOWN } from "../../lib/core/errors.ts";
 import { openInspector } from "../helpers/inspector.ts";
 import { type ServerProcess, spawnServer } from "../helpers/process_server.ts";
 import { check, type CheckReport } from "./checker.ts";
@@ -100,11 +101,11 @@ export interface CampaignResult {
 
 /**
  * Whether an error answer says its write's outcome is unknown: on PostgreSQL a connection lost
- * during COMMIT is answered `unavailable` with such a message (lib/store/postgres/
- * pg_group_commit.ts), and the write may have been made. The history records it as unknown.
+ * during COMMIT is answered `unavailable` with {@linkcode OUTCOME_UNKNOWN} in its message, and the
+ * write may have been made. The history records it as unknown.
  */
 export function outcomeUnknown(message: unknown): boolean {
-  return typeof message === "string" && /may or may not have been made/.test(message);
+  return typeof message === "string" && message.includes(OUTCOME_UNKNOWN);
 }
 
 /** A small seeded PRNG (mulberry32). */

@@ -12,7 +12,7 @@
  *
  * Before that, it throws the same error from an immediate the way the driver does, with the
  * immediate after it cleared, and leaves socket errors of node:net's as unhandled
- * rejections (see `guardDriverTimers` in pg_driver.ts).
+ * rejections (see `guardDriverErrors` in pg_driver.ts).
  *
  * Prints `survived` and exits 0 when the process lived through it.
  *

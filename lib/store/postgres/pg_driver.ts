@@ -86,7 +86,7 @@ function isLeftSocketError(error: unknown): boolean {
  * stays for the driver's other timers, and an "unhandledrejection" one takes the socket errors
  * above.
  */
-function guardDriverTimers(): void {
+function guardDriverErrors(): void {
   if (guarded) return;
   guarded = true;
   const schedule = globalThis.setImmediate;
@@ -165,7 +165,7 @@ export function tlsChoice(url: string): TlsChoice {
  * when the URL's TLS settings cannot be honoured (see {@linkcode tlsChoice}).
  */
 export function connectPg(url: string, options: PgConnectOptions): Sql {
-  guardDriverTimers();
+  guardDriverErrors();
   const tlsOptions = tlsChoice(url);
   return postgres(tlsOptions.url, {
     ...(tlsOptions.ssl === undefined ? {} : { ssl: tlsOptions.ssl }),

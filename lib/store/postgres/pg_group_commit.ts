@@ -49,7 +49,7 @@
  * @module
  */
 
-import { TegamiError } from "../../core/errors.ts";
+import { OUTCOME_UNKNOWN, TegamiError } from "../../core/errors.ts";
 import type { RemoteLeaseEnd } from "../store.ts";
 import { asStoreError, isRetryable, type Sql, type TxSql, withDeadline } from "./pg_driver.ts";
 import postgres from "postgres";
@@ -305,8 +305,8 @@ export class PgGroupCommit {
           ? new TegamiError(
             "unavailable",
             "Cannot tell whether the write was committed: the connection to the database was " +
-              "lost during COMMIT, so it may or may not have been made; retry it (a keyed " +
-              "enqueue is deduplicated, an ack with the same token answers the same)",
+              `lost during COMMIT, so it ${OUTCOME_UNKNOWN}; retry it (a keyed enqueue is ` +
+              "deduplicated, an ack with the same token answers the same)",
             { cause: error },
           )
           : asStoreError(error, "commit the write");
