@@ -10,19 +10,22 @@
  * handed a connection from JavaScript without losing its WebSocket upgrade. So the front door
  * owns the public socket: it accepts with back-off on EMFILE/ENFILE, counts every connection
  * (HTTP and WebSocket alike), answers `503` past the limit, and times out connections that send
- * no request. Each accepted connection is relayed byte for byte to a private `Deno.serve` on
- * loopback, which parses HTTP and upgrades WebSockets as before; the private server refuses any
- * peer that is not one of the front door's own relays.
+ * no request. Plain requests (http1.ts: a strict HTTP/1.1 head, a body of known length) are
+ * read and answered here; from the first request that is anything else (a WebSocket upgrade, a
+ * chunked body, …) the connection is relayed byte for byte to a private `Deno.serve` on loopback,
+ * which parses HTTP and upgrades WebSockets as before; the private server refuses any peer that
+ * is not one of the front door's own relays.
  *
- * The price, measured and documented in docs/operations.md: three descriptors per client
- * connection (the client's, both ends of the relay) and a copy of every byte through one more
- * socket pair.
+ * The price of the relay, measured and documented in docs/operations.md: three descriptors per
+ * relayed connection (the client's, both ends of the relay) and a copy of every byte through one
+ * more socket pair.
  *
  * @module
  */
 
 import type { Logger } from "../observe/log.ts";
 import { type Deadline, deadlinesOf } from "./deadline_queue.ts";
+import { closesConnection, parsePlainRequest, writeResponse } from "./http1.ts";
 
 /** Options of {@linkcode openFrontDoor}. */
 export interface FrontDoorOptions {
@@ -84,7 +87,15 @@ const WARN_EVERY_MS = 10_000;
 const RELAY_BUFFER_MIN = 2 * 1024;
 const RELAY_BUFFER_MAX = 64 * 1024;
 const MAX_REFUSING = 64;
+const INCOMPLETE = { kind: "incomplete" } as const;
 const REFUSE_WAIT_MS = 1000;
+
+/** A connection's bytes that the relay must pass on first: those read, and those being read. */
+interface Handover {
+  rest: Uint8Array;
+  /** The bytes the read in flight brings, or null at the end of the stream. */
+  more: Promise<Uint8Array | null> | null;
+}
 
 interface Client {
   readonly id: number;
@@ -369,7 +380,155 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     }
   };
 
+  const scheme = options.tls === undefined ? "http" : "https";
+  /**
+   * Answers the connection's plain requests here (http1.ts) until one is not; answers the bytes
+   * from that request on, for the relay, or null once the connection is done. One read is kept
+   * in flight while a request is answered, so a caller that goes away is seen at once (its
+   * request's signal is aborted, as `Deno.serve` does).
+   */
+  const servePlain = async (client: Client): Promise<Handover | null> => {
+    const conn = client.conn;
+    let buffer = new Uint8Array(RELAY_BUFFER_MIN);
+    let start = 0;
+    let end = 0;
+    /** The read in flight into `buffer.subarray(end)`, if any; the buffer stays put meanwhile. */
+    let reading: Promise<void> | null = null;
+    /** True once the client's end of the stream (or an error) was read. */
+    let ended = false;
+    /** The request being answered, told (its signal aborted) when its caller's stream ends. */
+    let current: AbortController | null = null;
+    const startRead = () => {
+      reading = conn.read(buffer.subarray(end)).then((n) => {
+        reading = null;
+        if (n === null) {
+          ended = true;
+          current?.abort();
+          return;
+        }
+        if (client.busy === 0) client.partial = true;
+        end += n;
+      }, () => {
+        reading = null;
+        ended = true;
+        current?.abort();
+      });
+    };
+    /** What the relay must pass on: the bytes from `from` on, and those of the read in flight. */
+    const handOver = (from: number): Handover => {
+      const rest = buffer.slice(from, end);
+      if (reading === null) return { rest, more: null };
+      const at = end;
+      const more = reading.then(() => (end === at ? null : buffer.slice(at, end)));
+      return { rest, more };
+    };
+    for (;;) {
+      const parsed = start === end ? INCOMPLETE : parsePlainRequest(buffer, start, end);
+      if (parsed.kind === "other") return handOver(start);
+      if (parsed.kind === "incomplete") {
+        if (reading === null) {
+          if (ended) return null;
+          if (start > 0) {
+            buffer.copyWithin(0, start, end);
+            end -= start;
+            start = 0;
+          }
+          if (end === buffer.length) {
+            if (buffer.length >= RELAY_BUFFER_MAX) return handOver(0); // a long head
+            const grown = new Uint8Array(RELAY_BUFFER_MAX);
+            grown.set(buffer.subarray(0, end));
+            buffer = grown;
+          }
+          startRead();
+        }
+        await reading;
+        continue;
+      }
+      const plain = parsed.request;
+      if (plain.bodyEnd > end && reading !== null) {
+        await reading; // the read in flight holds bytes of this body: wait for them first
+        continue;
+      }
+      const arrived = Math.min(end, plain.bodyEnd);
+      let body: BodyInit | null = null;
+      /** Bytes of the body not yet read from the connection. */
+      let unread = plain.bodyEnd - arrived;
+      if (unread > 0) {
+        // The rest of the body is read as the handler asks for it, with its timeout and budget.
+        const first = buffer.slice(plain.bodyStart, arrived);
+        body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            if (first.length > 0) controller.enqueue(first);
+          },
+          async pull(controller) {
+            const chunk = new Uint8Array(Math.min(unread, RELAY_BUFFER_MAX));
+            const n = await conn.read(chunk).catch(() => null);
+            if (n === null) {
+              ended = true;
+              controller.error(new Error("the connection ended before the body was complete"));
+              return;
+            }
+            unread -= n;
+            controller.enqueue(chunk.subarray(0, n));
+            if (unread === 0) controller.close();
+          },
+        });
+      } else if (plain.bodyEnd > plain.bodyStart) {
+        body = buffer.slice(plain.bodyStart, plain.bodyEnd);
+      }
+      const gone = new AbortController();
+      let request: Request;
+      try {
+        request = new Request(`${scheme}://${plain.host}${plain.target}`, {
+          method: plain.method,
+          headers: plain.headers,
+          body,
+          signal: gone.signal,
+        });
+      } catch {
+        return handOver(start); // a Host or target the URL parser refuses
+      }
+      start = arrived;
+      client.busy++;
+      client.partial = false;
+      client.deadline?.cancel();
+      client.deadline = undefined;
+      current = gone;
+      if (ended) gone.abort();
+      else if (unread === 0 && reading === null) {
+        if (start === end) {
+          start = end = 0;
+          // An idle connection holds a small buffer (ten thousand of them: 20 MiB, not 640).
+          if (buffer.length > RELAY_BUFFER_MIN) buffer = new Uint8Array(RELAY_BUFFER_MIN);
+        }
+        if (end < buffer.length) startRead(); // sees the caller go away while it waits
+      }
+      let response: Response;
+      try {
+        response = await options.handler(request);
+      } catch {
+        response = new Response(
+          JSON.stringify({ error: { code: "internal", message: "Cannot answer: server error" } }),
+          { status: 500, headers: { "content-type": "application/json" } },
+        );
+      }
+      current = null;
+      // A body left unread (refused before it was read) leaves no way to find the next request.
+      const close = !plain.keepAlive || unread > 0 || closesConnection(response) || !accepting;
+      // Answered even when the caller's end of the stream came first: it may have only
+      // half-closed, and a caller that is gone makes the write fail, nothing more.
+      const written = await writeResponse(conn, response, close).then(() => true, () => false);
+      client.busy--;
+      if (!written || close) return null;
+      client.partial = start < end;
+      client.idleSince = performance.now();
+      arm(client, options.idleTimeoutMs, "timed_out_idle");
+    }
+  };
+
   const serveClient = async (client: Client) => {
+    const rest = await servePlain(client);
+    if (rest === null) return;
     let relay: Deno.TcpConn | null = null;
     for (let attempt = 0; relay === null; attempt++) {
       try {
@@ -405,9 +564,22 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     // The connection lasts as long as the private server's side: a client that half-closes
     // after its request still gets the answer (its end of file is passed on, and the private
     // server closes once it has answered), and closing the client ends the upstream pump.
-    void pump(client.conn, relay, () => {
-      if (client.busy === 0) client.partial = true;
-    });
+    void (async () => {
+      try {
+        let bytes: Uint8Array | null = rest.rest;
+        for (let part = 0; part < 2; part++) {
+          let at = 0;
+          while (bytes !== null && at < bytes.length) at += await relay.write(bytes.subarray(at));
+          bytes = part === 0 ? await rest.more : null;
+        }
+      } catch {
+        closeClient(client);
+        return;
+      }
+      await pump(client.conn, relay, () => {
+        if (client.busy === 0) client.partial = true;
+      });
+    })();
     await pump(relay, client.conn);
     byRelayPort.delete(port);
     closeClient(client);
@@ -474,6 +646,11 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
           listener.close();
         } catch { /* already closed */ }
         await acceptLoop;
+        // Connections answered here that wait for their next request close now; those with a
+        // request in flight close after its answer.
+        for (const client of clients.values()) {
+          if (client.relay === null && client.busy === 0) closeClient(client);
+        }
         // The private server closes idle connections at once and the others after their
         // answer; each relay forwards what it holds before it closes, so no answer is cut.
         const graceful = Promise.all(inners.map((inner) => inner.shutdown().catch(() => {})));

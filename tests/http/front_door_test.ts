@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { startTestServer, type TestServer } from "../helpers/test_server.ts";
 import { spawnServer } from "../helpers/process_server.ts";
+import { readToClose } from "../helpers/raw_http.ts";
 
 /** A raw TCP connection to a server. */
 async function connect(url: string): Promise<Deno.TcpConn> {
@@ -15,27 +16,6 @@ async function connect(url: string): Promise<Deno.TcpConn> {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-/** Reads until the peer closes (or `ms` pass); answers the text and how long it took. */
-async function readToClose(conn: Deno.Conn, ms = 10_000): Promise<{ text: string; ms: number }> {
-  const started = performance.now();
-  let text = "";
-  const buffer = new Uint8Array(16 * 1024);
-  const timer = setTimeout(() => conn.close(), ms);
-  try {
-    for (;;) {
-      const n = await conn.read(buffer);
-      if (n === null) break;
-      text += decoder.decode(buffer.subarray(0, n));
-    }
-  } catch {
-    // closed by the timer or reset by the peer: either way, done
-  } finally {
-    clearTimeout(timer);
-  }
-  return { text, ms: performance.now() - started };
-}
 
 /** A healthy request on its own connection; answers status and round-trip time. */
 async function healthy(url: string): Promise<{ status: number; ms: number }> {

@@ -1,0 +1,300 @@
+/**
+ * The front door's own HTTP/1.1: the plain requests that make up almost all of a queue's traffic
+ * — a request head and, if any, a body of known length, all arrived — parsed here and answered
+ * without the relay to the private server. Everything else — chunked or unknown-length bodies,
+ * `Expect`, upgrades (WebSockets), `HEAD`, HTTP/1.0, anything this parser is not certain of —
+ * is left where it starts, and the connection goes on through the relay to `Deno.serve` from
+ * that byte on. The parser is strict on purpose: it declines rather than guesses, so the two never
+ * disagree about where a request ends (no request smuggling between them).
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { textOf } from "./respond.ts";
+
+/** A request whose head and body are in the buffer. */
+export interface PlainRequest {
+  /** The method, upper case. */
+  method: string;
+  /** The request target (origin form: `/path?query`). */
+  target: string;
+  /** The `Host` header. */
+  host: string;
+  /** The header fields in arrival order, names lower-cased. */
+  headers: [string, string][];
+  /** Where the body starts in the buffer. */
+  bodyStart: number;
+  /** Where the body ends (`bodyStart` for none): where the next request starts. It may lie
+   * beyond what has arrived, for a body still on its way. */
+  bodyEnd: number;
+  /** False when the client asked to close the connection after the answer. */
+  keepAlive: boolean;
+}
+
+/** What a buffer holds at its start. */
+export type Parsed =
+  | { kind: "request"; request: PlainRequest }
+  /** The request's head has not all arrived yet. */
+  | { kind: "incomplete" }
+  /** Not a request this parser answers: the relay's HTTP server must read it. */
+  | { kind: "other" };
+
+/** The largest head this parser reads; longer ones go to the relay's server. */
+export const PLAIN_HEAD_MAX = 8 * 1024;
+
+const INCOMPLETE: Parsed = { kind: "incomplete" };
+const OTHER: Parsed = { kind: "other" };
+const REQUEST_LINE = /^([A-Z]{1,16}) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
+const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$/;
+const LENGTH = /^[0-9]{1,15}$/;
+/** Methods answered here; the others (HEAD, CONNECT, TRACE, …) go to the relay's server. */
+const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
+/**
+ * Reads the request at `bytes[start..end)`. A request is answered here only if its head is
+ * ASCII, well formed, at most {@linkcode PLAIN_HEAD_MAX} bytes, names one `Host`, has no
+ * `Transfer-Encoding`, `Upgrade` or `Expect`, and at most one `Content-Length`. The answer comes
+ * as soon as the head is complete: the body may still be arriving.
+ */
+export function parsePlainRequest(bytes: Uint8Array, start: number, end: number): Parsed {
+  // The head ends at the first CRLFCRLF; every byte before it must be printable ASCII, tab or CRLF.
+  const limit = Math.min(end, start + PLAIN_HEAD_MAX);
+  let headEnd = -1;
+  for (let i = start; i < limit; i++) {
+    const b = bytes[i];
+    if (b >= 0x20 && b < 0x7f) continue;
+    if (b === 0x09) continue;
+    if (b === 0x0d) {
+      if (i + 1 >= end) break; // a CR as the last byte: wait for what follows
+      if (bytes[i + 1] !== 0x0a) return OTHER;
+      if (i + 3 < end && bytes[i + 2] === 0x0d && bytes[i + 3] === 0x0a) {
+        headEnd = i;
+        break;
+      }
+      i++; // past the LF
+      continue;
+    }
+    return OTHER; // a bare LF, a control byte or a non-ASCII one
+  }
+  if (headEnd < 0) return end - start >= PLAIN_HEAD_MAX ? OTHER : INCOMPLETE;
+  const lines = latin1(bytes, start, headEnd).split("\r\n");
+  const line = REQUEST_LINE.exec(lines[0]);
+  if (line === null || !METHODS.has(line[1])) return OTHER;
+  const headers: [string, string][] = [];
+  let host: string | null = null;
+  let length: number | null = null;
+  let keepAlive = true;
+  for (let i = 1; i < lines.length; i++) {
+    const field = FIELD.exec(lines[i]);
+    if (field === null) return OTHER; // obs-fold, a space before the colon, an empty name
+    const name = field[1].toLowerCase();
+    const value = field[2];
+    switch (name) {
+      case "host":
+        if (host !== null || value === "") return OTHER;
+        host = value;
+        break;
+      case "content-length":
+        if (length !== null || !LENGTH.test(value)) return OTHER;
+        length = Number(value);
+        break;
+      case "transfer-encoding":
+      case "upgrade":
+      case "expect":
+        return OTHER;
+      case "connection":
+        for (const token of value.toLowerCase().split(",")) {
+          const option = token.trim();
+          if (option === "upgrade") return OTHER;
+          if (option === "close") keepAlive = false;
+        }
+        break;
+    }
+    headers.push([name, value]);
+  }
+  if (host === null) return OTHER;
+  const bodyStart = headEnd + 4;
+  const bodyLength = length ?? 0;
+  if (bodyLength > 0 && line[1] === "GET") return OTHER; // a Request cannot carry it
+  return {
+    kind: "request",
+    request: {
+      method: line[1],
+      target: line[2],
+      host,
+      headers,
+      bodyStart,
+      bodyEnd: bodyStart + bodyLength,
+      keepAlive,
+    },
+  };
+}
+
+function latin1(bytes: Uint8Array, start: number, end: number): string {
+  let text = "";
+  for (let at = start; at < end; at += 4096) {
+    text += String.fromCharCode.apply(
+      null,
+      bytes.subarray(at, Math.min(end, at + 4096)) as unknown as number[],
+    );
+  }
+  return text;
+}
+
+const REASONS: Record<number, string> = {
+  200: "OK",
+  201: "Created",
+  202: "Accepted",
+  204: "No Content",
+  301: "Moved Permanently",
+  302: "Found",
+  304: "Not Modified",
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  408: "Request Timeout",
+  409: "Conflict",
+  410: "Gone",
+  413: "Content Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Content",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
+};
+
+/** Header fields of a response that the writer sets itself. */
+const FRAMING = new Set(["connection", "content-length", "transfer-encoding", "keep-alive"]);
+
+let dateSecond = -1;
+let dateText = "";
+/** The `Date` field, formatted once a second. */
+function date(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateText = new Date(now).toUTCString();
+  }
+  return dateText;
+}
+
+const encoder = new TextEncoder();
+
+/** The head of `response`, framed by `framing` (a `content-length` or chunked field). */
+function responseHead(response: Response, framing: string, close: boolean): string {
+  let head = `HTTP/1.1 ${response.status} ${REASONS[response.status] ?? response.statusText}\r\n`;
+  for (const [name, value] of response.headers) {
+    if (!FRAMING.has(name)) head += `${name}: ${value}\r\n`;
+  }
+  head += `date: ${date()}\r\n${framing}`;
+  if (close) head += "connection: close\r\n";
+  return head + "\r\n";
+}
+
+/** Statuses whose answers have no body (and no `content-length`). */
+function bodiless(status: number): boolean {
+  return status === 204 || status === 304 || (status >= 100 && status < 200);
+}
+
+/** True when a response asks for its connection to end after it. */
+export function closesConnection(response: Response): boolean {
+  return response.headers.get("connection")?.toLowerCase() === "close";
+}
+
+/**
+ * Writes `response` to `conn`: a body that is one chunk (any body built from a string or bytes)
+ * with `content-length` and head and body in one write; a streamed one chunked, as it comes.
+ * `close` adds `connection: close`. Rejects if the connection breaks (the body is cancelled).
+ */
+export async function writeResponse(
+  conn: Deno.Conn,
+  response: Response,
+  close: boolean,
+): Promise<void> {
+  const text = textOf(response);
+  if (text !== undefined && !bodiless(response.status)) {
+    // No stream is made to read a body whose text is known.
+    await writeWhole(conn, response, encoder.encode(text), close);
+    return;
+  }
+  const body = response.body;
+  if (body === null || bodiless(response.status)) {
+    await body?.cancel().catch(() => {});
+    const framing = bodiless(response.status) ? "" : "content-length: 0\r\n";
+    await writeAll(conn, encoder.encode(responseHead(response, framing, close)));
+    return;
+  }
+  const reader = body.getReader();
+  try {
+    const first = await reader.read();
+    // A body built from a string or bytes is done at its second read, at once; a stream's next
+    // chunk may be seconds away, and what it has must not wait for it.
+    const next = first.done ? Promise.resolve(first) : reader.read();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const second = await Promise.race([
+      next,
+      new Promise<null>((resolve) => timer = setTimeout(() => resolve(null), 0)),
+    ]);
+    clearTimeout(timer);
+    if (second !== null && second.done) {
+      await writeWhole(conn, response, first.done ? new Uint8Array(0) : first.value, close);
+      return;
+    }
+    // The head and what the body had ready go in one write.
+    await writeAll(
+      conn,
+      Buffer.concat([
+        encoder.encode(responseHead(response, "transfer-encoding: chunked\r\n", close)),
+        // What was ready at once is one chunk, as `Deno.serve` sends it.
+        chunk(second === null ? first.value! : Buffer.concat([first.value!, second.value])),
+      ]),
+    );
+    if (second === null) {
+      const later = await next;
+      if (!later.done) await writeAll(conn, chunk(later.value));
+      if (later.done) {
+        await writeAll(conn, encoder.encode("0\r\n\r\n"));
+        return;
+      }
+    }
+    for (;;) {
+      const more = await reader.read();
+      if (more.done) break;
+      await writeAll(conn, chunk(more.value));
+    }
+    await writeAll(conn, encoder.encode("0\r\n\r\n"));
+  } catch (error) {
+    await reader.cancel().catch(() => {});
+    throw error;
+  }
+}
+
+/** Writes the head and `payload` with one write. */
+async function writeWhole(
+  conn: Deno.Conn,
+  response: Response,
+  payload: Uint8Array,
+  close: boolean,
+): Promise<void> {
+  const head = encoder.encode(
+    responseHead(response, `content-length: ${payload.length}\r\n`, close),
+  );
+  await writeAll(conn, Buffer.concat([head, payload]));
+}
+
+/** `data` framed as one chunk of a chunked body (nothing for empty data, which would end it). */
+function chunk(data: Uint8Array): Uint8Array {
+  if (data.length === 0) return data;
+  return Buffer.concat([encoder.encode(`${data.length.toString(16)}\r\n`), data, CRLF]);
+}
+
+const CRLF = new Uint8Array([0x0d, 0x0a]);
+
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  let at = 0;
+  while (at < bytes.length) at += await conn.write(bytes.subarray(at));
+}

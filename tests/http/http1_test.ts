@@ -1,0 +1,172 @@
+/**
+ * The front door's own HTTP/1.1 (lib/http/http1.ts): which requests it reads itself and which
+ * it leaves to the relay's server, and what it answers on a real socket — keep-alive, requests
+ * sent back to back, bodies that arrive late or never, callers that go away, streamed answers.
+ */
+
+import assert from "node:assert/strict";
+import { parsePlainRequest } from "../../lib/http/http1.ts";
+import { untilConsumers } from "../helpers/http_calls.ts";
+import { readToClose } from "../helpers/raw_http.ts";
+import { startTestServer } from "../helpers/test_server.ts";
+
+const encoder = new TextEncoder();
+
+function parse(text: string) {
+  const bytes = encoder.encode(text);
+  return parsePlainRequest(bytes, 0, bytes.length);
+}
+
+Deno.test("a plain request is read here: method, target, host, fields and where its body ends", () => {
+  const parsed = parse(
+    "POST /v1/queues/q/jobs?x=1 HTTP/1.1\r\nHost: h:1\r\nContent-Length: 2\r\n" +
+      "Content-Type: application/json\r\n\r\n{}GET",
+  );
+  assert.equal(parsed.kind, "request");
+  if (parsed.kind !== "request") return;
+  const r = parsed.request;
+  assert.equal(r.method, "POST");
+  assert.equal(r.target, "/v1/queues/q/jobs?x=1");
+  assert.equal(r.host, "h:1");
+  assert.deepEqual(r.headers, [
+    ["host", "h:1"],
+    ["content-length", "2"],
+    ["content-type", "application/json"],
+  ]);
+  assert.equal(r.bodyEnd - r.bodyStart, 2);
+  assert.equal(r.keepAlive, true);
+  const close = parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, close\r\n\r\n");
+  assert.ok(close.kind === "request" && !close.request.keepAlive);
+});
+
+Deno.test("a head not all here is incomplete; a body still arriving is not", () => {
+  for (const part of ["", "POST / HTTP/1.1\r\nHost: h\r", "GET / HTTP/1.1\r\nHost: h\r\n\r"]) {
+    assert.equal(part === "" ? "incomplete" : parse(part).kind, "incomplete", part);
+  }
+  const late = parse("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc");
+  assert.ok(late.kind === "request" && late.request.bodyEnd - late.request.bodyStart === 10);
+});
+
+Deno.test("anything this parser is not sure of is left to the relay's server", () => {
+  const others = [
+    "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n",
+    "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+    "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\n",
+    "POST / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n\r\n",
+    "GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\n\r\n",
+    "GET / HTTP/1.0\r\nHost: h\r\n\r\n",
+    "HEAD / HTTP/1.1\r\nHost: h\r\n\r\n",
+    "GET http://h/ HTTP/1.1\r\nHost: h\r\n\r\n",
+    "GET / HTTP/1.1\r\n\r\n", // no Host
+    "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n", // obs-fold
+    "GET / HTTP/1.1\r\nHost : h\r\n\r\n",
+    "GET / HTTP/1.1\nHost: h\n\n", // bare LF
+    "GET / HTTP/1.1\r\nHost: h\rX\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: h\r\nX: \u00e9\r\n\r\n", // not ASCII
+    "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc", // a GET with a body
+    "get / HTTP/1.1\r\nHost: h\r\n\r\n",
+    `GET /${"a".repeat(9000)} HTTP/1.1\r\nHost: h\r\n\r\n`, // a head over 8 KiB
+  ];
+  for (const text of others) assert.equal(parse(text).kind, "other", JSON.stringify(text));
+  // A head over 8 KiB is left even before its end arrives.
+  assert.equal(parse(`GET /${"a".repeat(9000)}`).kind, "other");
+});
+
+/** Writes `text` to the server and reads what it answers until it closes or `ms` pass. */
+async function exchange(
+  url: string,
+  parts: string[],
+  options: { ms?: number; gapMs?: number; halfClose?: boolean } = {},
+): Promise<string> {
+  const { hostname, port } = new URL(url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  for (const part of parts) {
+    await conn.write(encoder.encode(part));
+    if (options.gapMs) await new Promise((resolve) => setTimeout(resolve, options.gapMs));
+  }
+  if (options.halfClose) await conn.closeWrite();
+  const { text } = await readToClose(conn, options.ms ?? 2000);
+  try {
+    conn.close();
+  } catch { /* already closed */ }
+  return text;
+}
+
+const job = (n: number) => {
+  const body = JSON.stringify({ payload: { n } });
+  return `POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${body.length}\r\n\r\n${body}`;
+};
+
+Deno.test("requests sent back to back on one connection are answered in order", async () => {
+  await using s = await startTestServer({ realTime: true });
+  const text = await exchange(s.url, [job(1) + job(2) + job(3)], { halfClose: true });
+  const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]);
+  assert.deepEqual(statuses, ["201", "201", "201"], text);
+  const ids = [...text.matchAll(/"id":(\d+)/g)].map((m) => Number(m[1]));
+  assert.deepEqual(ids, [...ids].sort((a, b) => a - b));
+  assert.match(text, /content-length: \d+\r\n/);
+  assert.match(text, /date: \w{3}, \d\d \w{3} \d{4}/);
+});
+
+Deno.test("a body that arrives in pieces is read whole; one request after it still works", async () => {
+  await using s = await startTestServer({ realTime: true });
+  const first = job(1);
+  const cut = first.indexOf("\r\n\r\n") + 6;
+  const text = await exchange(s.url, [first.slice(0, cut), first.slice(cut) + job(2)], {
+    gapMs: 100,
+    halfClose: true,
+  });
+  const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]);
+  assert.deepEqual(statuses, ["201", "201"], text);
+  const listed = await s.request("GET", "/v1/queues/q/jobs?state=pending");
+  assert.equal((listed.body as { jobs: unknown[] }).jobs.length, 2);
+});
+
+Deno.test("a body cut short by the caller's close stores nothing and is answered 400", async () => {
+  await using s = await startTestServer({ realTime: true });
+  const text = await exchange(s.url, [
+    'POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 50\r\n\r\n{"payl',
+  ], { halfClose: true });
+  assert.match(text, /^HTTP\/1\.1 400 /, text);
+  const listed = await s.request("GET", "/v1/queues/q/jobs?state=pending");
+  assert.equal((listed.body as { jobs: unknown[] }).jobs.length, 0);
+});
+
+Deno.test("a request the parser leaves goes on through the relay, and so does the rest", async () => {
+  await using s = await startTestServer({ realTime: true });
+  const chunked =
+    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n" +
+    'Content-Type: application/json\r\n\r\n10\r\n{"payload":{"n":\r\n2\r\n1}\r\n2\r\n}\n\r\n0\r\n\r\n';
+  const text = await exchange(s.url, [job(1) + chunked + job(3)], { ms: 1000 });
+  const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]);
+  assert.deepEqual(statuses, ["201", "201", "201"], text);
+});
+
+Deno.test("a long-poll whose caller closes its connection is ended at once", async () => {
+  await using s = await startTestServer({ realTime: true });
+  const body = JSON.stringify({ max: 1, wait_ms: 5000 });
+  const started = performance.now();
+  await exchange(s.url, [
+    `POST /v1/queues/q/leases HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  ], { ms: 200 });
+  // Its caller gone, the poll must leave the queue's consumers well before its 5 s wait.
+  await untilConsumers(s, "q", 0);
+  assert.ok(performance.now() - started < 3000, "the poll outlived its caller");
+  await s.request("POST", "/v1/queues/q/jobs", { payload: 1 });
+  const pending = await s.request("GET", "/v1/queues/q/jobs?state=pending");
+  assert.equal((pending.body as { jobs: unknown[] }).jobs.length, 1, "no job went to the gone");
+});
+
+Deno.test("a streamed answer (the event stream) is sent chunked as it comes", async () => {
+  await using s = await startTestServer({ realTime: true });
+  const text = await exchange(s.url, ["GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"], {
+    ms: 1500,
+  });
+  assert.match(text, /^HTTP\/1\.1 200 /);
+  assert.match(text, /transfer-encoding: chunked\r\n/);
+  assert.match(text, /content-type: text\/event-stream/);
+  assert.match(text, /\r\n[0-9a-f]+\r\nevent: /, "events arrive as chunks");
+});
