@@ -45,7 +45,10 @@ export const PLAIN_HEAD_MAX = 8 * 1024;
 
 const INCOMPLETE: Parsed = { kind: "incomplete" };
 const OTHER: Parsed = { kind: "other" };
-const REQUEST_LINE = /^([A-Z]{1,16}) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
+/** Origin-form targets only, without `#` (never part of a request target). */
+const REQUEST_LINE = /^([A-Z]{1,16}) (\/[\x21\x22\x24-\x7e]*) HTTP\/1\.1$/;
+/** A host name or address and an optional port: nothing that could change the URL's path. */
+const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$/;
 const LENGTH = /^[0-9]{1,15}$/;
 /** Methods answered here; the others (HEAD, CONNECT, TRACE, …) go to the relay's server. */
@@ -92,7 +95,7 @@ export function parsePlainRequest(bytes: Uint8Array, start: number, end: number)
     const value = field[2];
     switch (name) {
       case "host":
-        if (host !== null || value === "") return OTHER;
+        if (host !== null || !HOST.test(value)) return OTHER;
         host = value;
         break;
       case "content-length":
@@ -244,27 +247,24 @@ export async function writeResponse(
       await writeWhole(conn, response, first.done ? new Uint8Array(0) : first.value, close);
       return;
     }
-    // The head and what the body had ready go in one write.
-    await writeAll(
-      conn,
-      Buffer.concat([
-        encoder.encode(responseHead(response, "transfer-encoding: chunked\r\n", close)),
-        // What was ready at once is one chunk, as `Deno.serve` sends it.
-        chunk(second === null ? first.value! : Buffer.concat([first.value!, second.value])),
-      ]),
-    );
+    // The head goes with the first chunk's size line; what was ready at once is one chunk, as
+    // `Deno.serve` sends it. A chunk's bytes are written as they are, never copied: a stream's
+    // chunks can be large (an event-stream snapshot), and many readers may be stalled at once.
+    const head = responseHead(response, "transfer-encoding: chunked\r\n", close);
+    const ready = second === null ? [first.value!] : [first.value!, second.value];
+    await writeChunk(conn, ready, head);
     if (second === null) {
       const later = await next;
-      if (!later.done) await writeAll(conn, chunk(later.value));
       if (later.done) {
         await writeAll(conn, encoder.encode("0\r\n\r\n"));
         return;
       }
+      await writeChunk(conn, [later.value]);
     }
     for (;;) {
       const more = await reader.read();
       if (more.done) break;
-      await writeAll(conn, chunk(more.value));
+      await writeChunk(conn, [more.value]);
     }
     await writeAll(conn, encoder.encode("0\r\n\r\n"));
   } catch (error) {
@@ -286,10 +286,16 @@ async function writeWhole(
   await writeAll(conn, Buffer.concat([head, payload]));
 }
 
-/** `data` framed as one chunk of a chunked body (nothing for empty data, which would end it). */
-function chunk(data: Uint8Array): Uint8Array {
-  if (data.length === 0) return data;
-  return Buffer.concat([encoder.encode(`${data.length.toString(16)}\r\n`), data, CRLF]);
+/** Writes `parts` as one chunk of a chunked body, after `before` (nothing for no bytes). */
+async function writeChunk(conn: Deno.Conn, parts: Uint8Array[], before = ""): Promise<void> {
+  const size = parts.reduce((n, part) => n + part.length, 0);
+  if (size === 0) {
+    if (before !== "") await writeAll(conn, encoder.encode(before));
+    return; // an empty chunk would end the body
+  }
+  await writeAll(conn, encoder.encode(`${before}${size.toString(16)}\r\n`));
+  for (const part of parts) await writeAll(conn, part);
+  await writeAll(conn, CRLF);
 }
 
 const CRLF = new Uint8Array([0x0d, 0x0a]);

@@ -23,6 +23,9 @@ Deno.test("a plain request is read here: method, target, host, fields and where 
       "Content-Type: application/json\r\n\r\n{}GET",
   );
   assert.equal(parsed.kind, "request");
+  for (const host of ["127.0.0.1:8080", "[::1]:80", "queue.example"]) {
+    assert.equal(parse(`GET / HTTP/1.1\r\nHost: ${host}\r\n\r\n`).kind, "request", host);
+  }
   if (parsed.kind !== "request") return;
   const r = parsed.request;
   assert.equal(r.method, "POST");
@@ -60,6 +63,9 @@ Deno.test("anything this parser is not sure of is left to the relay's server", (
     "GET http://h/ HTTP/1.1\r\nHost: h\r\n\r\n",
     "GET / HTTP/1.1\r\n\r\n", // no Host
     "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: evil/x\r\n\r\n", // a Host that would move the path
+    "GET / HTTP/1.1\r\nHost: u@h\r\n\r\n",
+    "GET /a#b HTTP/1.1\r\nHost: h\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n", // obs-fold
     "GET / HTTP/1.1\r\nHost : h\r\n\r\n",
     "GET / HTTP/1.1\nHost: h\n\n", // bare LF
