@@ -25,7 +25,13 @@
 
 import type { Logger } from "../observe/log.ts";
 import { type Deadline, deadlinesOf } from "./deadline_queue.ts";
-import { closesConnection, parsePlainRequest, writeResponse } from "./http1.ts";
+import {
+  closesConnection,
+  type Parsed,
+  parsePlainRequest,
+  PLAIN_HEAD_MAX,
+  writeResponse,
+} from "./http1.ts";
 
 /** Options of {@linkcode openFrontDoor}. */
 export interface FrontDoorOptions {
@@ -87,7 +93,8 @@ const WARN_EVERY_MS = 10_000;
 const RELAY_BUFFER_MIN = 2 * 1024;
 const RELAY_BUFFER_MAX = 64 * 1024;
 const MAX_REFUSING = 64;
-const INCOMPLETE = { kind: "incomplete" } as const;
+/** A connection's buffer while a request head arrives: the longest head the parser reads. */
+const HEAD_BUFFER = PLAIN_HEAD_MAX + RELAY_BUFFER_MIN;
 const REFUSE_WAIT_MS = 1000;
 
 /** A connection's bytes that the relay must pass on first: those read, and those being read. */
@@ -392,6 +399,8 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     let buffer = new Uint8Array(RELAY_BUFFER_MIN);
     let start = 0;
     let end = 0;
+    /** Where the parser's check of an incomplete head stopped: it resumes there. */
+    let scanned = 0;
     /** The read in flight into `buffer.subarray(end)`, if any; the buffer stays put meanwhile. */
     let reading: Promise<void> | null = null;
     /** True once the client's end of the stream (or an error) was read. */
@@ -408,6 +417,8 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         }
         if (client.busy === 0) client.partial = true;
         end += n;
+        // While a request is answered a read stays in flight, to see its caller go.
+        if (current !== null && end < buffer.length) startRead();
       }, () => {
         reading = null;
         ended = true;
@@ -423,19 +434,24 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       return { rest, more };
     };
     for (;;) {
-      const parsed = start === end ? INCOMPLETE : parsePlainRequest(buffer, start, end);
+      const parsed: Parsed = start === end
+        ? { kind: "incomplete", scanned: start }
+        : parsePlainRequest(buffer, start, end, scanned);
       if (parsed.kind === "other") return handOver(start);
       if (parsed.kind === "incomplete") {
+        scanned = parsed.scanned;
         if (reading === null) {
           if (ended) return null;
           if (start > 0) {
             buffer.copyWithin(0, start, end);
             end -= start;
+            scanned -= start;
             start = 0;
           }
           if (end === buffer.length) {
-            if (buffer.length >= RELAY_BUFFER_MAX) return handOver(0); // a long head
-            const grown = new Uint8Array(RELAY_BUFFER_MAX);
+            // Room for the longest head the parser reads: a longer one goes to the relay.
+            if (buffer.length >= HEAD_BUFFER) return handOver(0);
+            const grown = new Uint8Array(HEAD_BUFFER);
             grown.set(buffer.subarray(0, end));
             buffer = grown;
           }
@@ -488,7 +504,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       } catch {
         return handOver(start); // a Host or target the URL parser refuses
       }
-      start = arrived;
+      start = scanned = arrived;
       client.busy++;
       client.partial = false;
       client.deadline?.cancel();
@@ -497,7 +513,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       if (ended) gone.abort();
       else if (unread === 0 && reading === null) {
         if (start === end) {
-          start = end = 0;
+          start = end = scanned = 0;
           // An idle connection holds a small buffer (ten thousand of them: 20 MiB, not 640).
           if (buffer.length > RELAY_BUFFER_MIN) buffer = new Uint8Array(RELAY_BUFFER_MIN);
         }
@@ -515,12 +531,16 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       current = null;
       // A body left unread (refused before it was read) leaves no way to find the next request.
       const close = !plain.keepAlive || unread > 0 || closesConnection(response) || !accepting;
-      // Answered even when the caller's end of the stream came first: it may have only
-      // half-closed, and a caller that is gone makes the write fail, nothing more.
+      // The end of the caller's stream is taken as its leaving, as `Deno.serve` does (the
+      // signal is aborted); the answer is still written, for a caller that only half-closed.
       const written = await writeResponse(conn, response, close).then(() => true, () => false);
       client.busy--;
       if (!written || close) return null;
       client.partial = start < end;
+      if (start === end && reading === null && buffer.length > RELAY_BUFFER_MIN) {
+        start = end = scanned = 0;
+        buffer = new Uint8Array(RELAY_BUFFER_MIN); // after a body that was streamed
+      }
       client.idleSince = performance.now();
       arm(client, options.idleTimeoutMs, "timed_out_idle");
     }

@@ -35,15 +35,14 @@ export interface PlainRequest {
 /** What a buffer holds at its start. */
 export type Parsed =
   | { kind: "request"; request: PlainRequest }
-  /** The request's head has not all arrived yet. */
-  | { kind: "incomplete" }
+  /** The request's head has not all arrived yet; bytes before `scanned` need no second look. */
+  | { kind: "incomplete"; scanned: number }
   /** Not a request this parser answers: the relay's HTTP server must read it. */
   | { kind: "other" };
 
 /** The largest head this parser reads; longer ones go to the relay's server. */
 export const PLAIN_HEAD_MAX = 8 * 1024;
 
-const INCOMPLETE: Parsed = { kind: "incomplete" };
 const OTHER: Parsed = { kind: "other" };
 /** Origin-form targets only, without `#` (never part of a request target). */
 const REQUEST_LINE = /^([A-Z]{1,16}) (\/[\x21\x22\x24-\x7e]*) HTTP\/1\.1$/;
@@ -60,27 +59,36 @@ const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
  * `Transfer-Encoding`, `Upgrade` or `Expect`, and at most one `Content-Length`. The answer comes
  * as soon as the head is complete: the body may still be arriving.
  */
-export function parsePlainRequest(bytes: Uint8Array, start: number, end: number): Parsed {
-  // The head ends at the first CRLFCRLF; every byte before it must be printable ASCII, tab or CRLF.
+export function parsePlainRequest(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  scanned = start,
+): Parsed {
+  // Every byte of the head must be printable ASCII, tab, or CR and LF as a pair. Bytes checked by
+  // an earlier call that found the head incomplete (before `scanned`) are not checked again, so
+  // a head sent a byte at a time costs linear time.
   const limit = Math.min(end, start + PLAIN_HEAD_MAX);
   let headEnd = -1;
-  for (let i = start; i < limit; i++) {
+  for (let i = Math.max(start, scanned); i < limit; i++) {
     const b = bytes[i];
-    if (b >= 0x20 && b < 0x7f) continue;
-    if (b === 0x09) continue;
-    if (b === 0x0d) {
-      if (i + 1 >= end) break; // a CR as the last byte: wait for what follows
-      if (bytes[i + 1] !== 0x0a) return OTHER;
-      if (i + 3 < end && bytes[i + 2] === 0x0d && bytes[i + 3] === 0x0a) {
-        headEnd = i;
+    // CR only before LF, LF only after CR: each byte looks back, so checks resume anywhere.
+    const afterCr = i > start && bytes[i - 1] === 0x0d;
+    if (afterCr !== (b === 0x0a)) return OTHER;
+    if (b === 0x0a) {
+      // The head ends at the first CRLFCRLF; what follows is the body, not checked here.
+      if (i - 3 >= start && bytes[i - 2] === 0x0a) {
+        headEnd = i - 3;
         break;
       }
-      i++; // past the LF
       continue;
     }
-    return OTHER; // a bare LF, a control byte or a non-ASCII one
+    if ((b >= 0x20 && b < 0x7f) || b === 0x09 || b === 0x0d) continue;
+    return OTHER; // a control byte or a non-ASCII one
   }
-  if (headEnd < 0) return end - start >= PLAIN_HEAD_MAX ? OTHER : INCOMPLETE;
+  if (headEnd < 0) {
+    return end - start >= PLAIN_HEAD_MAX ? OTHER : { kind: "incomplete", scanned: limit };
+  }
   const lines = latin1(bytes, start, headEnd).split("\r\n");
   const line = REQUEST_LINE.exec(lines[0]);
   if (line === null || !METHODS.has(line[1])) return OTHER;

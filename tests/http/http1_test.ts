@@ -38,6 +38,8 @@ Deno.test("a plain request is read here: method, target, host, fields and where 
   ]);
   assert.equal(r.bodyEnd - r.bodyStart, 2);
   assert.equal(r.keepAlive, true);
+  const body = parse('POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 6\r\n\r\n"\u00e9\n"');
+  assert.equal(body.kind, "request", "a body is not held to the head's rules");
   const close = parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, close\r\n\r\n");
   assert.ok(close.kind === "request" && !close.request.keepAlive);
 });
@@ -48,6 +50,28 @@ Deno.test("a head not all here is incomplete; a body still arriving is not", () 
   }
   const late = parse("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc");
   assert.ok(late.kind === "request" && late.request.bodyEnd - late.request.bodyStart === 10);
+});
+
+Deno.test("a head read in pieces is found whatever the cut, each byte checked once", () => {
+  const text = "POST /j HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}";
+  const bytes = encoder.encode(text);
+  for (let cut = 1; cut < bytes.length; cut++) {
+    const first = parsePlainRequest(bytes, 0, cut);
+    if (first.kind !== "incomplete") {
+      assert.ok(cut >= text.indexOf("\r\n\r\n") + 4, `found early at ${cut}`);
+      continue;
+    }
+    assert.equal(first.scanned, cut);
+    const whole = parsePlainRequest(bytes, 0, bytes.length, first.scanned);
+    assert.ok(whole.kind === "request" && whole.request.bodyEnd === bytes.length, `cut ${cut}`);
+  }
+  // A bare LF or CR is still refused when it arrived in an earlier piece.
+  const bare = encoder.encode("GET / HTTP/1.1\r\nHost: h\nX: y\r\n\r\n");
+  const part = parsePlainRequest(bare, 0, 20);
+  assert.equal(part.kind, "incomplete");
+  if (part.kind === "incomplete") {
+    assert.equal(parsePlainRequest(bare, 0, bare.length, part.scanned).kind, "other");
+  }
 });
 
 Deno.test("anything this parser is not sure of is left to the relay's server", () => {
@@ -164,6 +188,31 @@ Deno.test("a long-poll whose caller closes its connection is ended at once", asy
   await s.request("POST", "/v1/queues/q/jobs", { payload: 1 });
   const pending = await s.request("GET", "/v1/queues/q/jobs?state=pending");
   assert.equal((pending.body as { jobs: unknown[] }).jobs.length, 1, "no job went to the gone");
+});
+
+Deno.test("a long-poll whose caller sent stray bytes before closing is still ended at once", async () => {
+  await using s = await startTestServer({ realTime: true });
+  const body = JSON.stringify({ max: 1, wait_ms: 5000 });
+  const { hostname, port } = new URL(s.url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  const started = performance.now();
+  await conn.write(encoder.encode(
+    `POST /v1/queues/q/leases HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  ));
+  await untilConsumers(s, "q", 1);
+  await conn.write(encoder.encode("\r\n"));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  conn.close();
+  await untilConsumers(s, "q", 0);
+  assert.ok(performance.now() - started < 3000, "the poll outlived its caller");
+});
+
+Deno.test("a request sent a byte at a time is answered", async () => {
+  await using s = await startTestServer({ realTime: true });
+  const request = job(1);
+  const parts = [...request].map((c) => c); // ASCII: one byte each
+  const text = await exchange(s.url, parts, { ms: 3000, gapMs: 1 });
+  assert.match(text, /^HTTP\/1\.1 201 /, text);
 });
 
 Deno.test("a streamed answer (the event stream) is sent chunked as it comes", async () => {
