@@ -263,6 +263,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         maxConnections,
         headerTimeoutMs: config.headerTimeoutMs,
         idleTimeoutMs: config.idleTimeoutMs,
+        relayPaths: ["/v1/events"],
         log,
         onEvent: (event) => metrics.connectionEvent(event),
       });

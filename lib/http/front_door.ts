@@ -49,6 +49,13 @@ export interface FrontDoorOptions {
   headerTimeoutMs: number;
   /** Time a kept-alive connection may wait for its next request head, in ms. */
   idleTimeoutMs: number;
+  /**
+   * Paths whose requests always go through the relay: long-lived streamed answers (the event
+   * stream). They gain nothing from the front door's own HTTP, and `Deno.serve` hands their
+   * chunks to the socket without holding them in JavaScript memory, which matters when many
+   * readers stall. @default none
+   */
+  relayPaths?: readonly string[];
   /** The log. */
   log: Logger;
   /** Counts events for the metrics. */
@@ -388,6 +395,11 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
   };
 
   const scheme = options.tls === undefined ? "http" : "https";
+  const relayPaths = options.relayPaths ?? [];
+  const relayed = (target: string) => {
+    const path = target.split("?", 1)[0];
+    return relayPaths.some((p) => path === p);
+  };
   /**
    * Answers the connection's plain requests here (http1.ts) until one is not; answers the bytes
    * from that request on, for the relay, or null once the connection is done. One read is kept
@@ -461,6 +473,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         continue;
       }
       const plain = parsed.request;
+      if (relayed(plain.target)) return handOver(start);
       if (plain.bodyEnd > end && reading !== null) {
         await reading; // the read in flight holds bytes of this body: wait for them first
         continue;
