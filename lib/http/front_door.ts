@@ -30,8 +30,10 @@ import {
   type Parsed,
   parsePlainRequest,
   PLAIN_HEAD_MAX,
+  writeAll,
   writeResponse,
 } from "./http1.ts";
+import { json } from "./respond.ts";
 
 /** Options of {@linkcode openFrontDoor}. */
 export interface FrontDoorOptions {
@@ -536,10 +538,9 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       try {
         response = await options.handler(request);
       } catch {
-        response = new Response(
-          JSON.stringify({ error: { code: "internal", message: "Cannot answer: server error" } }),
-          { status: 500, headers: { "content-type": "application/json" } },
-        );
+        response = json(500, {
+          error: { code: "internal", message: "Cannot answer: server error" },
+        });
       }
       current = null;
       // A body left unread (refused before it was read) leaves no way to find the next request.
@@ -599,12 +600,9 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     // server closes once it has answered), and closing the client ends the upstream pump.
     void (async () => {
       try {
-        let bytes: Uint8Array | null = rest.rest;
-        for (let part = 0; part < 2; part++) {
-          let at = 0;
-          while (bytes !== null && at < bytes.length) at += await relay.write(bytes.subarray(at));
-          bytes = part === 0 ? await rest.more : null;
-        }
+        await writeAll(relay, rest.rest);
+        const more = await rest.more;
+        if (more !== null) await writeAll(relay, more);
       } catch {
         closeClient(client);
         return;

@@ -308,7 +308,8 @@ async function writeChunk(conn: Deno.Conn, parts: Uint8Array[], before = ""): Pr
 
 const CRLF = new Uint8Array([0x0d, 0x0a]);
 
-async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+/** Writes all of `bytes` to `conn`. */
+export async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
   let at = 0;
   while (at < bytes.length) at += await conn.write(bytes.subarray(at));
 }

@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { parsePlainRequest } from "../../lib/http/http1.ts";
+import { parsePlainRequest, writeResponse } from "../../lib/http/http1.ts";
 import { untilConsumers } from "../helpers/http_calls.ts";
 import { readToClose } from "../helpers/raw_http.ts";
 import { startTestServer } from "../helpers/test_server.ts";
@@ -215,7 +215,34 @@ Deno.test("a request sent a byte at a time is answered", async () => {
   assert.match(text, /^HTTP\/1\.1 201 /, text);
 });
 
-Deno.test("a streamed answer (the event stream) is sent chunked as it comes", async () => {
+Deno.test("a streamed answer is written chunked: what was ready at once, then each chunk", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const client = await Deno.connect({ hostname: "127.0.0.1", port: listener.addr.port });
+  const server = await listener.accept();
+  let later: (chunk: string) => void = () => {};
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(encoder.encode("one"));
+      later = (chunk) => {
+        controller.enqueue(encoder.encode(chunk));
+        controller.close();
+      };
+    },
+  });
+  const writing = writeResponse(server, new Response(body, { status: 200 }), true);
+  setTimeout(() => later("two!"), 50);
+  await writing;
+  server.close();
+  const { text } = await readToClose(client, 2000);
+  client.close();
+  listener.close();
+  assert.match(text, /^HTTP\/1\.1 200 OK\r\n/);
+  assert.match(text, /transfer-encoding: chunked\r\n/);
+  assert.match(text, /connection: close\r\n/);
+  assert.ok(text.endsWith("\r\n\r\n3\r\none\r\n4\r\ntwo!\r\n0\r\n\r\n"), JSON.stringify(text));
+});
+
+Deno.test("the event stream is relayed, and arrives as it comes", async () => {
   await using s = await startTestServer({ realTime: true });
   const text = await exchange(s.url, ["GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"], {
     ms: 1500,
