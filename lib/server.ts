@@ -144,7 +144,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (!accepting) {
       throw new TegamiError("unavailable", "Cannot upgrade: the server is shutting down");
     }
-    return upgradeToWebSocket(request, config.pingIntervalMs, (socket, version) => {
+    const sizes = { pingIntervalMs: config.pingIntervalMs, maxMessage: config.maxBody };
+    return upgradeToWebSocket(request, sizes, (socket, version) => {
       const connection: Connection = new Connection(socket, {
         broker,
         clock,

@@ -14,8 +14,14 @@
  * @module
  */
 
-const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-const OP = { continuation: 0, text: 1, binary: 2, close: 8, ping: 9, pong: 10 } as const;
+import {
+  closePayload,
+  frameHead,
+  HANDSHAKE_GUID,
+  OP,
+  readFrameHead,
+  unmask,
+} from "./websocket_frames.ts";
 
 /** The `WebSocket` constructor to use in this runtime for `consume`. */
 export function nodelayWebSocket(): typeof WebSocket | null {
@@ -138,7 +144,10 @@ export class DenoWebSocket {
     const status = head.match(/^HTTP\/1\.1 (\d{3})/)?.[1];
     const header = (name: string) =>
       head.match(new RegExp(`^${name}:\\s*(.*?)\\s*$`, "im"))?.[1] ?? null;
-    const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(key + GUID));
+    const digest = await crypto.subtle.digest(
+      "SHA-1",
+      new TextEncoder().encode(key + HANDSHAKE_GUID),
+    );
     const accept = btoa(String.fromCharCode(...new Uint8Array(digest)));
     if (status !== "101" || header("sec-websocket-accept") !== accept) {
       throw new Error(`Cannot open ${url.href}: the upgrade answered ${status ?? "nothing"}`);
@@ -183,12 +192,7 @@ export class DenoWebSocket {
 
   #sendClose(code: number, reason: string): void {
     this.#closeSent = true;
-    const text = new TextEncoder().encode(reason);
-    const payload = new Uint8Array(2 + text.length);
-    payload[0] = code >> 8;
-    payload[1] = code & 255;
-    payload.set(text, 2);
-    this.#write(OP.close, payload);
+    this.#write(OP.close, closePayload(code, reason));
   }
 
   /** Queues one frame: header and masked payload in one buffer, written with one write. */
@@ -222,23 +226,13 @@ export class DenoWebSocket {
 
 /** A client frame: FIN set, masked with a fresh key. */
 function encodeFrame(op: number, payload: Uint8Array): Uint8Array {
-  const n = payload.length;
-  const lengthBytes = n < 126 ? 0 : n < 65536 ? 2 : 8;
-  const head = 2 + lengthBytes + 4;
-  const frame = new Uint8Array(head + n);
-  frame[0] = 0x80 | op;
-  if (lengthBytes === 0) frame[1] = 0x80 | n;
-  else if (lengthBytes === 2) {
-    frame[1] = 0x80 | 126;
-    frame[2] = n >> 8;
-    frame[3] = n & 255;
-  } else {
-    frame[1] = 0x80 | 127;
-    new DataView(frame.buffer).setBigUint64(2, BigInt(n));
-  }
+  const head = frameHead(op, payload.length, true);
   const mask = crypto.getRandomValues(new Uint8Array(4));
-  frame.set(mask, head - 4);
-  for (let i = 0; i < n; i++) frame[head + i] = payload[i] ^ mask[i & 3];
+  head.set(mask, head.length - 4);
+  const frame = new Uint8Array(head.length + payload.length);
+  frame.set(head);
+  frame.set(payload, head.length);
+  unmask(frame, head.length, payload.length, mask);
   return frame;
 }
 
@@ -284,32 +278,19 @@ class FrameReader {
 
   /** The next frame, or null at the end of the stream. */
   async frame(): Promise<{ fin: boolean; op: number; payload: Uint8Array } | null> {
-    if (!await this.#need(2)) return null;
-    const b0 = this.#buffer[this.#start];
-    const b1 = this.#buffer[this.#start + 1];
-    let length = b1 & 127;
-    let head = 2;
-    if (length === 126) {
-      if (!await this.#need(4)) return null;
-      length = (this.#buffer[this.#start + 2] << 8) | this.#buffer[this.#start + 3];
-      head = 4;
-    } else if (length === 127) {
-      if (!await this.#need(10)) return null;
-      length = Number(
-        new DataView(this.#buffer.buffer).getBigUint64(this.#start + 2),
-      );
-      head = 10;
+    let head = readFrameHead(this.#buffer, this.#start, this.#end);
+    while (head === null) {
+      if (!await this.#fill(14)) return null;
+      head = readFrameHead(this.#buffer, this.#start, this.#end);
     }
-    const masked = (b1 & 128) !== 0;
-    if (masked) head += 4;
-    if (!await this.#need(head + length)) return null;
-    const payload = this.#buffer.slice(this.#start + head, this.#start + head + length);
-    if (masked) {
-      const mask = this.#buffer.subarray(this.#start + head - 4, this.#start + head);
-      for (let i = 0; i < payload.length; i++) payload[i] ^= mask[i & 3];
+    if (!await this.#need(head.headLength + head.length)) return null;
+    const at = this.#start + head.headLength;
+    const payload = this.#buffer.slice(at, at + head.length);
+    if (head.masked) {
+      unmask(payload, 0, payload.length, this.#buffer.subarray(at - 4, at));
     }
-    this.#start += head + length;
-    return { fin: (b0 & 128) !== 0, op: b0 & 15, payload };
+    this.#start = at + head.length;
+    return { fin: head.fin, op: head.op, payload };
   }
 
   async #need(n: number): Promise<boolean> {

@@ -157,11 +157,15 @@ export const SERVE_FLAGS = {
     "time a new connection has to send its first complete request head",
     { min: 100, max: HOUR },
   ),
-  /** Time a kept-alive HTTP connection may wait for its next request head, in ms. */
+  /**
+   * Time a kept-alive HTTP connection may wait for its next request head, and an answer for the
+   * client to take its next bytes, in ms.
+   */
   idleTimeoutMs: flag.duration(
     "idle-timeout",
     30 * SECOND,
-    "time a kept-alive HTTP connection may wait for its next request head",
+    "time a kept-alive HTTP connection may wait for its next request head, or an answer " +
+      "for the client to read it",
     { min: 100, max: HOUR },
   ),
   /** Time a request body has to arrive in full, in ms. */

@@ -34,6 +34,7 @@ import {
   writeResponse,
 } from "./http1.ts";
 import { json } from "./respond.ts";
+import { offerUpgrade, UpgradeAnswer } from "../ws/frame_socket.ts";
 
 /** Options of {@linkcode openFrontDoor}. */
 export interface FrontDoorOptions {
@@ -49,7 +50,10 @@ export interface FrontDoorOptions {
   maxConnections: number;
   /** Time a new connection has to deliver its first complete request head, in ms. */
   headerTimeoutMs: number;
-  /** Time a kept-alive connection may wait for its next request head, in ms. */
+  /**
+   * Time a kept-alive connection may wait for its next request head, and an answer for the
+   * client to take its next bytes, in ms.
+   */
   idleTimeoutMs: number;
   /**
    * Paths whose requests always go through the relay: long-lived streamed answers (the event
@@ -71,6 +75,7 @@ export type FrontDoorEvent =
   | "evicted_idle"
   | "timed_out_header"
   | "timed_out_idle"
+  | "timed_out_write"
   | "accept_error"
   | "cut_at_shutdown";
 
@@ -410,6 +415,14 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
    */
   const servePlain = async (client: Client): Promise<Handover | null> => {
     const conn = client.conn;
+    // An answer the client takes no byte of within the idle timeout ends the connection.
+    const stall = {
+      ms: options.idleTimeoutMs,
+      onStall: () => {
+        event("timed_out_write");
+        closeClient(client);
+      },
+    };
     let buffer = new Uint8Array(RELAY_BUFFER_MIN);
     let start = 0;
     let end = 0;
@@ -519,6 +532,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       } catch {
         return handOver(start); // a Host or target the URL parser refuses
       }
+      if (plain.websocket) offerUpgrade(request);
       start = scanned = arrived;
       client.busy++;
       client.partial = false;
@@ -543,11 +557,21 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         });
       }
       current = null;
+      if (response instanceof UpgradeAnswer) {
+        // The connection is a WebSocket from here on, served on this socket, not relayed.
+        client.upgraded = true;
+        client.busy--;
+        await response.socket.serve(conn, response.head, handOver(start));
+        return null;
+      }
       // A body left unread (refused before it was read) leaves no way to find the next request.
       const close = !plain.keepAlive || unread > 0 || closesConnection(response) || !accepting;
       // The end of the caller's stream is taken as its leaving, as `Deno.serve` does (the
       // signal is aborted); the answer is still written, for a caller that only half-closed.
-      const written = await writeResponse(conn, response, close).then(() => true, () => false);
+      const written = await writeResponse(conn, response, close, stall).then(
+        () => true,
+        () => false,
+      );
       client.busy--;
       if (!written || close) return null;
       client.partial = start < end;
@@ -593,8 +617,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     byRelayPort.set(port, client);
     try {
       relay.setNoDelay(true);
-      if ("setNoDelay" in client.conn) (client.conn as Deno.TcpConn).setNoDelay(true);
-    } catch { /* not a TCP socket */ }
+    } catch { /* closed meanwhile: the pumps end at once */ }
     // The connection lasts as long as the private server's side: a client that half-closes
     // after its request still gets the answer (its end of file is passed on, and the private
     // server closes once it has answered), and closing the client ends the upstream pump.
@@ -622,6 +645,12 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       return;
     }
     event("accepted");
+    // Answers and frames are written whole, each as soon as it is ready: Nagle's algorithm would
+    // hold a write behind the client's delayed ACK of the one before (40 ms for a WebSocket's
+    // second push in a row).
+    try {
+      if ("setNoDelay" in conn) (conn as Deno.TcpConn).setNoDelay(true);
+    } catch { /* not a TCP socket */ }
     const client: Client = {
       id: nextId++,
       conn,
@@ -678,9 +707,10 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         } catch { /* already closed */ }
         await acceptLoop;
         // Connections answered here that wait for their next request close now; those with a
-        // request in flight close after its answer.
+        // request in flight close after its answer; WebSockets served here close when the
+        // server's close handshake (sent before this) ends.
         for (const client of clients.values()) {
-          if (client.relay === null && client.busy === 0) closeClient(client);
+          if (client.relay === null && client.busy === 0 && !client.upgraded) closeClient(client);
         }
         // The private server closes idle connections at once and the others after their
         // answer; each relay forwards what it holds before it closes, so no answer is cut.

@@ -1,16 +1,18 @@
 /**
  * The front door's own HTTP/1.1: the plain requests that make up almost all of a queue's traffic
  * — a request head and, if any, a body of known length, all arrived — parsed here and answered
- * without the relay to the private server. Everything else — chunked or unknown-length bodies,
- * `Expect`, upgrades (WebSockets), `HEAD`, HTTP/1.0, anything this parser is not certain of —
- * is left where it starts, and the connection goes on through the relay to `Deno.serve` from
- * that byte on. The parser is strict on purpose: it declines rather than guesses, so the two never
+ * without the relay to the private server, and WebSocket handshakes (the front door then serves
+ * the socket itself: lib/ws/frame_socket.ts). Everything else — chunked or unknown-length bodies,
+ * `Expect`, other upgrades, `HEAD`, HTTP/1.0, anything this parser is not certain of — is left
+ * where it starts, and the connection goes on through the relay to `Deno.serve` from that byte
+ * on. The parser is strict on purpose: it declines rather than guesses, so the two never
  * disagree about where a request ends (no request smuggling between them).
  *
  * @module
  */
 
 import { Buffer } from "node:buffer";
+import { deadlinesOf } from "./deadline_queue.ts";
 import { textOf } from "./respond.ts";
 
 /** A request whose head and body are in the buffer. */
@@ -30,6 +32,11 @@ export interface PlainRequest {
   bodyEnd: number;
   /** False when the client asked to close the connection after the answer. */
   keepAlive: boolean;
+  /**
+   * True for a WebSocket handshake: a `GET` without a body whose `Upgrade` is `websocket` and
+   * whose `Connection` names `upgrade` (what else the handshake needs is the upgrade's to check).
+   */
+  websocket: boolean;
 }
 
 /** What a buffer holds at its start. */
@@ -56,7 +63,8 @@ const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 /**
  * Reads the request at `bytes[start..end)`. A request is answered here only if its head is
  * ASCII, well formed, at most {@linkcode PLAIN_HEAD_MAX} bytes, names one `Host`, has no
- * `Transfer-Encoding`, `Upgrade` or `Expect`, and at most one `Content-Length`. The answer comes
+ * `Transfer-Encoding` or `Expect`, no `Upgrade` but a WebSocket handshake's, and at most one
+ * `Content-Length`. The answer comes
  * as soon as the head is complete: the body may still be arriving.
  */
 export function parsePlainRequest(
@@ -96,6 +104,8 @@ export function parsePlainRequest(
   let host: string | null = null;
   let length: number | null = null;
   let keepAlive = true;
+  let upgrade: string | null = null;
+  let connectionUpgrade = false;
   for (let i = 1; i < lines.length; i++) {
     const field = FIELD.exec(lines[i]);
     if (field === null) return OTHER; // obs-fold, a space before the colon, an empty name
@@ -110,14 +120,17 @@ export function parsePlainRequest(
         if (length !== null || !LENGTH.test(value)) return OTHER;
         length = Number(value);
         break;
-      case "transfer-encoding":
       case "upgrade":
+        if (upgrade !== null) return OTHER;
+        upgrade = value.toLowerCase();
+        break;
+      case "transfer-encoding":
       case "expect":
         return OTHER;
       case "connection":
         for (const token of value.toLowerCase().split(",")) {
           const option = token.trim();
-          if (option === "upgrade") return OTHER;
+          if (option === "upgrade") connectionUpgrade = true;
           if (option === "close") keepAlive = false;
         }
         break;
@@ -128,6 +141,11 @@ export function parsePlainRequest(
   const bodyStart = headEnd + 4;
   const bodyLength = length ?? 0;
   if (bodyLength > 0 && line[1] === "GET") return OTHER; // a Request cannot carry it
+  // Only a WebSocket handshake is upgraded here; any other upgrade goes to the relay's server.
+  const websocket = upgrade !== null || connectionUpgrade;
+  if (websocket && (upgrade !== "websocket" || !connectionUpgrade || line[1] !== "GET")) {
+    return OTHER;
+  }
   return {
     kind: "request",
     request: {
@@ -138,6 +156,7 @@ export function parsePlainRequest(
       bodyStart,
       bodyEnd: bodyStart + bodyLength,
       keepAlive,
+      websocket,
     },
   };
 }
@@ -219,24 +238,28 @@ export function closesConnection(response: Response): boolean {
 /**
  * Writes `response` to `conn`: a body that is one chunk (any body built from a string or bytes)
  * with `content-length` and head and body in one write; a streamed one chunked, as it comes.
- * `close` adds `connection: close`. Rejects if the connection breaks (the body is cancelled).
+ * `close` adds `connection: close`. With `stall`, a write the client takes no byte of within
+ * `stall.ms` calls `stall.onStall` (which closes the connection). Rejects if the connection
+ * breaks (the body is cancelled).
  */
 export async function writeResponse(
   conn: Deno.Conn,
   response: Response,
   close: boolean,
+  stall?: Stall,
 ): Promise<void> {
+  const put = (bytes: Uint8Array) => writeAll(conn, bytes, stall);
   const text = textOf(response);
   if (text !== undefined && !bodiless(response.status)) {
     // No stream is made to read a body whose text is known.
-    await writeWhole(conn, response, encoder.encode(text), close);
+    await writeWhole(put, response, encoder.encode(text), close);
     return;
   }
   const body = response.body;
   if (body === null || bodiless(response.status)) {
     await body?.cancel().catch(() => {});
     const framing = bodiless(response.status) ? "" : "content-length: 0\r\n";
-    await writeAll(conn, encoder.encode(responseHead(response, framing, close)));
+    await put(encoder.encode(responseHead(response, framing, close)));
     return;
   }
   const reader = body.getReader();
@@ -252,7 +275,7 @@ export async function writeResponse(
     ]);
     clearTimeout(timer);
     if (second !== null && second.done) {
-      await writeWhole(conn, response, first.done ? new Uint8Array(0) : first.value, close);
+      await writeWhole(put, response, first.done ? new Uint8Array(0) : first.value, close);
       return;
     }
     // The head goes with the first chunk's size line; what was ready at once is one chunk, as
@@ -260,21 +283,21 @@ export async function writeResponse(
     // chunks can be large (an event-stream snapshot), and many readers may be stalled at once.
     const head = responseHead(response, "transfer-encoding: chunked\r\n", close);
     const ready = second === null ? [first.value!] : [first.value!, second.value];
-    await writeChunk(conn, ready, head);
+    await writeChunk(put, ready, head);
     if (second === null) {
       const later = await next;
       if (later.done) {
-        await writeAll(conn, encoder.encode("0\r\n\r\n"));
+        await put(encoder.encode("0\r\n\r\n"));
         return;
       }
-      await writeChunk(conn, [later.value]);
+      await writeChunk(put, [later.value]);
     }
     for (;;) {
       const more = await reader.read();
       if (more.done) break;
-      await writeChunk(conn, [more.value]);
+      await writeChunk(put, [more.value]);
     }
-    await writeAll(conn, encoder.encode("0\r\n\r\n"));
+    await put(encoder.encode("0\r\n\r\n"));
   } catch (error) {
     await reader.cancel().catch(() => {});
     throw error;
@@ -283,7 +306,7 @@ export async function writeResponse(
 
 /** Writes the head and `payload` with one write. */
 async function writeWhole(
-  conn: Deno.Conn,
+  put: (bytes: Uint8Array) => Promise<void>,
   response: Response,
   payload: Uint8Array,
   close: boolean,
@@ -291,25 +314,52 @@ async function writeWhole(
   const head = encoder.encode(
     responseHead(response, `content-length: ${payload.length}\r\n`, close),
   );
-  await writeAll(conn, Buffer.concat([head, payload]));
+  await put(Buffer.concat([head, payload]));
 }
 
 /** Writes `parts` as one chunk of a chunked body, after `before` (nothing for no bytes). */
-async function writeChunk(conn: Deno.Conn, parts: Uint8Array[], before = ""): Promise<void> {
+async function writeChunk(
+  put: (bytes: Uint8Array) => Promise<void>,
+  parts: Uint8Array[],
+  before = "",
+): Promise<void> {
   const size = parts.reduce((n, part) => n + part.length, 0);
   if (size === 0) {
-    if (before !== "") await writeAll(conn, encoder.encode(before));
+    if (before !== "") await put(encoder.encode(before));
     return; // an empty chunk would end the body
   }
-  await writeAll(conn, encoder.encode(`${before}${size.toString(16)}\r\n`));
-  for (const part of parts) await writeAll(conn, part);
-  await writeAll(conn, CRLF);
+  await put(encoder.encode(`${before}${size.toString(16)}\r\n`));
+  for (const part of parts) await put(part);
+  await put(CRLF);
 }
 
 const CRLF = new Uint8Array([0x0d, 0x0a]);
 
-/** Writes all of `bytes` to `conn`. */
-export async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+/** What to do about a write the client does not take. */
+export interface Stall {
+  /** How long a write may wait for the client to take a byte, ms. */
+  ms: number;
+  /** Called when one waits longer; it closes the connection, which makes the write reject. */
+  onStall: () => void;
+}
+
+/**
+ * Writes all of `bytes` to `conn`. With `stall`, a write the client takes no byte of within
+ * `stall.ms` calls `stall.onStall`: a client that sends requests and never reads the answers
+ * cannot keep its connection busy, out of reach of every other timeout.
+ */
+export async function writeAll(conn: Deno.Conn, bytes: Uint8Array, stall?: Stall): Promise<void> {
   let at = 0;
-  while (at < bytes.length) at += await conn.write(bytes.subarray(at));
+  while (at < bytes.length) {
+    if (stall === undefined) {
+      at += await conn.write(bytes.subarray(at));
+      continue;
+    }
+    const stalled = deadlinesOf(stall.ms).set(stall.onStall);
+    try {
+      at += await conn.write(bytes.subarray(at));
+    } finally {
+      stalled.cancel();
+    }
+  }
 }

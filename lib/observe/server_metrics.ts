@@ -251,7 +251,7 @@ export class ServerMetrics implements BrokerObserver {
     this.#connectionEvents = r.counter(
       "tegami_connection_events_total",
       "Connection events: accepted, refused_limit, evicted_idle, timed_out_header, " +
-        "timed_out_idle, accept_error, cut_at_shutdown.",
+        "timed_out_idle, timed_out_write, accept_error, cut_at_shutdown.",
       ["event"],
     );
     this.#clockJumps = r.counter(

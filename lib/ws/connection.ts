@@ -210,7 +210,7 @@ export class Connection implements LeaseHolder {
   onMessage(data: string | Uint8Array): void {
     if (this.#finished) return;
     if (frameBytes(data, this.#options.maxFrame) > this.#options.maxFrame) {
-      this.#close(CLOSE.tooBig, `frame over ${this.#options.maxFrame} bytes`, true);
+      this.onViolation(CLOSE.tooBig, `frame over ${this.#options.maxFrame} bytes`);
       return;
     }
     let text: string;
@@ -328,6 +328,14 @@ export class Connection implements LeaseHolder {
         return { reply: errorFrame(frame.ref, failure), fatal };
       },
     );
+  }
+
+  /**
+   * The client broke the WebSocket protocol (a frame over the size limit: 1009, which the socket
+   * need not have kept): closes with `code` and `reason`, logged, and gives back the leases.
+   */
+  onViolation(code: number, reason: string): void {
+    this.#close(code, reason, true);
   }
 
   /** The socket closed (by the client, a failed heartbeat, or us): give back its leases. */
@@ -572,6 +580,12 @@ export class Connection implements LeaseHolder {
       this.#socket.send(text);
     } catch {
       this.#finish(true);
+      return;
+    }
+    // A client that keeps sending frames and never reads its answers would otherwise grow the
+    // server's memory without bound, one answer at a time.
+    if (this.#socket.bufferedAmount > this.#options.maxBuffered) {
+      this.#close(CLOSE.policy, "client is not reading its frames", true);
     }
   }
 

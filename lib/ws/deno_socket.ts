@@ -1,15 +1,27 @@
 /**
- * The only file that touches `Deno.upgradeWebSocket`: it upgrades the request and forwards the
- * socket's events to a runtime-neutral {@linkcode Connection}. Heartbeats are Deno's: after
- * `idleTimeout` seconds without traffic the server pings, and a client that does not answer
- * within another `idleTimeout` is closed (two missed intervals), which ends its leases.
+ * Where a WebSocket upgrade is carried out, and the only file that touches
+ * `Deno.upgradeWebSocket`. A request the front door parsed itself becomes a
+ * {@linkcode FrameSocket} on the front door's connection (frame_socket.ts); any other (the
+ * relayed ones, `--front-door off`) is upgraded by the runtime. Either way the socket's events
+ * go to a runtime-neutral {@linkcode Connection}, and the heartbeat is the same: after the ping
+ * interval with nothing received the server pings, and a client that does not answer within
+ * another interval is closed (two missed intervals), which ends its leases.
  *
  * @module
  */
 
 import { TegamiError } from "../core/errors.ts";
 import type { Connection, SocketLike } from "./connection.ts";
+import { type FrameSocket, upgradeHere } from "./frame_socket.ts";
 import { PROTOCOL_V2 } from "./protocol.ts";
+
+/** Settings of an upgrade. */
+export interface UpgradeOptions {
+  /** Heartbeat interval, ms. */
+  pingIntervalMs: number;
+  /** The largest message the server reads, bytes (the runtime's own limit applies to its sockets). */
+  maxMessage: number;
+}
 
 /**
  * Upgrades `request`; `connect` builds the protocol state for the socket, given the protocol
@@ -18,16 +30,23 @@ import { PROTOCOL_V2 } from "./protocol.ts";
  */
 export function upgradeToWebSocket(
   request: Request,
-  pingIntervalMs: number,
+  options: UpgradeOptions,
   connect: (socket: SocketLike, version: 1 | 2) => Connection,
 ): Response {
   const offered = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim());
   const version = offered?.includes(PROTOCOL_V2) ? 2 : 1;
+  const protocol = version === 2 ? PROTOCOL_V2 : undefined;
+  const own = upgradeHere(request, protocol, options);
+  if (own !== null) {
+    bind(own.socket, connect(own.socket, version));
+    return own;
+  }
+  const pingIntervalMs = options.pingIntervalMs;
   let upgraded: { socket: WebSocket; response: Response };
   try {
     upgraded = Deno.upgradeWebSocket(request, {
       idleTimeout: pingIntervalMs / 1000,
-      protocol: version === 2 ? PROTOCOL_V2 : undefined,
+      protocol,
     });
   } catch (error) {
     // The runtime refuses a handshake without `Connection: Upgrade` or `Sec-WebSocket-Key`:
@@ -56,4 +75,12 @@ export function upgradeToWebSocket(
   socket.onclose = () => connection.onClose();
   socket.onerror = () => {}; // a close event follows; nothing to add
   return response;
+}
+
+function bind(socket: FrameSocket, connection: Connection): void {
+  socket.bind({
+    onMessage: (data) => connection.onMessage(data),
+    onViolation: (code, reason) => connection.onViolation(code, reason),
+    onClose: () => connection.onClose(),
+  });
 }

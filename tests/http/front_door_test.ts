@@ -57,6 +57,27 @@ Deno.test("a kept-alive connection is closed --idle-timeout after its last answe
   assert.ok(ms >= 450 && ms < 2500, `closed ${ms.toFixed(0)} ms after the request`);
 });
 
+Deno.test("a client that sends requests and never reads the answers is cut after --idle-timeout", async () => {
+  await using s = await server({ idleTimeoutMs: 300, headerTimeoutMs: 5000 });
+  const conn = await connect(s.url);
+  // 64 KiB answers, asked for 400 times over (25 MiB), and nothing read: the socket's buffers
+  // fill and the answer being written stalls.
+  const ask = encoder.encode("GET /dashboard.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".repeat(400));
+  await conn.write(ask);
+  const started = performance.now();
+  let cut = false;
+  while (!cut && performance.now() - started < 10_000) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    cut = /tegami_connection_events_total\{event="timed_out_write"\} 1/.test(metrics);
+  }
+  assert.ok(cut, "the stalled answer was never cut");
+  // The server let the connection go: reading what it had sent ends at its close.
+  const { text } = await readToClose(conn);
+  assert.match(text, /^HTTP\/1\.1 200 /);
+  assert.ok(text.length < ask.length * 200, "it stopped writing");
+});
+
 Deno.test("a request that keeps its connection busy is never cut by --idle-timeout", async () => {
   await using s = await server({ idleTimeoutMs: 200, headerTimeoutMs: 200 });
   const started = performance.now();

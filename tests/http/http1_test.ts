@@ -44,6 +44,16 @@ Deno.test("a plain request is read here: method, target, host, fields and where 
   assert.ok(close.kind === "request" && !close.request.keepAlive);
 });
 
+Deno.test("a WebSocket handshake is read here and marked; other requests are not", () => {
+  const handshake = parse(
+    "GET /v1/ws HTTP/1.1\r\nHost: h\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n" +
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+  );
+  assert.ok(handshake.kind === "request" && handshake.request.websocket);
+  const plain = parse("GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+  assert.ok(plain.kind === "request" && !plain.request.websocket);
+});
+
 Deno.test("a head not all here is incomplete; a body still arriving is not", () => {
   for (const part of ["", "POST / HTTP/1.1\r\nHost: h\r", "GET / HTTP/1.1\r\nHost: h\r\n\r"]) {
     assert.equal(part === "" ? "incomplete" : parse(part).kind, "incomplete", part);
@@ -80,8 +90,12 @@ Deno.test("anything this parser is not sure of is left to the relay's server", (
     "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
     "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\n",
     "POST / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n\r\n",
-    "GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: h\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n",
+    "POST / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nUpgrade: websocket\r\n" +
+    "Connection: Upgrade\r\n\r\n",
     "GET / HTTP/1.0\r\nHost: h\r\n\r\n",
     "HEAD / HTTP/1.1\r\nHost: h\r\n\r\n",
     "GET http://h/ HTTP/1.1\r\nHost: h\r\n\r\n",

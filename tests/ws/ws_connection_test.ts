@@ -409,3 +409,16 @@ Deno.test("Connection cuts a reader whose buffer passes maxBuffered with 1008 an
   }
   assert.equal(h.broker.consumerCount("w"), 0);
 });
+
+Deno.test("Connection cuts a client that sends frames and never reads the answers, past maxBuffered", async () => {
+  await using h = await startHarness();
+  const socket = new FakeSocket();
+  socket.accumulate = true;
+  const connection = h.connect(socket, { pauseBuffered: 1000, maxBuffered: 3000 });
+  for (let i = 0; i < 200 && socket.closes.length === 0; i++) {
+    connection.onMessage(JSON.stringify({ op: "fly", ref: i }));
+  }
+  await eventually(() => socket.closes.length > 0, "the cut");
+  assert.deepEqual(socket.closes, [{ code: 1008, reason: "client is not reading its frames" }]);
+  assert.ok(socket.bufferedAmount < 4000, `${socket.bufferedAmount} bytes held`);
+});

@@ -1,0 +1,490 @@
+/**
+ * The server's own WebSocket (RFC 6455) on a connection the front door holds, so that frames go
+ * between the client's socket and the protocol without the relay to `Deno.serve`: one read and
+ * one write per batch of frames instead of four socket operations and a copy per frame (the
+ * relay's price, measured in docs/performance.md).
+ *
+ * What it does: the handshake's checks and its `101` (written by the front door, before the
+ * first frames, in the same write), text and binary messages (fragmented ones too) up to a size
+ * limit (a larger one closes with 1009 before it is buffered), UTF-8 checked (1007), ping/pong,
+ * the close handshake (echoing the client's code; the server closes the TCP connection), a
+ * heartbeat as `Deno.upgradeWebSocket`'s `idleTimeout` (a ping after an interval with nothing
+ * received; closed with 1001 after a second one), and every protocol violation failed with 1002.
+ * No extension is negotiated (no compression), as with `Deno.upgradeWebSocket`. Frames sent in
+ * one turn of the event loop go out in one write.
+ *
+ * A request reaches it only through the front door (`offerUpgrade`): with `--front-door off`,
+ * or a connection the front door relays, `deno_socket.ts` upgrades through the runtime as before.
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+import {
+  closePayload,
+  frameHead,
+  HANDSHAKE_GUID,
+  OP,
+  readFrameHead,
+  unmask,
+} from "../client/websocket_frames.ts";
+import { TegamiError } from "../core/errors.ts";
+import { type Deadline, deadlinesOf } from "../http/deadline_queue.ts";
+import type { SocketLike } from "./connection.ts";
+
+/** What the socket hands its messages and its end to. */
+export interface FrameHandlers {
+  /** One whole message: text, or the bytes of a binary one. */
+  onMessage(data: string | Uint8Array): void;
+  /**
+   * The client broke the protocol: `code` is 1002 (framing), 1007 (a text frame not UTF-8) or
+   * 1009 (a message over the size limit, of which the socket kept nothing). The socket closes
+   * with `code` and `reason` if the handler has not closed it.
+   */
+  onViolation(code: number, reason: string): void;
+  /** The connection ended (once). */
+  onClose(): void;
+}
+
+/** Settings of a {@linkcode FrameSocket}. */
+export interface FrameSocketOptions {
+  /** The largest message, in bytes; a larger one is refused before it is read. */
+  maxMessage: number;
+  /** Heartbeat interval, ms: a ping after this long with nothing received, a close after two. */
+  pingIntervalMs: number;
+}
+
+/** Bytes the connection's bytes after the upgrade head: those read, and a read in flight. */
+export interface FrameHandover {
+  /** Bytes already read after the upgrade request's head. */
+  rest: Uint8Array;
+  /** The bytes a read in flight brings, or null at the end of the stream. */
+  more: Promise<Uint8Array | null> | null;
+}
+
+/** How long a close the server sent waits for the client's, ms, before the connection ends. */
+export const CLOSE_WAIT_MS = 1000;
+/** The read buffer of a connection with small frames (a WebSocket holds only it while idle). */
+const READ_BUFFER_MIN = 2 * 1024;
+/** Frames joined into one write up to this many bytes; a larger frame is written on its own. */
+const WRITE_BATCH = 64 * 1024;
+
+const encoder = new TextEncoder();
+// A leading BOM is part of the message (a decoder would drop it by default).
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const KEY = /^[A-Za-z0-9+/]{21}[AQgw]==$/;
+
+/** Requests whose connection the front door can hand to a {@linkcode FrameSocket}. */
+const offered = new WeakSet<Request>();
+
+/** Marks `request` as one the front door parsed itself and can upgrade here. */
+export function offerUpgrade(request: Request): void {
+  offered.add(request);
+}
+
+/**
+ * The answer to an upgrade that the front door completes: it carries the socket, and its status
+ * reads 101 (the Fetch API cannot build a `101` response: its statuses start at 200).
+ */
+export class UpgradeAnswer extends Response {
+  /** The socket the connection becomes. */
+  readonly socket: FrameSocket;
+  /** The `101` head to write before the first frame. */
+  readonly head: Uint8Array;
+
+  /** An answer for `socket`, with the handshake's `head`; its `status` is 101. */
+  constructor(socket: FrameSocket, head: Uint8Array) {
+    super(null, { status: 200 });
+    this.socket = socket;
+    this.head = head;
+    // What the metrics and the log see: the status `Deno.upgradeWebSocket`'s answer has.
+    Object.defineProperty(this, "status", { value: 101 });
+  }
+}
+
+/**
+ * Accepts the WebSocket handshake of `request` here, if the front door offered it; null when
+ * the runtime must upgrade it. `protocol` is the subprotocol the answer names, if any. Throws
+ * `validation_failed` for a handshake that is not valid (no 16-byte key, a version other
+ * than 13).
+ */
+export function upgradeHere(
+  request: Request,
+  protocol: string | undefined,
+  options: FrameSocketOptions,
+): UpgradeAnswer | null {
+  if (!offered.has(request)) return null;
+  const key = request.headers.get("sec-websocket-key") ?? "";
+  const version = request.headers.get("sec-websocket-version");
+  if (!KEY.test(key) || version !== "13") {
+    throw new TegamiError(
+      "validation_failed",
+      "Cannot upgrade: not a valid WebSocket handshake (it needs Sec-WebSocket-Version: 13 " +
+        "and a Sec-WebSocket-Key of 16 bytes in base64)",
+    );
+  }
+  const accept = createHash("sha1").update(key + HANDSHAKE_GUID).digest("base64");
+  const head = "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n" +
+    `sec-websocket-accept: ${accept}\r\n` +
+    (protocol === undefined ? "" : `sec-websocket-protocol: ${protocol}\r\n`) + "\r\n";
+  return new UpgradeAnswer(new FrameSocket(options), encoder.encode(head));
+}
+
+/** A server-side WebSocket on a connection; it sends nothing until {@linkcode serve} runs. */
+export class FrameSocket implements SocketLike {
+  readonly #options: FrameSocketOptions;
+  #handlers: FrameHandlers | null = null;
+  #conn: Deno.Conn | null = null;
+  /** Frames waiting to be written, as head and payload parts. */
+  #out: Uint8Array[] = [];
+  /** Bytes in `#out` and in the write in flight. */
+  #queued = 0;
+  #flushing = false;
+  /** The connection ends once what is queued is written (after a close frame). */
+  #endAfterWrite = false;
+  #closeSent = false;
+  #ended = false;
+  #closeTimer: ReturnType<typeof setTimeout> | undefined;
+  #heartbeat: Deadline | undefined;
+  /** Bytes arrived since the last heartbeat. */
+  #heard = false;
+  #pinged = false;
+  /** The parts of a fragmented message, and its opcode (0: none in progress). */
+  #fragments: Uint8Array[] = [];
+  #fragmentBytes = 0;
+  #fragmentOp = 0;
+  #finished!: () => void;
+  /** Resolves when the connection has ended. */
+  readonly finished: Promise<void> = new Promise((resolve) => this.#finished = resolve);
+
+  /** A socket with `options`' limits. */
+  constructor(options: FrameSocketOptions) {
+    this.#options = options;
+  }
+
+  /** Where the socket's messages and end go. */
+  bind(handlers: FrameHandlers): void {
+    this.#handlers = handlers;
+  }
+
+  /** Bytes accepted by `send` and not yet written to the connection. */
+  get bufferedAmount(): number {
+    return this.#queued;
+  }
+
+  /** Sends a text message; nothing once a close was sent or the connection ended. */
+  send(text: string): void {
+    if (this.#closeSent || this.#ended) return;
+    const payload = encoder.encode(text);
+    this.#queue(frameHead(OP.text, payload.length, false), payload);
+  }
+
+  /** Starts the close handshake with `code` and `reason`. */
+  close(code: number, reason: string): void {
+    if (this.#closeSent || this.#ended) return;
+    this.#sendClose(closePayload(code, reason));
+    // A client that never answers (or never reads) must not keep the connection.
+    this.#closeTimer ??= setTimeout(() => this.#end(), CLOSE_WAIT_MS);
+  }
+
+  /**
+   * Serves the socket on `conn`: writes `head` (the `101`) with what was sent meanwhile, then
+   * reads frames, `handover`'s bytes first; resolves when the connection has ended.
+   */
+  async serve(conn: Deno.Conn, head: Uint8Array, handover: FrameHandover): Promise<void> {
+    this.#conn = conn;
+    if (this.#ended) {
+      conn.close(); // closed before it was served: the 101 would answer nobody
+      return;
+    }
+    this.#out.unshift(head);
+    this.#queued += head.length;
+    void this.#flush();
+    this.#armHeartbeat();
+    try {
+      await this.#read(conn, handover);
+    } catch {
+      // The connection broke (or was closed under the read): the socket ends below.
+    }
+    // A close frame being written ends the connection once it is out (or after CLOSE_WAIT_MS);
+    // anything else — the end of the stream, an error — ends it now.
+    if (!this.#endAfterWrite) this.#end();
+    await this.finished;
+  }
+
+  /** Reads and handles frames until the stream ends or the socket stops reading. */
+  async #read(conn: Deno.Conn, handover: FrameHandover): Promise<void> {
+    let buffer = new Uint8Array(Math.max(READ_BUFFER_MIN, handover.rest.length));
+    buffer.set(handover.rest);
+    let start = 0;
+    let end = handover.rest.length;
+    let pending = handover.more;
+    /** Bytes of a frame being passed over (one that came after the server's close). */
+    let skip = 0;
+    for (;;) {
+      // Every whole frame in the buffer, then room for the next one.
+      for (;;) {
+        if (this.#ended || this.#endAfterWrite) return;
+        if (skip > 0) {
+          const n = Math.min(skip, end - start);
+          start += n;
+          skip -= n;
+          if (skip > 0) break;
+        }
+        const frame = readFrameHead(buffer, start, end);
+        if (frame === null) break;
+        const whole = frame.headLength + frame.length;
+        // Once the server has sent its close, only the client's close matters: the rest is
+        // passed over unread, however large, and the connection ends with the close
+        // handshake (or CLOSE_WAIT_MS after the server's close).
+        if (this.#closeSent && (frame.op !== OP.close || frame.length > 125)) {
+          skip = whole;
+          continue;
+        }
+        const refusal = this.#refusal(frame.fin, frame.rsv, frame.op, frame.masked, frame.length);
+        if (refusal !== null) {
+          this.#fail(refusal[0], refusal[1]);
+          skip = whole;
+          continue;
+        }
+        if (end - start < whole) {
+          if (start + whole > buffer.length) {
+            const grown = new Uint8Array(Math.max(whole, READ_BUFFER_MIN));
+            grown.set(buffer.subarray(start, end));
+            end -= start;
+            start = 0;
+            buffer = grown;
+          }
+          break;
+        }
+        const at = start + frame.headLength;
+        unmask(buffer, at, frame.length, buffer.subarray(at - 4, at));
+        start = at + frame.length;
+        this.#frame(frame.fin, frame.op, buffer.subarray(at, start));
+      }
+      if (start === end) {
+        start = end = 0;
+        // An idle socket holds a small buffer, whatever its last frame's size.
+        if (buffer.length > READ_BUFFER_MIN) buffer = new Uint8Array(READ_BUFFER_MIN);
+      } else if (end === buffer.length) {
+        buffer.copyWithin(0, start, end);
+        end -= start;
+        start = 0;
+      }
+      if (pending !== null) {
+        const more = await pending;
+        pending = null;
+        if (more === null) return;
+        if (more.length > buffer.length - end) {
+          const grown = new Uint8Array(end - start + more.length + READ_BUFFER_MIN);
+          grown.set(buffer.subarray(start, end));
+          end -= start;
+          start = 0;
+          buffer = grown;
+        }
+        buffer.set(more, end);
+        end += more.length;
+      } else {
+        const n = await conn.read(buffer.subarray(end));
+        if (n === null) return;
+        end += n;
+      }
+      this.#heard = true;
+    }
+  }
+
+  /** The close code and reason a frame's head earns, or null for a frame to read. */
+  #refusal(
+    fin: boolean,
+    rsv: number,
+    op: number,
+    masked: boolean,
+    length: number,
+  ): [number, string] | null {
+    if (!masked) return [1002, "unmasked frame"];
+    if (rsv !== 0) return [1002, "reserved bits set"]; // no extension is negotiated
+    if (op >= OP.close) {
+      if (op > OP.pong) return [1002, `unknown opcode ${op}`];
+      if (!fin || length > 125) return [1002, "control frame fragmented or over 125 bytes"];
+      return null;
+    }
+    if (op > OP.binary) return [1002, `unknown opcode ${op}`];
+    if (op === OP.continuation && this.#fragmentOp === 0) {
+      return [1002, "continuation frame with no message begun"];
+    }
+    if (op !== OP.continuation && this.#fragmentOp !== 0) {
+      return [1002, "new message inside a fragmented one"];
+    }
+    if (this.#fragmentBytes + length > this.#options.maxMessage) {
+      return [1009, `frame over ${this.#options.maxMessage} bytes`];
+    }
+    return null;
+  }
+
+  /** Handles one frame whose payload is `payload` (valid until the next read). */
+  #frame(fin: boolean, op: number, payload: Uint8Array): void {
+    switch (op) {
+      case OP.ping:
+        if (!this.#closeSent) {
+          this.#queue(frameHead(OP.pong, payload.length, false), payload.slice());
+        }
+        return;
+      case OP.pong:
+        return;
+      case OP.close:
+        this.#closed(payload);
+        return;
+    }
+    if (!fin || this.#fragmentOp !== 0) {
+      if (op !== OP.continuation) this.#fragmentOp = op;
+      this.#fragments.push(payload.slice());
+      this.#fragmentBytes += payload.length;
+      if (!fin) return;
+      op = this.#fragmentOp;
+      payload = Buffer.concat(this.#fragments);
+      this.#fragments = [];
+      this.#fragmentBytes = 0;
+      this.#fragmentOp = 0;
+    }
+    if (this.#closeSent) return; // what follows the server's close is not read
+    let data: string | Uint8Array;
+    if (op === OP.text) {
+      try {
+        data = utf8.decode(payload);
+      } catch {
+        this.#fail(1007, "text frame not UTF-8");
+        return;
+      }
+    } else data = payload.slice();
+    this.#handlers?.onMessage(data);
+  }
+
+  /**
+   * The client's close frame: answered with its code (or 1002/1007 for a malformed one), and the
+   * server then ends the connection.
+   */
+  #closed(payload: Uint8Array): void {
+    let answer: Uint8Array = payload.slice(0, 2);
+    if (payload.length === 1 || (payload.length >= 2 && !validCloseCode(closeCodeOf(payload)))) {
+      answer = closePayload(1002, "");
+    } else if (payload.length > 2) {
+      try {
+        utf8.decode(payload.subarray(2));
+      } catch {
+        answer = closePayload(1007, "");
+      }
+    }
+    if (!this.#closeSent) this.#sendClose(answer);
+    this.#endAfterClose();
+  }
+
+  /**
+   * Fails the connection: a close frame with `code` (unless one was sent), then the end once the
+   * client answers it or after CLOSE_WAIT_MS. The connection is not cut at once: bytes left
+   * unread would reset it, and the client might never see why it was closed.
+   */
+  #fail(code: number, reason: string): void {
+    this.#fragments = [];
+    this.#fragmentBytes = 0;
+    this.#fragmentOp = 0;
+    if (!this.#closeSent) this.#handlers?.onViolation(code, reason); // it may close the socket
+    if (!this.#closeSent) this.#sendClose(closePayload(code, reason));
+    this.#closeTimer ??= setTimeout(() => this.#end(), CLOSE_WAIT_MS);
+  }
+
+  #sendClose(payload: Uint8Array): void {
+    this.#closeSent = true;
+    this.#queue(frameHead(OP.close, payload.length, false), payload);
+  }
+
+  /** Ends the connection once the close frame is written (at once if nothing is queued). */
+  #endAfterClose(): void {
+    this.#endAfterWrite = true;
+    if (!this.#flushing && this.#out.length === 0) this.#end();
+    // A client that does not read cannot hold the connection with a close frame it never takes.
+    this.#closeTimer ??= setTimeout(() => this.#end(), CLOSE_WAIT_MS);
+  }
+
+  #queue(head: Uint8Array, payload: Uint8Array): void {
+    this.#out.push(head, payload);
+    this.#queued += head.length + payload.length;
+    if (!this.#flushing && this.#conn !== null) {
+      this.#flushing = true;
+      // Frames sent in the same turn go in one write.
+      queueMicrotask(() => this.#flush());
+    }
+  }
+
+  async #flush(): Promise<void> {
+    const conn = this.#conn!;
+    this.#flushing = true;
+    try {
+      while (this.#out.length > 0) {
+        let take = 0;
+        let bytes = 0;
+        while (take < this.#out.length && (take === 0 || bytes < WRITE_BATCH)) {
+          bytes += this.#out[take++].length;
+        }
+        const parts = this.#out.splice(0, take);
+        const chunk = parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes);
+        let at = 0;
+        while (at < chunk.length) at += await conn.write(chunk.subarray(at));
+        if (this.#ended) return;
+        this.#queued -= bytes;
+      }
+    } catch {
+      this.#end();
+      return;
+    } finally {
+      this.#flushing = false;
+    }
+    if (this.#endAfterWrite) this.#end();
+  }
+
+  #armHeartbeat(): void {
+    this.#heartbeat = deadlinesOf(this.#options.pingIntervalMs).set(() => {
+      if (this.#ended) return;
+      if (this.#heard) {
+        this.#heard = false;
+        this.#pinged = false;
+      } else if (!this.#pinged) {
+        this.#pinged = true;
+        if (!this.#closeSent) this.#queue(frameHead(OP.ping, 0, false), new Uint8Array(0));
+      } else {
+        // Two intervals without a byte: the client is gone (or frozen), as the runtime decides.
+        if (!this.#closeSent) this.#sendClose(closePayload(1001, "No response from ping frame."));
+        this.#endAfterClose();
+        return;
+      }
+      this.#armHeartbeat();
+    });
+  }
+
+  #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    clearTimeout(this.#closeTimer);
+    this.#heartbeat?.cancel();
+    this.#out = [];
+    this.#queued = 0;
+    try {
+      this.#conn?.close();
+    } catch {
+      // already closed
+    }
+    this.#finished();
+    this.#handlers?.onClose();
+  }
+}
+
+/** The close code at the start of a close frame's payload. */
+function closeCodeOf(payload: Uint8Array): number {
+  return (payload[0] << 8) | payload[1];
+}
+
+/** Close codes a client may send (RFC 6455 §7.4): the defined ones, and 3000–4999. */
+function validCloseCode(code: number): boolean {
+  if (code >= 3000 && code <= 4999) return true;
+  return code >= 1000 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006;
+}
