@@ -11,10 +11,11 @@
  * owns the public socket: it accepts with back-off on EMFILE/ENFILE, counts every connection
  * (HTTP and WebSocket alike), answers `503` past the limit, and times out connections that send
  * no request. Plain requests (http1.ts: a strict HTTP/1.1 head, a body of known length) are
- * read and answered here; from the first request that is anything else (a WebSocket upgrade, a
- * chunked body, …) the connection is relayed byte for byte to a private `Deno.serve` on loopback,
- * which parses HTTP and upgrades WebSockets as before; the private server refuses any peer that
- * is not one of the front door's own relays.
+ * read and answered here, and a WebSocket handshake among them makes the connection a socket
+ * served here (lib/ws/frame_socket.ts); from the first request that is anything else (a chunked
+ * body, HTTP/1.0, …) the connection is relayed byte for byte to a private `Deno.serve` on
+ * loopback, which parses HTTP and upgrades WebSockets itself; the private server refuses any peer
+ * that is not one of the front door's own relays.
  *
  * The price of the relay, measured and documented in docs/operations.md: three descriptors per
  * relayed connection (the client's, both ends of the relay) and a copy of every byte through one
@@ -92,7 +93,7 @@ export interface FrontDoor {
   shutdown(graceMs: number): Promise<void>;
 }
 
-/** Descriptors each client connection holds: its own and both ends of the relay. */
+/** Descriptors a client connection may hold: its own and, when relayed, both ends of the relay. */
 export const DESCRIPTORS_PER_CONNECTION = 3;
 
 /**
