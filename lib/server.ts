@@ -14,6 +14,7 @@ import type { ServeConfig } from "./config/serve_config.ts";
 import { DASHBOARD_ASSETS } from "./dashboard/assets.ts";
 import { createApi } from "./http/api.ts";
 import { eventStreamResponse } from "./http/event_stream.ts";
+import type { HttpRequest } from "./http/http_request.ts";
 import { LiveFeed } from "./observe/live_feed.ts";
 import { EventLoopLag } from "./observe/event_loop_lag.ts";
 import { createLogger, describeCause, type Logger } from "./observe/log.ts";
@@ -125,7 +126,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let accepting = true;
   const connections = new Set<Connection>();
   const limits = { maxPayload: config.maxPayload, maxBatch: config.maxBatch };
-  const upgrade = (request: Request, principal: Principal | null): Response => {
+  const upgrade = (request: HttpRequest, principal: Principal | null): Response => {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       throw new TegamiError("validation_failed", "Cannot upgrade: expected a WebSocket handshake");
     }

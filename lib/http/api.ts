@@ -45,6 +45,7 @@ import { checkCrossSite, type CrossSiteRules } from "./cross_site.ts";
 import openapi from "./openapi.json" with { type: "json" };
 import asyncapi from "../ws/asyncapi.json" with { type: "json" };
 import { errorResponse, json, jsonText } from "./respond.ts";
+import type { HttpRequest } from "./http_request.ts";
 
 /** What the API needs from the server around it. */
 export interface ApiOptions {
@@ -69,7 +70,7 @@ export interface ApiOptions {
   /** The live feed as an event stream for `GET /v1/events`, for a caller seeing some queues. */
   events?: (principal: Principal) => Response;
   /** Handles `GET /v1/ws` once the caller is authenticated (or auth is left to the first frame). */
-  upgrade?: (request: Request, principal: Principal | null) => Response;
+  upgrade?: (request: HttpRequest, principal: Principal | null) => Response;
   /** Sees every answered request (route pattern, status, duration). */
   onRequest?: (route: string, status: number, ms: number) => void;
   /** The Host and Origin rules applied when auth is off. @default none */
@@ -79,7 +80,7 @@ export interface ApiOptions {
 }
 
 interface Context {
-  request: Request;
+  request: HttpRequest;
   url: URL;
   principal: Principal;
   params: string[];
@@ -93,7 +94,7 @@ interface Route {
 }
 
 /** Makes the request handler of the HTTP API. */
-export function createApi(options: ApiOptions): (request: Request) => Promise<Response> {
+export function createApi(options: ApiOptions): (request: HttpRequest) => Promise<Response> {
   const { broker, clock, limits, tokens, log } = options;
 
   const body = async (ctx: Context): Promise<unknown> => (await bodyText(ctx)).value;
@@ -515,14 +516,14 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
     namesQueue: r.path.includes(":queue"),
   }));
 
-  const authenticate = (request: Request): Principal | null => {
+  const authenticate = (request: HttpRequest): Principal | null => {
     if (tokens === null) return OPEN_ACCESS;
     const token = bearerToken(request.headers.get("authorization"));
     return token === null ? null : tokens.authenticate(token);
   };
 
   const route = async (
-    request: Request,
+    request: HttpRequest,
     url: URL,
     seen: { pattern: string },
   ): Promise<Response> => {
@@ -567,7 +568,7 @@ export function createApi(options: ApiOptions): (request: Request) => Promise<Re
       : notFound(request, url);
   };
 
-  return async (request: Request): Promise<Response> => {
+  return async (request: HttpRequest): Promise<Response> => {
     const started = performance.now();
     const seen = { pattern: "unmatched" };
     let url: URL | null = null;
@@ -630,7 +631,7 @@ function decoded(pattern: string[], params: (string | undefined)[]): string[] {
  * The request's URL. The runtime builds it from the `Host` header, so a malformed one (`a b`,
  * `x:99999`) makes it unparsable: that is the client's bad request (RFC 9112 §3.2), not a 500.
  */
-function requestUrl(request: Request): URL {
+function requestUrl(request: HttpRequest): URL {
   try {
     return new URL(request.url);
   } catch {
@@ -638,7 +639,7 @@ function requestUrl(request: Request): URL {
   }
 }
 
-function notFound(request: Request, url: URL): TegamiError {
+function notFound(request: HttpRequest, url: URL): TegamiError {
   return new TegamiError(
     "not_found",
     `No route for ${request.method} ${url.pathname.slice(0, 200)}: see docs/api.md`,

@@ -9,6 +9,7 @@
 import { type Deadline, deadlinesOf } from "./deadline_queue.ts";
 import { TegamiError } from "../core/errors.ts";
 import type { BodyBudget } from "./body_budget.ts";
+import type { HttpRequest } from "./http_request.ts";
 
 function tooLarge(limit: number): TegamiError {
   return new TegamiError(
@@ -54,7 +55,7 @@ const WHOLE_BODY_MAX = 64 * 1024;
  * arrive, never buffered beyond them.
  */
 export async function readJsonBody(
-  request: Request,
+  request: HttpRequest,
   limit: number,
   options: BodyOptions = {},
 ): Promise<JsonBody> {
@@ -152,7 +153,7 @@ function truncated(error: unknown): TegamiError {
  * A body with one plain `Content-Length` within the limit (checked by the caller) arrives whole:
  * the HTTP layer never delivers more than the declared length, so one read is safe.
  */
-async function readDeclared(request: Request, limit: number): Promise<Uint8Array> {
+async function readDeclared(request: HttpRequest, limit: number): Promise<Uint8Array> {
   let bytes: Uint8Array;
   try {
     bytes = await request.bytes();
@@ -168,7 +169,7 @@ async function readDeclared(request: Request, limit: number): Promise<Uint8Array
  * its bytes held against the budget until it is assembled.
  */
 async function readChunked(
-  request: Request,
+  request: HttpRequest,
   limit: number,
   budget: BodyBudget | undefined,
 ): Promise<Uint8Array> {

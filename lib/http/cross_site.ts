@@ -21,6 +21,7 @@
 
 import { TegamiError } from "../core/errors.ts";
 import { originAllowed } from "./origin.ts";
+import type { HttpRequest } from "./http_request.ts";
 
 /** What the cross-site check needs from the configuration. */
 export interface CrossSiteRules {
@@ -69,7 +70,7 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  *
  * @throws {TegamiError} `forbidden`, naming the header and the flag that would allow it.
  */
-export function checkCrossSite(request: Request, rules: CrossSiteRules): void {
+export function checkCrossSite(request: HttpRequest, rules: CrossSiteRules): void {
   const host = request.headers.get("host");
   if (!hostAllowed(host, rules)) {
     throw new TegamiError(

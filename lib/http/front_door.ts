@@ -34,6 +34,7 @@ import {
   writeAll,
   writeResponse,
 } from "./http1.ts";
+import { ArrivedRequest, type HttpRequest } from "./http_request.ts";
 import { json } from "./respond.ts";
 import { offerUpgrade, UpgradeAnswer } from "../ws/frame_socket.ts";
 
@@ -46,7 +47,7 @@ export interface FrontDoorOptions {
   /** TLS certificate and key (PEM), to terminate TLS at the front door. */
   tls?: { cert: string; key: string };
   /** Answers a request. A `101` answer marks its connection as a WebSocket, never timed out. */
-  handler: (request: Request) => Promise<Response>;
+  handler: (request: HttpRequest) => Promise<Response>;
   /** Most client connections open at once; past it (and nothing idle to close) → 503. */
   maxConnections: number;
   /** Time a new connection has to deliver its first complete request head, in ms. */
@@ -434,7 +435,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     /** True once the client's end of the stream (or an error) was read. */
     let ended = false;
     /** The request being answered, told (its signal aborted) when its caller's stream ends. */
-    let current: AbortController | null = null;
+    let current: ArrivedRequest | null = null;
     const startRead = () => {
       reading = conn.read(buffer.subarray(end)).then((n) => {
         reading = null;
@@ -495,7 +496,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         continue;
       }
       const arrived = Math.min(end, plain.bodyEnd);
-      let body: BodyInit | null = null;
+      let body: Uint8Array | ReadableStream<Uint8Array> | null = null;
       /** Bytes of the body not yet read from the connection. */
       let unread = plain.bodyEnd - arrived;
       if (unread > 0) {
@@ -521,26 +522,21 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       } else if (plain.bodyEnd > plain.bodyStart) {
         body = buffer.slice(plain.bodyStart, plain.bodyEnd);
       }
-      const gone = new AbortController();
-      let request: Request;
-      try {
-        request = new Request(`${scheme}://${plain.host}${plain.target}`, {
-          method: plain.method,
-          headers: plain.headers,
-          body,
-          signal: gone.signal,
-        });
-      } catch {
-        return handOver(start); // a Host or target the URL parser refuses
-      }
+      // A Host the URL parser refuses (a port past 65535) is the API's 400, as through the relay.
+      const request = new ArrivedRequest(
+        plain.method,
+        `${scheme}://${plain.host}${plain.target}`,
+        plain.headers,
+        body,
+      );
       if (plain.websocket) offerUpgrade(request);
       start = scanned = arrived;
       client.busy++;
       client.partial = false;
       client.deadline?.cancel();
       client.deadline = undefined;
-      current = gone;
-      if (ended) gone.abort();
+      current = request;
+      if (ended) request.abort();
       else if (unread === 0 && reading === null) {
         if (start === end) {
           start = end = scanned = 0;

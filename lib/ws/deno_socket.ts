@@ -11,6 +11,7 @@
  */
 
 import { TegamiError } from "../core/errors.ts";
+import type { HttpRequest } from "../http/http_request.ts";
 import type { Connection, SocketLike } from "./connection.ts";
 import { type FrameSocket, upgradeHere } from "./frame_socket.ts";
 import { PROTOCOL_V2 } from "./protocol.ts";
@@ -29,7 +30,7 @@ export interface UpgradeOptions {
  * {@linkcode PROTOCOL_V2} (which the answer then names), else 1.
  */
 export function upgradeToWebSocket(
-  request: Request,
+  request: HttpRequest,
   options: UpgradeOptions,
   connect: (socket: SocketLike, version: 1 | 2) => Connection,
 ): Response {
@@ -42,6 +43,11 @@ export function upgradeToWebSocket(
     return own;
   }
   const pingIntervalMs = options.pingIntervalMs;
+  // Every request the front door parsed itself was offered above; what is left came from
+  // `Deno.serve` (through the relay, or with --front-door off).
+  if (!(request instanceof Request)) {
+    throw new TegamiError("internal", "Cannot upgrade: the request did not come from the runtime");
+  }
   let upgraded: { socket: WebSocket; response: Response };
   try {
     upgraded = Deno.upgradeWebSocket(request, {

@@ -31,6 +31,7 @@ import {
 } from "../client/websocket_frames.ts";
 import { TegamiError } from "../core/errors.ts";
 import { type Deadline, deadlinesOf } from "../http/deadline_queue.ts";
+import type { HttpRequest } from "../http/http_request.ts";
 import type { SocketLike } from "./connection.ts";
 
 /** What the socket hands its messages and its end to. */
@@ -76,10 +77,10 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const KEY = /^[A-Za-z0-9+/]{21}[AQgw]==$/;
 
 /** Requests whose connection the front door can hand to a {@linkcode FrameSocket}. */
-const offered = new WeakSet<Request>();
+const offered = new WeakSet<HttpRequest>();
 
 /** Marks `request` as one the front door parsed itself and can upgrade here. */
-export function offerUpgrade(request: Request): void {
+export function offerUpgrade(request: HttpRequest): void {
   offered.add(request);
 }
 
@@ -110,7 +111,7 @@ export class UpgradeAnswer extends Response {
  * than 13).
  */
 export function upgradeHere(
-  request: Request,
+  request: HttpRequest,
   protocol: string | undefined,
   options: FrameSocketOptions,
 ): UpgradeAnswer | null {
