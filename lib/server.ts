@@ -145,8 +145,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (!accepting) {
       throw new TegamiError("unavailable", "Cannot upgrade: the server is shutting down");
     }
-    const sizes = { pingIntervalMs: config.pingIntervalMs, maxMessage: config.maxBody };
-    return upgradeToWebSocket(request, sizes, (socket, version) => {
+    const upgradeOptions = { pingIntervalMs: config.pingIntervalMs, maxMessage: config.maxBody };
+    return upgradeToWebSocket(request, upgradeOptions, (socket, version) => {
       const connection: Connection = new Connection(socket, {
         broker,
         clock,

@@ -36,7 +36,7 @@ import {
 } from "./http1.ts";
 import { ArrivedRequest, type HttpRequest } from "./http_request.ts";
 import { json } from "./respond.ts";
-import { offerUpgrade, UpgradeAnswer } from "../ws/frame_socket.ts";
+import { type Handover, offerUpgrade, UpgradeAnswer } from "../ws/frame_socket.ts";
 
 /** Options of {@linkcode openFrontDoor}. */
 export interface FrontDoorOptions {
@@ -112,13 +112,6 @@ const MAX_REFUSING = 64;
 /** A connection's buffer while a request head arrives: the longest head the parser reads. */
 const HEAD_BUFFER = PLAIN_HEAD_MAX + RELAY_BUFFER_MIN;
 const REFUSE_WAIT_MS = 1000;
-
-/** A connection's bytes that the relay must pass on first: those read, and those being read. */
-interface Handover {
-  rest: Uint8Array;
-  /** The bytes the read in flight brings, or null at the end of the stream. */
-  more: Promise<Uint8Array | null> | null;
-}
 
 interface Client {
   readonly id: number;

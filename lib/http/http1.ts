@@ -64,8 +64,8 @@ const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
  * Reads the request at `bytes[start..end)`. A request is answered here only if its head is
  * ASCII, well formed, at most {@linkcode PLAIN_HEAD_MAX} bytes, names one `Host`, has no
  * `Transfer-Encoding` or `Expect`, no `Upgrade` but a WebSocket handshake's, and at most one
- * `Content-Length`. The answer comes
- * as soon as the head is complete: the body may still be arriving.
+ * `Content-Length`. The answer comes as soon as the head is complete: the body may still be
+ * arriving.
  */
 export function parsePlainRequest(
   bytes: Uint8Array,

@@ -1,7 +1,7 @@
 /**
  * Where a WebSocket upgrade is carried out, and the only file that touches
  * `Deno.upgradeWebSocket`. A request the front door parsed itself becomes a
- * {@linkcode FrameSocket} on the front door's connection (frame_socket.ts); any other (the
+ * `FrameSocket` on the front door's connection (frame_socket.ts); any other (the
  * relayed ones, `--front-door off`) is upgraded by the runtime. Either way the socket's events
  * go to a runtime-neutral {@linkcode Connection}, and the heartbeat is the same: after the ping
  * interval with nothing received the server pings, and a client that does not answer within
@@ -13,7 +13,7 @@
 import { TegamiError } from "../core/errors.ts";
 import type { HttpRequest } from "../http/http_request.ts";
 import type { Connection, SocketLike } from "./connection.ts";
-import { type FrameSocket, upgradeHere } from "./frame_socket.ts";
+import { upgradeHere } from "./frame_socket.ts";
 import { PROTOCOL_V2 } from "./protocol.ts";
 
 /** Settings of an upgrade. */
@@ -39,10 +39,9 @@ export function upgradeToWebSocket(
   const protocol = version === 2 ? PROTOCOL_V2 : undefined;
   const own = upgradeHere(request, protocol, options);
   if (own !== null) {
-    bind(own.socket, connect(own.socket, version));
+    own.socket.bind(connect(own.socket, version)); // a Connection takes the socket's events
     return own;
   }
-  const pingIntervalMs = options.pingIntervalMs;
   // Every request the front door parsed itself was offered above; what is left came from
   // `Deno.serve` (through the relay, or with --front-door off).
   if (!(request instanceof Request)) {
@@ -51,7 +50,7 @@ export function upgradeToWebSocket(
   let upgraded: { socket: WebSocket; response: Response };
   try {
     upgraded = Deno.upgradeWebSocket(request, {
-      idleTimeout: pingIntervalMs / 1000,
+      idleTimeout: options.pingIntervalMs / 1000,
       protocol,
     });
   } catch (error) {
@@ -81,12 +80,4 @@ export function upgradeToWebSocket(
   socket.onclose = () => connection.onClose();
   socket.onerror = () => {}; // a close event follows; nothing to add
   return response;
-}
-
-function bind(socket: FrameSocket, connection: Connection): void {
-  socket.bind({
-    onMessage: (data) => connection.onMessage(data),
-    onViolation: (code, reason) => connection.onViolation(code, reason),
-    onClose: () => connection.onClose(),
-  });
 }

@@ -56,9 +56,12 @@ export interface FrameSocketOptions {
   pingIntervalMs: number;
 }
 
-/** Bytes the connection's bytes after the upgrade head: those read, and a read in flight. */
-export interface FrameHandover {
-  /** Bytes already read after the upgrade request's head. */
+/**
+ * A connection's bytes that whoever takes it over (this socket after an upgrade, the relay after
+ * a request the front door declines) must read first: those read, and those being read.
+ */
+export interface Handover {
+  /** Bytes already read from the connection and not yet used. */
   rest: Uint8Array;
   /** The bytes a read in flight brings, or null at the end of the stream. */
   more: Promise<Uint8Array | null> | null;
@@ -193,7 +196,7 @@ export class FrameSocket implements SocketLike {
    * Serves the socket on `conn`: writes `head` (the `101`) with what was sent meanwhile, then
    * reads frames, `handover`'s bytes first; resolves when the connection has ended.
    */
-  async serve(conn: Deno.Conn, head: Uint8Array, handover: FrameHandover): Promise<void> {
+  async serve(conn: Deno.Conn, head: Uint8Array, handover: Handover): Promise<void> {
     this.#conn = conn;
     if (this.#ended) {
       conn.close(); // closed before it was served: the 101 would answer nobody
@@ -215,7 +218,7 @@ export class FrameSocket implements SocketLike {
   }
 
   /** Reads and handles frames until the stream ends or the socket stops reading. */
-  async #read(conn: Deno.Conn, handover: FrameHandover): Promise<void> {
+  async #read(conn: Deno.Conn, handover: Handover): Promise<void> {
     let buffer = new Uint8Array(Math.max(READ_BUFFER_MIN, handover.rest.length));
     buffer.set(handover.rest);
     let start = 0;
