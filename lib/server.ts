@@ -32,6 +32,7 @@ import {
 } from "./http/front_door.ts";
 import { descriptorLimit } from "./observe/descriptor_limit.ts";
 import { openDirectServe } from "./http/direct_serve.ts";
+import { toResponse } from "./http/respond.ts";
 import { ClockJumpWatch } from "./observe/clock_jump.ts";
 import { tokensFileWarning } from "./auth/tokens_file.ts";
 import { TegamiError } from "./core/errors.ts";
@@ -253,7 +254,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         hostname: config.host,
         port: config.port,
         tls,
-        handler: api,
+        handler: async (request) => toResponse(await api(request)),
         log,
         onEvent: (event) => metrics.connectionEvent(event),
       })

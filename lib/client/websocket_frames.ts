@@ -54,24 +54,48 @@ export function readFrameHead(bytes: Uint8Array, start: number, end: number): Fr
   return { fin: (b0 & 128) !== 0, rsv: (b0 >> 4) & 7, op: b0 & 15, masked, headLength, length };
 }
 
+/** The size of the head of a frame with `length` bytes of payload (a masked one: 4 more). */
+export function headLength(length: number, masked: boolean): number {
+  return 2 + (length < 126 ? 0 : length < 65536 ? 2 : 8) + (masked ? 4 : 0);
+}
+
+/**
+ * Writes the head of a final frame of `op` with `length` bytes of payload into `bytes` at `at`,
+ * with room for a masking key when `masked` (its four bytes are left for the caller to fill);
+ * answers where the head ends.
+ */
+export function writeFrameHead(
+  bytes: Uint8Array,
+  at: number,
+  op: number,
+  length: number,
+  masked: boolean,
+): number {
+  bytes[at] = 0x80 | op;
+  const mask = masked ? 0x80 : 0;
+  if (length < 126) {
+    bytes[at + 1] = mask | length;
+    at += 2;
+  } else if (length < 65536) {
+    bytes[at + 1] = mask | 126;
+    bytes[at + 2] = length >> 8;
+    bytes[at + 3] = length & 255;
+    at += 4;
+  } else {
+    bytes[at + 1] = mask | 127;
+    new DataView(bytes.buffer, bytes.byteOffset).setBigUint64(at + 2, BigInt(length));
+    at += 10;
+  }
+  return masked ? at + 4 : at;
+}
+
 /**
  * The head of a final frame of `op` with `length` bytes of payload, with room for a masking key
  * when `masked` (the key's four bytes are left for the caller to fill).
  */
 export function frameHead(op: number, length: number, masked: boolean): Uint8Array {
-  const lengthBytes = length < 126 ? 0 : length < 65536 ? 2 : 8;
-  const head = new Uint8Array(2 + lengthBytes + (masked ? 4 : 0));
-  head[0] = 0x80 | op;
-  const mask = masked ? 0x80 : 0;
-  if (lengthBytes === 0) head[1] = mask | length;
-  else if (lengthBytes === 2) {
-    head[1] = mask | 126;
-    head[2] = length >> 8;
-    head[3] = length & 255;
-  } else {
-    head[1] = mask | 127;
-    new DataView(head.buffer).setBigUint64(2, BigInt(length));
-  }
+  const head = new Uint8Array(headLength(length, masked));
+  writeFrameHead(head, 0, op, length, masked);
   return head;
 }
 

@@ -1,6 +1,7 @@
 /**
  * The HTTP API v1: routes, authorization, and the translation between requests and broker
- * calls. Runtime-neutral: it maps a `Request` to a `Response`, so tests can call it directly.
+ * calls. Runtime-neutral: it maps a request to an answer (a `Response`, or a JSON answer that
+ * `toResponse` turns into one), so tests can call it directly.
  *
  * @module
  */
@@ -44,7 +45,7 @@ import { type BodyOptions, type JsonBody, readJsonBody } from "./body.ts";
 import { checkCrossSite, type CrossSiteRules } from "./cross_site.ts";
 import openapi from "./openapi.json" with { type: "json" };
 import asyncapi from "../ws/asyncapi.json" with { type: "json" };
-import { errorResponse, json, jsonText } from "./respond.ts";
+import { type Answer, errorResponse, json, jsonText } from "./respond.ts";
 import type { HttpRequest } from "./http_request.ts";
 
 /** What the API needs from the server around it. */
@@ -90,11 +91,11 @@ interface Route {
   method: string;
   path: string[];
   access: Access;
-  handle: (ctx: Context) => Promise<Response> | Response;
+  handle: (ctx: Context) => Promise<Answer> | Answer;
 }
 
 /** Makes the request handler of the HTTP API. */
-export function createApi(options: ApiOptions): (request: HttpRequest) => Promise<Response> {
+export function createApi(options: ApiOptions): (request: HttpRequest) => Promise<Answer> {
   const { broker, clock, limits, tokens, log } = options;
 
   const body = async (ctx: Context): Promise<unknown> => (await bodyText(ctx)).value;
@@ -526,7 +527,7 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
     request: HttpRequest,
     url: URL,
     seen: { pattern: string },
-  ): Promise<Response> => {
+  ): Promise<Answer> => {
     const segments = url.pathname.split("/").filter((s) => s !== "");
     if (
       request.method === "GET" && segments.length === 2 && segments[0] === "v1" &&
@@ -568,11 +569,11 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       : notFound(request, url);
   };
 
-  return async (request: HttpRequest): Promise<Response> => {
+  return async (request: HttpRequest): Promise<Answer> => {
     const started = performance.now();
     const seen = { pattern: "unmatched" };
     let url: URL | null = null;
-    let response: Response;
+    let response: Answer;
     try {
       url = requestUrl(request);
       if (tokens === null && options.crossSite !== undefined) {

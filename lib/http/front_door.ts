@@ -35,7 +35,7 @@ import {
   writeResponse,
 } from "./http1.ts";
 import { ArrivedRequest, type HttpRequest } from "./http_request.ts";
-import { json } from "./respond.ts";
+import { type Answer, json, toResponse } from "./respond.ts";
 import { type Handover, offerUpgrade, UpgradeAnswer } from "../ws/frame_socket.ts";
 
 /** Options of {@linkcode openFrontDoor}. */
@@ -47,7 +47,7 @@ export interface FrontDoorOptions {
   /** TLS certificate and key (PEM), to terminate TLS at the front door. */
   tls?: { cert: string; key: string };
   /** Answers a request. A `101` answer marks its connection as a WebSocket, never timed out. */
-  handler: (request: HttpRequest) => Promise<Response>;
+  handler: (request: HttpRequest) => Promise<Answer>;
   /** Most client connections open at once; past it (and nothing idle to close) → 503. */
   maxConnections: number;
   /** Time a new connection has to deliver its first complete request head, in ms. */
@@ -264,7 +264,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     client.deadline = undefined;
     let response: Response;
     try {
-      response = await options.handler(request);
+      response = toResponse(await options.handler(request));
     } catch (error) {
       client.busy--;
       throw error;
@@ -538,7 +538,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         }
         if (end < buffer.length) startRead(); // sees the caller go away while it waits
       }
-      let response: Response;
+      let response: Answer;
       try {
         response = await options.handler(request);
       } catch {

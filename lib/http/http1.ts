@@ -13,7 +13,7 @@
 
 import { Buffer } from "node:buffer";
 import { deadlinesOf } from "./deadline_queue.ts";
-import { textOf } from "./respond.ts";
+import { type Answer, JsonAnswer } from "./respond.ts";
 
 /** A request whose head and body are in the buffer. */
 export interface PlainRequest {
@@ -215,8 +215,10 @@ function date(): string {
 const encoder = new TextEncoder();
 
 /** The head of `response`, framed by `framing` (a `content-length` or chunked field). */
-function responseHead(response: Response, framing: string, close: boolean): string {
-  let head = `HTTP/1.1 ${response.status} ${REASONS[response.status] ?? response.statusText}\r\n`;
+function responseHead(response: Answer, framing: string, close: boolean): string {
+  const reason = REASONS[response.status] ??
+    (response instanceof Response ? response.statusText : "");
+  let head = `HTTP/1.1 ${response.status} ${reason}\r\n`;
   for (const [name, value] of response.headers) {
     if (!FRAMING.has(name)) head += `${name}: ${value}\r\n`;
   }
@@ -231,7 +233,7 @@ function bodiless(status: number): boolean {
 }
 
 /** True when a response asks for its connection to end after it. */
-export function closesConnection(response: Response): boolean {
+export function closesConnection(response: Answer): boolean {
   return response.headers.get("connection")?.toLowerCase() === "close";
 }
 
@@ -244,15 +246,13 @@ export function closesConnection(response: Response): boolean {
  */
 export async function writeResponse(
   conn: Deno.Conn,
-  response: Response,
+  response: Answer,
   close: boolean,
   stall?: Stall,
 ): Promise<void> {
   const put = (bytes: Uint8Array) => writeAll(conn, bytes, stall);
-  const text = textOf(response);
-  if (text !== undefined && !bodiless(response.status)) {
-    // No stream is made to read a body whose text is known.
-    await writeWhole(put, response, encoder.encode(text), close);
+  if (response instanceof JsonAnswer) {
+    await put(jsonAnswerBytes(response, close));
     return;
   }
   const body = response.body;
@@ -302,6 +302,18 @@ export async function writeResponse(
     await reader.cancel().catch(() => {});
     throw error;
   }
+}
+
+/** A JSON answer's head and body, in one buffer. */
+function jsonAnswerBytes(answer: JsonAnswer, close: boolean): Uint8Array {
+  const body = encoder.encode(answer.text);
+  const head = responseHead(answer, `content-length: ${body.length}\r\n`, close);
+  const bytes = new Uint8Array(head.length + body.length);
+  if (encoder.encodeInto(head, bytes).written !== head.length) {
+    return Buffer.concat([encoder.encode(head), body]); // a field value that is not ASCII
+  }
+  bytes.set(body, head.length);
+  return bytes;
 }
 
 /** Writes the head and `payload` with one write. */

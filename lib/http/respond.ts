@@ -1,40 +1,80 @@
 /**
  * Building HTTP answers: JSON bodies (from objects or pre-built JSON text) and error bodies.
  *
+ * A JSON answer is a {@linkcode JsonAnswer}, not a Fetch `Response`: making a `Response` with
+ * headers costs more than the front door's whole parse of a small request (1.4 against 0.07 µs
+ * for its object alone, measured), and the front door only needs the status, the headers and the
+ * text. {@linkcode toResponse} makes the `Response` where `Deno.serve` answers instead.
+ *
  * @module
  */
 
 import type { TegamiError } from "../core/errors.ts";
 
-const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
+const JSON_TYPE = "application/json; charset=utf-8";
 
-/** The text of each answer built here, so the front door can send it without reading the body. */
-const texts = new WeakMap<Response, string>();
+/** The fields of a {@linkcode JsonAnswer}, as a `Headers` is read: lower-case names. */
+export class AnswerHeaders implements Iterable<[string, string]> {
+  readonly #fields: [string, string][] = [["content-type", JSON_TYPE]];
 
-/** The body of `response` as text, if it was built here and not read yet; else undefined. */
-export function textOf(response: Response): string | undefined {
-  return response.bodyUsed ? undefined : texts.get(response);
+  /** Sets field `name` (lower-case) to `value`, replacing the one set before. */
+  set(name: string, value: string): void {
+    const at = this.#fields.findIndex((field) => field[0] === name);
+    if (at >= 0) this.#fields[at][1] = value;
+    else this.#fields.push([name, value]);
+  }
+
+  /** The value of field `name` (lower-case), or null. */
+  get(name: string): string | null {
+    return this.#fields.find((field) => field[0] === name)?.[1] ?? null;
+  }
+
+  /** The fields in the order they were set. */
+  [Symbol.iterator](): Iterator<[string, string]> {
+    return this.#fields[Symbol.iterator]();
+  }
+}
+
+/** An answer whose body is JSON text. */
+export class JsonAnswer {
+  /** The HTTP status. */
+  readonly status: number;
+  /** The body. */
+  readonly text: string;
+  /** The header fields (`content-type` first). */
+  readonly headers: AnswerHeaders = new AnswerHeaders();
+
+  /** An answer of `status` with the JSON `text` as its body. */
+  constructor(status: number, text: string) {
+    this.status = status;
+    this.text = text;
+  }
+}
+
+/** What the API answers: a JSON answer, or a `Response` (metrics, assets, streams, upgrades). */
+export type Answer = JsonAnswer | Response;
+
+/** `answer` as a Fetch `Response` (for `Deno.serve`). */
+export function toResponse(answer: Answer): Response {
+  if (answer instanceof Response) return answer;
+  return new Response(answer.text, { status: answer.status, headers: [...answer.headers] });
 }
 
 /** A JSON answer from a value. */
-export function json(status: number, value: unknown): Response {
-  return jsonText(status, JSON.stringify(value));
+export function json(status: number, value: unknown): JsonAnswer {
+  return new JsonAnswer(status, JSON.stringify(value));
 }
 
 /** A JSON answer from text that is already JSON. */
-export function jsonText(status: number, text: string): Response {
-  const response = new Response(text, { status, headers: JSON_HEADERS });
-  texts.set(response, text);
-  return response;
+export function jsonText(status: number, text: string): JsonAnswer {
+  return new JsonAnswer(status, text);
 }
 
 /** The error answer `{"error": {"code", "message"}}` with the code's status. */
-export function errorResponse(error: TegamiError): Response {
-  const response = json(error.status, { error: { code: error.code, message: error.message } });
-  if (error.retryAfter !== undefined) {
-    response.headers.set("retry-after", String(error.retryAfter));
-  }
+export function errorResponse(error: TegamiError): JsonAnswer {
+  const answer = json(error.status, { error: { code: error.code, message: error.message } });
+  if (error.retryAfter !== undefined) answer.headers.set("retry-after", String(error.retryAfter));
   // A body that timed out is still arriving: the connection cannot be reused.
-  if (error.code === "request_timeout") response.headers.set("connection", "close");
-  return response;
+  if (error.code === "request_timeout") answer.headers.set("connection", "close");
+  return answer;
 }

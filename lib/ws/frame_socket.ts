@@ -23,11 +23,12 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import {
   closePayload,
-  frameHead,
   HANDSHAKE_GUID,
+  headLength,
   OP,
   readFrameHead,
   unmask,
+  writeFrameHead,
 } from "../client/websocket_frames.ts";
 import { TegamiError } from "../core/errors.ts";
 import { type Deadline, deadlinesOf } from "../http/deadline_queue.ts";
@@ -73,6 +74,9 @@ export const CLOSE_WAIT_MS = 1000;
 const READ_BUFFER_MIN = 2 * 1024;
 /** Frames joined into one write up to this many bytes; a larger frame is written on its own. */
 const WRITE_BATCH = 64 * 1024;
+
+/** The opcode of bytes in the write queue that are written as they are (the `101`). */
+const RAW = -1;
 
 const encoder = new TextEncoder();
 // A leading BOM is part of the message (a decoder would drop it by default).
@@ -140,8 +144,12 @@ export class FrameSocket implements SocketLike {
   readonly #options: FrameSocketOptions;
   #handlers: FrameHandlers | null = null;
   #conn: Deno.Conn | null = null;
-  /** Frames waiting to be written, as head and payload parts. */
+  /**
+   * What waits to be written: the payloads of frames, whose opcodes are in `#outOps` (their
+   * heads are made at the write, in its buffer), or bytes to write as they are (opcode RAW).
+   */
   #out: Uint8Array[] = [];
+  #outOps: number[] = [];
   /** Bytes in `#out` and in the write in flight. */
   #queued = 0;
   #flushing = false;
@@ -180,8 +188,7 @@ export class FrameSocket implements SocketLike {
   /** Sends a text message; nothing once a close was sent or the connection ended. */
   send(text: string): void {
     if (this.#closeSent || this.#ended) return;
-    const payload = encoder.encode(text);
-    this.#queue(frameHead(OP.text, payload.length, false), payload);
+    this.#queue(OP.text, encoder.encode(text));
   }
 
   /** Starts the close handshake with `code` and `reason`. */
@@ -203,6 +210,7 @@ export class FrameSocket implements SocketLike {
       return;
     }
     this.#out.unshift(head);
+    this.#outOps.unshift(RAW);
     this.#queued += head.length;
     void this.#flush();
     this.#armHeartbeat();
@@ -331,7 +339,7 @@ export class FrameSocket implements SocketLike {
     switch (op) {
       case OP.ping:
         if (!this.#closeSent) {
-          this.#queue(frameHead(OP.pong, payload.length, false), payload.slice());
+          this.#queue(OP.pong, payload.slice());
         }
         return;
       case OP.pong:
@@ -399,7 +407,7 @@ export class FrameSocket implements SocketLike {
 
   #sendClose(payload: Uint8Array): void {
     this.#closeSent = true;
-    this.#queue(frameHead(OP.close, payload.length, false), payload);
+    this.#queue(OP.close, payload);
   }
 
   /** Ends the connection once the close frame is written (at once if nothing is queued). */
@@ -410,9 +418,10 @@ export class FrameSocket implements SocketLike {
     this.#closeTimer ??= setTimeout(() => this.#end(), CLOSE_WAIT_MS);
   }
 
-  #queue(head: Uint8Array, payload: Uint8Array): void {
-    this.#out.push(head, payload);
-    this.#queued += head.length + payload.length;
+  #queue(op: number, payload: Uint8Array): void {
+    this.#out.push(payload);
+    this.#outOps.push(op);
+    this.#queued += headLength(payload.length, false) + payload.length;
     if (!this.#flushing && this.#conn !== null) {
       this.#flushing = true;
       // Frames sent in the same turn go in one write.
@@ -428,10 +437,10 @@ export class FrameSocket implements SocketLike {
         let take = 0;
         let bytes = 0;
         while (take < this.#out.length && (take === 0 || bytes < WRITE_BATCH)) {
-          bytes += this.#out[take++].length;
+          const length = this.#out[take].length;
+          bytes += this.#outOps[take++] === RAW ? length : headLength(length, false) + length;
         }
-        const parts = this.#out.splice(0, take);
-        const chunk = parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes);
+        const chunk = this.#joined(take, bytes);
         let at = 0;
         while (at < chunk.length) at += await conn.write(chunk.subarray(at));
         if (this.#ended) return;
@@ -446,6 +455,21 @@ export class FrameSocket implements SocketLike {
     if (this.#endAfterWrite) this.#end();
   }
 
+  /** The first `take` parts of what waits, taken out, as `bytes` bytes to write. */
+  #joined(take: number, bytes: number): Uint8Array {
+    const parts = this.#out.splice(0, take);
+    const ops = this.#outOps.splice(0, take);
+    if (take === 1 && ops[0] === RAW) return parts[0];
+    const chunk = new Uint8Array(bytes);
+    let at = 0;
+    for (let i = 0; i < take; i++) {
+      if (ops[i] !== RAW) at = writeFrameHead(chunk, at, ops[i], parts[i].length, false);
+      chunk.set(parts[i], at);
+      at += parts[i].length;
+    }
+    return chunk;
+  }
+
   #armHeartbeat(): void {
     this.#heartbeat = deadlinesOf(this.#options.pingIntervalMs).set(() => {
       if (this.#ended) return;
@@ -454,7 +478,7 @@ export class FrameSocket implements SocketLike {
         this.#pinged = false;
       } else if (!this.#pinged) {
         this.#pinged = true;
-        if (!this.#closeSent) this.#queue(frameHead(OP.ping, 0, false), new Uint8Array(0));
+        if (!this.#closeSent) this.#queue(OP.ping, new Uint8Array(0));
       } else {
         // Two intervals without a byte: the client is gone (or frozen), as the runtime decides.
         if (!this.#closeSent) this.#sendClose(closePayload(1001, "No response from ping frame."));
@@ -471,6 +495,7 @@ export class FrameSocket implements SocketLike {
     clearTimeout(this.#closeTimer);
     this.#heartbeat?.cancel();
     this.#out = [];
+    this.#outOps = [];
     this.#queued = 0;
     try {
       this.#conn?.close();

@@ -7,9 +7,11 @@ import assert from "node:assert/strict";
 import {
   closePayload,
   frameHead,
+  headLength,
   OP,
   readFrameHead,
   unmask,
+  writeFrameHead,
 } from "../../lib/client/websocket_frames.ts";
 
 Deno.test("readFrameHead() waits for the whole head, for each length form", () => {
@@ -40,6 +42,37 @@ Deno.test("readFrameHead() reads reserved bits, FIN and an offset into the buffe
     headLength: 2,
     length: 5,
   });
+});
+
+Deno.test("writeFrameHead() writes heads back to back at any offset, each of headLength()", () => {
+  const lengths = [0, 125, 126, 65535, 65536, 2 ** 40];
+  const sizes = lengths.map((length) => headLength(length, false));
+  assert.deepEqual(sizes, [2, 2, 4, 4, 10, 10]);
+  // Inside a larger buffer, from an odd offset, as the server joins frames into one write.
+  const bytes = new Uint8Array(3 + sizes.reduce((a, b) => a + b, 0)).subarray(3);
+  let at = 1;
+  bytes.fill(0xee);
+  const starts: number[] = [];
+  for (const length of lengths.slice(0, -1)) {
+    starts.push(at);
+    at = writeFrameHead(bytes, at, OP.binary, length, false);
+  }
+  for (let i = 0; i < starts.length; i++) {
+    const read = readFrameHead(bytes, starts[i], bytes.length);
+    assert.equal(read?.length, lengths[i]);
+    assert.equal(read?.headLength, sizes[i]);
+    assert.equal(read?.op, OP.binary);
+  }
+  assert.equal(bytes[0], 0xee, "nothing written before the offset");
+  assert.deepEqual(
+    frameHead(OP.text, 65536, false),
+    (() => {
+      const head = new Uint8Array(10);
+      writeFrameHead(head, 0, OP.text, 65536, false);
+      return head;
+    })(),
+  );
+  assert.equal(writeFrameHead(new Uint8Array(14), 0, OP.text, 2 ** 40, true), 14);
 });
 
 Deno.test("unmask() undoes a mask at any offset and length", () => {

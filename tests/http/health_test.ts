@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { systemClock } from "../../lib/core/clock.ts";
 import { createApi } from "../../lib/http/api.ts";
+import { toResponse } from "../../lib/http/respond.ts";
 import { silentLogger } from "../../lib/observe/log.ts";
 import { startTestServer } from "../helpers/test_server.ts";
 
@@ -61,7 +62,7 @@ Deno.test("createApi's /readyz answers 503 once it is told the server no longer 
     metrics: () => Promise.resolve(""),
     dashboard: [],
   });
-  const answer = await api(new Request("http://127.0.0.1/readyz"));
+  const answer = toResponse(await api(new Request("http://127.0.0.1/readyz")));
   assert.equal(answer.status, 503);
   assert.equal((await answer.json()).error.message, "Not ready: the server is shutting down");
   assert.equal((await api(new Request("http://127.0.0.1/healthz"))).status, 200);

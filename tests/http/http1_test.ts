@@ -6,6 +6,7 @@
 
 import assert from "node:assert/strict";
 import { parsePlainRequest, writeResponse } from "../../lib/http/http1.ts";
+import { jsonText } from "../../lib/http/respond.ts";
 import { untilConsumers } from "../helpers/http_calls.ts";
 import { readToClose } from "../helpers/raw_http.ts";
 import { startTestServer } from "../helpers/test_server.ts";
@@ -254,6 +255,36 @@ Deno.test("a streamed answer is written chunked: what was ready at once, then ea
   assert.match(text, /transfer-encoding: chunked\r\n/);
   assert.match(text, /connection: close\r\n/);
   assert.ok(text.endsWith("\r\n\r\n3\r\none\r\n4\r\ntwo!\r\n0\r\n\r\n"), JSON.stringify(text));
+});
+
+Deno.test("a JSON answer is written whole: its fields, the byte length of its UTF-8 body", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const client = await Deno.connect({ hostname: "127.0.0.1", port: listener.addr.port });
+  const server = await listener.accept();
+  const body = JSON.stringify({ name: "größe ✓ 🦕" });
+  const plain = jsonText(429, body);
+  plain.headers.set("retry-after", "3");
+  await writeResponse(server, plain, false);
+  // A field value that is not ASCII (none of tegami's are) still gets a well-framed answer.
+  const odd = jsonText(200, body);
+  odd.headers.set("x-note", "größe");
+  await writeResponse(server, odd, true);
+  server.close();
+  const { text } = await readToClose(client, 2000);
+  client.close();
+  listener.close();
+  const answers = text.split(/(?=HTTP\/1\.1 )/);
+  assert.equal(answers.length, 2, text);
+  const length = encoder.encode(body).length;
+  assert.match(answers[0], /^HTTP\/1\.1 429 Too Many Requests\r\n/);
+  assert.match(answers[0], /content-type: application\/json; charset=utf-8\r\n/);
+  assert.match(answers[0], /retry-after: 3\r\n/);
+  assert.match(answers[0], new RegExp(`content-length: ${length}\r\n`));
+  assert.doesNotMatch(answers[0], /connection: close/);
+  assert.ok(answers[0].endsWith(`\r\n\r\n${body}`), answers[0]);
+  assert.match(answers[1], /x-note: größe\r\n/);
+  assert.match(answers[1], /connection: close\r\n/);
+  assert.ok(answers[1].endsWith(`\r\n\r\n${body}`), answers[1]);
 });
 
 Deno.test("the event stream is relayed, and arrives as it comes", async () => {
