@@ -325,18 +325,27 @@ export class SqliteStore implements Store {
         // A transaction that changed nothing (an empty claim, a refused ack) needs no fsync of
         // its own: its callers still wait for every earlier commit to be durable.
         if (this.#totalChanges() !== this.#changesAtBegin) this.#walSync?.committed();
+        let counts: StateCounts | undefined;
+        let countsQueue: string | null = null;
+        // Only a queue a job left can be empty now: the one, or whether there were several.
+        let left: string | null = null;
+        let leftSeveral = false;
         for (const [queue, from, to] of this.#moves) {
-          const counts = this.#countsOf(queue);
-          if (from !== null) counts[from]--;
-          if (to !== null) counts[to]++;
+          if (queue !== countsQueue) {
+            counts = this.#countsOf(queue);
+            countsQueue = queue;
+          }
+          if (from !== null) {
+            counts![from]--;
+            if (left === null) left = queue;
+            else if (left !== queue) leftSeveral = true;
+          }
+          if (to !== null) counts![to]++;
         }
         // A queue whose last job is gone is forgotten (its settings live in #paused).
-        for (const [queue] of this.#moves) {
-          const counts = this.#counts.get(queue);
-          if (counts !== undefined && Object.values(counts).every((n) => n === 0)) {
-            this.#counts.delete(queue);
-          }
-        }
+        if (leftSeveral) {
+          for (const [queue, from] of this.#moves) if (from !== null) this.#forgetIfEmpty(queue);
+        } else if (left !== null) this.#forgetIfEmpty(left);
         this.#moves = [];
         for (const [queue, settings] of this.#settingsMoves) {
           if (settings === null) this.#settings.delete(queue);
@@ -1156,6 +1165,15 @@ export class SqliteStore implements Store {
    */
   #settingsOf(queue: string): Readonly<QueueSettings> {
     return this.#settings.get(queue) ?? DEFAULT_QUEUE_SETTINGS;
+  }
+
+  /** Forgets the counts of `queue` if it holds no job. */
+  #forgetIfEmpty(queue: string): void {
+    const c = this.#counts.get(queue);
+    if (
+      c !== undefined && c.pending === 0 && c.delayed === 0 && c.leased === 0 && c.done === 0 &&
+      c.dead === 0 && c.cancelled === 0
+    ) this.#counts.delete(queue);
   }
 
   #countsOf(queue: string): StateCounts {
