@@ -47,6 +47,7 @@ import {
   expiredFrame,
   jobFrame,
   jobsFrame,
+  MAX_BATCH_FRAMES,
   okFrame,
   refOf,
 } from "./protocol.ts";
@@ -59,10 +60,25 @@ export interface SocketLike {
   close(code: number, reason: string): void;
   /** Bytes queued for sending and not yet written. */
   readonly bufferedAmount: number;
+  /**
+   * Stops (`true`) or resumes (`false`) reading the client's frames, where the socket can (the
+   * front door's own WebSocket). Without it, frames past {@linkcode MAX_PENDING_FRAMES} are
+   * refused with `rate_limited`.
+   */
+  holdReading?(hold: boolean): void;
 }
 
 /** Frames being processed at once per connection before `rate_limited`. */
 export const MAX_PENDING_FRAMES = 4096;
+/**
+ * From this many frames being processed, a socket that can stop reading does: the frame it
+ * reads last may be a whole batch, which then still fits under {@linkcode MAX_PENDING_FRAMES},
+ * so a client of such a socket that sends faster than the server answers is slowed down, never
+ * refused.
+ */
+export const HOLD_READING_AT = MAX_PENDING_FRAMES - MAX_BATCH_FRAMES;
+/** A held socket reads again once this many frames or fewer are being processed. */
+const RESUME_READING_AT = HOLD_READING_AT / 2;
 /** How long a socket may stay open without authenticating when auth is on, ms. */
 export const AUTH_TIMEOUT_MS = 10_000;
 /** How often a connection paused for a full send buffer looks whether it has drained, ms. */
@@ -165,6 +181,8 @@ export class Connection implements LeaseHolder {
   readonly #subs = new Map<string, Subscription>();
   readonly #leases = new Map<number, { token: string; sub: Subscription }>();
   #pending = 0;
+  /** The socket was told to stop reading (see {@linkcode HOLD_READING_AT}). */
+  #holding = false;
   /** While a batch's frames are being submitted: the queues whose credit they freed. */
   #deferredWakes: Set<string> | null = null;
   #drainTimer: ReturnType<typeof setTimeout> | null = null;
@@ -262,11 +280,11 @@ export class Connection implements LeaseHolder {
       this.#send(errorFrame(frame.ref, tooManyFrames()));
       return;
     }
-    this.#pending++;
+    this.#began(1);
     this.#answer(frame).then(({ reply, fatal }) => {
       this.#send(reply);
       if (fatal) this.#close(CLOSE.policy, "authentication failed", true);
-    }).finally(() => this.#pending--);
+    }).finally(() => this.#answered(1));
   }
 
   /**
@@ -286,7 +304,7 @@ export class Connection implements LeaseHolder {
       this.#send(errorFrame(batch.ref, tooManyFrames()));
       return;
     }
-    this.#pending += items.length;
+    this.#began(items.length);
     // The credit its settles free is offered once they are all submitted: one claim for all of
     // it, in the same transaction, instead of one for the first settle's and the rest a commit
     // later.
@@ -305,7 +323,25 @@ export class Connection implements LeaseHolder {
       for (const queue of queues) this.#options.broker.wake(queue);
     }
     Promise.all(replies).then((texts) => this.#send(batchReplyFrame(batch.ref, texts)))
-      .finally(() => this.#pending -= items.length);
+      .finally(() => this.#answered(items.length));
+  }
+
+  /** `n` more frames are being processed; past the mark, the socket stops reading if it can. */
+  #began(n: number): void {
+    this.#pending += n;
+    if (this.#pending >= HOLD_READING_AT && !this.#holding && this.#socket.holdReading) {
+      this.#holding = true;
+      this.#socket.holdReading(true);
+    }
+  }
+
+  /** `n` frames were answered; a held socket reads again once few are left. */
+  #answered(n: number): void {
+    this.#pending -= n;
+    if (this.#holding && this.#pending <= RESUME_READING_AT) {
+      this.#holding = false;
+      this.#socket.holdReading!(false);
+    }
   }
 
   /**

@@ -11,7 +11,10 @@
  * heartbeat as `Deno.upgradeWebSocket`'s `idleTimeout` (a ping after an interval with nothing
  * received; closed with 1001 after a second one), and every protocol violation failed with 1002.
  * No extension is negotiated (no compression), as with `Deno.upgradeWebSocket`. Frames sent in
- * one turn of the event loop go out in one write.
+ * one turn of the event loop go out in one write. Unlike the runtime's socket, it can stop
+ * reading ({@linkcode FrameSocket.holdReading}), which the connection does while it has many
+ * frames in progress: a client that sends faster than it is answered waits on TCP instead of
+ * being refused.
  *
  * A request reaches it only through the front door (`offerUpgrade`): with `--front-door off`,
  * or a connection the front door relays, `deno_socket.ts` upgrades through the runtime as before.
@@ -162,6 +165,9 @@ export class FrameSocket implements SocketLike {
   /** Bytes arrived since the last heartbeat. */
   #heard = false;
   #pinged = false;
+  /** Reading is held (see {@linkcode holdReading}); `#release` resumes the read loop. */
+  #holding = false;
+  #release: (() => void) | null = null;
   /** The parts of a fragmented message, and its opcode (0: none in progress). */
   #fragments: Uint8Array[] = [];
   #fragmentBytes = 0;
@@ -189,6 +195,22 @@ export class FrameSocket implements SocketLike {
   send(text: string): void {
     if (this.#closeSent || this.#ended) return;
     this.#queue(OP.text, encoder.encode(text));
+  }
+
+  /**
+   * Stops (`true`) or resumes (`false`) taking frames from the connection. While held, nothing
+   * more is read: what the client sends waits in the connection's buffers, and its writes
+   * block once they are full (TCP's own backpressure).
+   */
+  holdReading(hold: boolean): void {
+    this.#holding = hold;
+    if (!hold) this.#resume();
+  }
+
+  #resume(): void {
+    const release = this.#release;
+    this.#release = null;
+    release?.();
   }
 
   /** Starts the close handshake with `code` and `reason`. */
@@ -238,6 +260,10 @@ export class FrameSocket implements SocketLike {
       // Every whole frame in the buffer, then room for the next one.
       for (;;) {
         if (this.#ended || this.#endAfterWrite) return;
+        if (this.#holding) {
+          await new Promise<void>((resolve) => this.#release = resolve);
+          continue;
+        }
         if (skip > 0) {
           const n = Math.min(skip, end - start);
           start += n;
@@ -473,7 +499,8 @@ export class FrameSocket implements SocketLike {
   #armHeartbeat(): void {
     this.#heartbeat = deadlinesOf(this.#options.pingIntervalMs).set(() => {
       if (this.#ended) return;
-      if (this.#heard) {
+      // While reading is held the client's pongs wait unread: it is not the one that is silent.
+      if (this.#heard || this.#holding) {
         this.#heard = false;
         this.#pinged = false;
       } else if (!this.#pinged) {
@@ -494,6 +521,7 @@ export class FrameSocket implements SocketLike {
     this.#ended = true;
     clearTimeout(this.#closeTimer);
     this.#heartbeat?.cancel();
+    this.#resume(); // a read loop held ends now
     this.#out = [];
     this.#outOps = [];
     this.#queued = 0;

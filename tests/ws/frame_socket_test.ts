@@ -7,6 +7,8 @@
  */
 
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { MAX_PENDING_FRAMES } from "../../lib/ws/connection.ts";
 import { enqueue } from "../helpers/http_calls.ts";
 import { maskedFrame, OPCODE, RawWs } from "../helpers/raw_ws.ts";
 import { startTestServer, type TestServer } from "../helpers/test_server.ts";
@@ -120,6 +122,43 @@ async function pushAndAck(server: TestServer): Promise<void> {
   assert.equal(job.id, id);
   assert.equal((await ws.ok({ op: "ack", id, token: job.lease.token })).op, "ok");
 }
+
+Deno.test("a client sending frames faster than they are answered is slowed down, never refused", async () => {
+  // Past a few thousand frames in progress the socket stops reading, so the client's writes
+  // wait in TCP's buffers; before, frames past MAX_PENDING_FRAMES were answered rate_limited.
+  await using server = await startTestServer();
+  await using ws = await RawWs.connect(wsUrl(server.url));
+  const enqueueFrame = (ref: number) => ({ op: "enqueue", ref, queue: "flood", payload: { ref } });
+  const parts: Uint8Array[] = [];
+  let ref = 0;
+  let jobs = 0;
+  // Whole batches first (each counts as its 1000 frames), then single frames.
+  for (let b = 0; b < 5; b++) {
+    const frames = Array.from({ length: 1000 }, () => enqueueFrame(ref++));
+    parts.push(
+      maskedFrame(OPCODE.text, encoder.encode(JSON.stringify({ op: "batch", ref: ref++, frames }))),
+    );
+    jobs += 1000;
+  }
+  const singles = MAX_PENDING_FRAMES * 4;
+  for (let i = 0; i < singles; i++) {
+    parts.push(maskedFrame(OPCODE.text, encoder.encode(JSON.stringify(enqueueFrame(ref++)))));
+  }
+  jobs += singles;
+  const writing = ws.writeRaw(Buffer.concat(parts));
+  const refused: unknown[] = [];
+  let answered = 0;
+  while (answered < 5 + singles) {
+    const reply = await ws.next(() => true, 20_000);
+    answered++;
+    const replies = reply.op === "ok" && Array.isArray(reply.replies) ? reply.replies : [reply];
+    for (const one of replies) if (one.op !== "ok") refused.push(one);
+  }
+  await writing;
+  assert.deepEqual(refused.slice(0, 3), [], `${refused.length} frames refused`);
+  const stats = await (await fetch(`${server.url}/v1/queues/flood`)).json();
+  assert.equal(stats.counts.pending, jobs);
+});
 
 Deno.test("with --front-door off the runtime upgrades sockets, and they speak the same protocol", async () => {
   await using server = await startTestServer({ config: { frontDoor: "off" } });
