@@ -74,6 +74,40 @@ export async function readJsonBody(
     throw tooLarge(limit);
   }
   if (declared === 0 || (declared === null && request.body === null)) return EMPTY;
+  // A body that arrived with its head (most of the front door's requests) is taken as it is: no
+  // deadline can pass while it is read, and no bytes are still to come to hold against the
+  // budget (it bounds the bodies being read; these are already in the connection's buffer).
+  const arrived = request.takeArrived?.() ?? null;
+  if (arrived !== null && arrived.byteLength > limit) throw tooLarge(limit);
+  const bytes = arrived ?? await readArriving(request, declared, limit, options);
+  if (bytes.byteLength === 0) return EMPTY;
+  if (!typeOk) throw unsupported(contentType!);
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    throw new TegamiError("invalid_json", "Cannot parse the request body: it is not valid UTF-8");
+  }
+  try {
+    return { value: JSON.parse(text), text };
+  } catch (error) {
+    throw new TegamiError(
+      "invalid_json",
+      `Cannot parse the request body: ${(error as Error).message.slice(0, 200)}`,
+    );
+  }
+}
+
+/**
+ * Reads a body whose bytes may still be arriving: within `options.timeoutMs`, held against
+ * `options.budget` while read, refused past `limit`.
+ */
+async function readArriving(
+  request: HttpRequest,
+  declared: number | null,
+  limit: number,
+  options: BodyOptions,
+): Promise<Uint8Array> {
   let timer: Deadline | undefined;
   const deadline = options.timeoutMs === undefined ? null : new Promise<never>((_, reject) => {
     timer = deadlinesOf(options.timeoutMs!).set(() => {
@@ -104,22 +138,7 @@ export async function readJsonBody(
   } finally {
     timer?.cancel();
   }
-  if (bytes.byteLength === 0) return EMPTY;
-  if (!typeOk) throw unsupported(contentType!);
-  let text: string;
-  try {
-    text = strictUtf8.decode(bytes);
-  } catch {
-    throw new TegamiError("invalid_json", "Cannot parse the request body: it is not valid UTF-8");
-  }
-  try {
-    return { value: JSON.parse(text), text };
-  } catch (error) {
-    throw new TegamiError(
-      "invalid_json",
-      `Cannot parse the request body: ${(error as Error).message.slice(0, 200)}`,
-    );
-  }
+  return bytes;
 }
 
 /** `read`, unless `deadline` comes first; a read that loses the race is left to fail quietly. */

@@ -72,13 +72,8 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  */
 export function checkCrossSite(request: HttpRequest, rules: CrossSiteRules): void {
   const host = request.headers.get("host");
-  if (!hostAllowed(host, rules)) {
-    throw new TegamiError(
-      "forbidden",
-      `Cannot serve host "${hostName(host!).slice(0, 100)}": it is not this server's; ` +
-        "add it to --allowed-hosts",
-    );
-  }
+  // Clients send the same Host on every request: the last one allowed is not checked again.
+  if (host === null || lastAllowed.get(rules) !== host) allowHost(host, rules);
   if (SAFE_METHODS.has(request.method)) return;
   if (!originAllowed(request.headers.get("origin"), host, rules.allowedOrigins)) {
     throw new TegamiError(
@@ -86,4 +81,19 @@ export function checkCrossSite(request: HttpRequest, rules: CrossSiteRules): voi
       "Cannot take the request: the Origin is neither this server nor listed in --allowed-origins",
     );
   }
+}
+
+/** The last `Host` each set of rules allowed. */
+const lastAllowed = new WeakMap<CrossSiteRules, string>();
+
+/** Refuses `host` unless it is this server's; remembers it as the last one allowed. */
+function allowHost(host: string | null, rules: CrossSiteRules): void {
+  if (!hostAllowed(host, rules)) {
+    throw new TegamiError(
+      "forbidden",
+      `Cannot serve host "${hostName(host!).slice(0, 100)}": it is not this server's; ` +
+        "add it to --allowed-hosts",
+    );
+  }
+  if (host !== null) lastAllowed.set(rules, host);
 }

@@ -35,6 +35,12 @@ export interface HttpRequest {
   readonly signal: AbortSignal;
   /** The whole body (empty for none); rejects if the body cannot be read. */
   bytes(): Promise<Uint8Array>;
+  /**
+   * The whole body if every byte of it has already arrived, taken (the body then counts as
+   * read); null otherwise, and then nothing is taken. Absent: the body is read with `bytes` or
+   * `body`.
+   */
+  takeArrived?(): Uint8Array | null;
 }
 
 /** Header fields as parsed, names lower-cased, in arrival order. */
@@ -124,6 +130,15 @@ export class ArrivedRequest implements HttpRequest {
   abort(): void {
     this.#aborted = true;
     this.#gone?.abort();
+  }
+
+  /** The body if it arrived whole with the head and was not read yet (then it is read), or null. */
+  takeArrived(): Uint8Array | null {
+    if (this.#used || this.#whole === null) return null;
+    this.#used = true;
+    const whole = this.#whole;
+    this.#whole = null;
+    return whole;
   }
 
   /** The whole body; rejects if it was read already or the connection ended before it did. */

@@ -33,6 +33,30 @@ Deno.test("ArrivedRequest.bytes() answers a whole body once, then refuses", asyn
   assert.equal((await empty.bytes()).length, 0);
 });
 
+Deno.test("ArrivedRequest.takeArrived() answers a body that arrived whole, once; never a streamed one", async () => {
+  const whole = new ArrivedRequest("POST", "http://h/", [], encoder.encode("{}"));
+  assert.deepEqual(whole.takeArrived(), encoder.encode("{}"));
+  assert.equal(whole.takeArrived(), null);
+  await assert.rejects(() => whole.bytes(), TypeError, "taken counts as read");
+  const streamed = new ArrivedRequest(
+    "POST",
+    "http://h/",
+    [],
+    new ReadableStream({
+      start(controller) {
+        controller.enqueue(encoder.encode("[1]"));
+        controller.close();
+      },
+    }),
+  );
+  assert.equal(streamed.takeArrived(), null);
+  assert.deepEqual(await streamed.bytes(), encoder.encode("[1]"), "nothing was taken");
+  const read = new ArrivedRequest("POST", "http://h/", [], encoder.encode("{}"));
+  await read.bytes();
+  assert.equal(read.takeArrived(), null);
+  assert.equal(new ArrivedRequest("GET", "http://h/", [], null).takeArrived(), null);
+});
+
 Deno.test("ArrivedRequest.body is a stream of a whole body, and bytes() reads a streamed one", async () => {
   const whole = new ArrivedRequest("POST", "http://h/", [], encoder.encode("abc"));
   assert.equal(await new Response(whole.body).text(), "abc");

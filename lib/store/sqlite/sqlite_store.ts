@@ -952,6 +952,13 @@ export class SqliteStore implements Store {
 
   /** The queues holding jobs or a setting, as of the last commit (kept in memory). */
   knownQueues(): KnownQueues {
+    return this.#known;
+  }
+
+  /** A view of the maps, which the store changes in place: made once, asked at every enqueue. */
+  readonly #known: KnownQueues = this.#knownView();
+
+  #knownView(): KnownQueues {
     const counts = this.#counts, paused = this.#paused, settings = this.#settings;
     return {
       has: (queue) => counts.has(queue) || paused.has(queue) || settings.has(queue),
