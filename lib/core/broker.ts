@@ -104,8 +104,13 @@ export class Broker {
   readonly #again = new Set<string>();
   /** Queues with a pass of their own scheduled for this turn (see {@linkcode #overlap}). */
   readonly #overlapping = new Set<string>();
-  /** How many passes each queue has started, to tell the latest. */
+  /** The number of each queue's latest pass (numbered across queues), to tell the latest. */
   readonly #passes = new Map<string, number>();
+  #passCount = 0;
+  /** Passes of each queue waiting for their claim. */
+  readonly #inFlight = new Map<string, number>();
+  /** Queues a pass found without credit while others held it (see {@linkcode #pass}). */
+  readonly #missed = new Set<string>();
   readonly #longPolls = new Set<() => void>();
   readonly #observer: BrokerObserver | null;
   readonly #maxQueues: number;
@@ -509,12 +514,38 @@ export class Broker {
       takers.push(subscriber);
       wants.push({ max: n, lease_ms: subscriber.leaseMs });
     }
-    if (takers.length === 0) return;
+    if (takers.length === 0) {
+      // The credit is reserved by passes in flight: if they leave some of it unused, the queue
+      // is offered again once they are back (what woke this one may have come meanwhile).
+      if (this.#inFlight.has(queue)) this.#missed.add(queue);
+      return;
+    }
     // The first job goes to the first taker: a pass that starts before this one is back starts
     // after it. If this one deals nothing, and no pass started since, the turn is given back.
-    const pass = (this.#passes.get(queue) ?? 0) + 1;
+    const pass = ++this.#passCount;
     this.#passes.set(queue, pass);
     this.#rotation.set(queue, list.indexOf(takers[0]) + 1);
+    this.#inFlight.set(queue, (this.#inFlight.get(queue) ?? 0) + 1);
+    try {
+      await this.#claimAndHandOver(queue, list, takers, wants, now, start, pass);
+    } finally {
+      const left = this.#inFlight.get(queue)! - 1;
+      if (left > 0) this.#inFlight.set(queue, left);
+      else this.#inFlight.delete(queue);
+      if (this.#missed.delete(queue)) this.wake(queue);
+    }
+  }
+
+  /** The rest of a pass of {@linkcode #pass}: the claim of `wants`, dealt to `takers`. */
+  async #claimAndHandOver(
+    queue: string,
+    list: Subscriber[],
+    takers: Subscriber[],
+    wants: ClaimWant[],
+    now: number,
+    start: number,
+    pass: number,
+  ): Promise<void> {
     let lists: Delivery[][];
     try {
       lists = await this.#store.claimFair(queue, wants, now);

@@ -306,10 +306,12 @@ export async function writeResponse(
 
 /** A JSON answer's head and body, in one buffer. */
 function jsonAnswerBytes(answer: JsonAnswer, close: boolean): Uint8Array {
-  const body = encoder.encode(answer.text);
-  const head = responseHead(answer, `content-length: ${body.length}\r\n`, close);
+  const none = bodiless(answer.status);
+  const body = none ? new Uint8Array(0) : encoder.encode(answer.text);
+  const head = responseHead(answer, none ? "" : `content-length: ${body.length}\r\n`, close);
   const bytes = new Uint8Array(head.length + body.length);
-  if (encoder.encodeInto(head, bytes).written !== head.length) {
+  const { read, written } = encoder.encodeInto(head, bytes);
+  if (read !== head.length || written !== head.length) {
     return Buffer.concat([encoder.encode(head), body]); // a field value that is not ASCII
   }
   bytes.set(body, head.length);

@@ -12,21 +12,31 @@
 import type { TegamiError } from "../core/errors.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
+/** A header field's name (RFC 9110 token). */
+const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
-/** The fields of a {@linkcode JsonAnswer}, as a `Headers` is read: lower-case names. */
+/**
+ * The fields of a {@linkcode JsonAnswer}, as a `Headers` is read: names lower-cased, and a name
+ * or value that could not be sent (a CR or LF would split the answer) refused.
+ */
 export class AnswerHeaders implements Iterable<[string, string]> {
   readonly #fields: [string, string][] = [["content-type", JSON_TYPE]];
 
-  /** Sets field `name` (lower-case) to `value`, replacing the one set before. */
+  /** Sets field `name` (any case) to `value`, replacing the one set before. */
   set(name: string, value: string): void {
+    if (!FIELD_NAME.test(name) || /[\r\n\0]/.test(value)) {
+      throw new TypeError(`Cannot set the header field ${JSON.stringify(name)}: not a valid field`);
+    }
+    name = name.toLowerCase();
     const at = this.#fields.findIndex((field) => field[0] === name);
     if (at >= 0) this.#fields[at][1] = value;
     else this.#fields.push([name, value]);
   }
 
-  /** The value of field `name` (lower-case), or null. */
+  /** The value of field `name` (any case), or null. */
   get(name: string): string | null {
-    return this.#fields.find((field) => field[0] === name)?.[1] ?? null;
+    const key = name.toLowerCase();
+    return this.#fields.find((field) => field[0] === key)?.[1] ?? null;
   }
 
   /** The fields in the order they were set. */

@@ -230,10 +230,26 @@ Deno.test("a request sent a byte at a time is answered", async () => {
   assert.match(text, /^HTTP\/1\.1 201 /, text);
 });
 
-Deno.test("a streamed answer is written chunked: what was ready at once, then each chunk", async () => {
+/**
+ * A connected pair on loopback: `server` to write answers to, and `received`, which closes it and
+ * reads everything the client side received.
+ */
+async function answerSocket(): Promise<{ server: Deno.Conn; received: () => Promise<string> }> {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const client = await Deno.connect({ hostname: "127.0.0.1", port: listener.addr.port });
   const server = await listener.accept();
+  listener.close();
+  const received = async () => {
+    server.close();
+    const { text } = await readToClose(client, 2000);
+    client.close();
+    return text;
+  };
+  return { server, received };
+}
+
+Deno.test("a streamed answer is written chunked: what was ready at once, then each chunk", async () => {
+  const { server, received } = await answerSocket();
   let later: (chunk: string) => void = () => {};
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -247,10 +263,7 @@ Deno.test("a streamed answer is written chunked: what was ready at once, then ea
   const writing = writeResponse(server, new Response(body, { status: 200 }), true);
   setTimeout(() => later("two!"), 50);
   await writing;
-  server.close();
-  const { text } = await readToClose(client, 2000);
-  client.close();
-  listener.close();
+  const text = await received();
   assert.match(text, /^HTTP\/1\.1 200 OK\r\n/);
   assert.match(text, /transfer-encoding: chunked\r\n/);
   assert.match(text, /connection: close\r\n/);
@@ -258,9 +271,7 @@ Deno.test("a streamed answer is written chunked: what was ready at once, then ea
 });
 
 Deno.test("a JSON answer is written whole: its fields, the byte length of its UTF-8 body", async () => {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const client = await Deno.connect({ hostname: "127.0.0.1", port: listener.addr.port });
-  const server = await listener.accept();
+  const { server, received } = await answerSocket();
   const body = JSON.stringify({ name: "größe ✓ 🦕" });
   const plain = jsonText(429, body);
   plain.headers.set("retry-after", "3");
@@ -269,10 +280,7 @@ Deno.test("a JSON answer is written whole: its fields, the byte length of its UT
   const odd = jsonText(200, body);
   odd.headers.set("x-note", "größe");
   await writeResponse(server, odd, true);
-  server.close();
-  const { text } = await readToClose(client, 2000);
-  client.close();
-  listener.close();
+  const text = await received();
   const answers = text.split(/(?=HTTP\/1\.1 )/);
   assert.equal(answers.length, 2, text);
   const length = encoder.encode(body).length;
@@ -285,6 +293,27 @@ Deno.test("a JSON answer is written whole: its fields, the byte length of its UT
   assert.match(answers[1], /x-note: größe\r\n/);
   assert.match(answers[1], /connection: close\r\n/);
   assert.ok(answers[1].endsWith(`\r\n\r\n${body}`), answers[1]);
+});
+
+Deno.test("a JSON answer of a bodiless status has no body, and its fields refuse what would split it", async () => {
+  const { server, received } = await answerSocket();
+  await writeResponse(server, jsonText(204, "{}"), false);
+  // An empty body after a head with a field that is not ASCII: the head is still whole.
+  const odd = jsonText(200, "");
+  odd.headers.set("X-Note", "ü");
+  await writeResponse(server, odd, true);
+  const text = await received();
+  const [none, empty] = text.split(/(?=HTTP\/1\.1 )/);
+  assert.match(none, /^HTTP\/1\.1 204 No Content\r\n/);
+  assert.doesNotMatch(none, /content-length/);
+  assert.ok(none.endsWith("\r\n\r\n"), JSON.stringify(none));
+  assert.match(empty, /x-note: ü\r\n/);
+  assert.match(empty, /content-length: 0\r\n/);
+  assert.ok(empty.endsWith("\r\n\r\n"), JSON.stringify(empty));
+  const answer = jsonText(200, "{}");
+  assert.throws(() => answer.headers.set("x-a", "b\r\nx-injected: 1"), TypeError);
+  assert.throws(() => answer.headers.set("bad name", "v"), TypeError);
+  assert.equal(answer.headers.get("Content-Type"), "application/json; charset=utf-8");
 });
 
 Deno.test("the event stream is relayed, and arrives as it comes", async () => {
