@@ -102,15 +102,6 @@ export class Broker {
   readonly #rotation = new Map<string, number>();
   readonly #dispatching = new Set<string>();
   readonly #again = new Set<string>();
-  /** Queues with a pass of their own scheduled for this turn (see {@linkcode #overlap}). */
-  readonly #overlapping = new Set<string>();
-  /** The number of each queue's latest pass (numbered across queues), to tell the latest. */
-  readonly #passes = new Map<string, number>();
-  #passCount = 0;
-  /** Passes of each queue waiting for their claim. */
-  readonly #inFlight = new Map<string, number>();
-  /** Queues a pass found without credit while others held it (see {@linkcode #pass}). */
-  readonly #missed = new Set<string>();
   readonly #longPolls = new Set<() => void>();
   readonly #observer: BrokerObserver | null;
   readonly #maxQueues: number;
@@ -316,7 +307,6 @@ export class Broker {
     if (list.length === 0) {
       this.#subscribers.delete(subscriber.queue);
       this.#rotation.delete(subscriber.queue);
-      this.#passes.delete(subscriber.queue);
     }
     this.#gate.recheck(subscriber.queue);
   }
@@ -458,7 +448,6 @@ export class Broker {
     if (!eager && this.#store.readyHint?.(queue) === 0) return;
     if (this.#dispatching.has(queue)) {
       this.#again.add(queue);
-      this.#overlap(queue);
       return;
     }
     this.#dispatching.add(queue);
@@ -469,109 +458,53 @@ export class Broker {
     });
   }
 
-  /**
-   * Offers `queue` once more while a pass of {@linkcode #dispatch} waits for its claim: the
-   * credit freed since (by acks, say) is claimed now, in a pass of its own, so that its claim
-   * joins the transaction being gathered — with the acks that freed it — instead of waiting for
-   * the pass in flight to come back, a commit and an fsync later. Wakes of one turn make one
-   * such pass (it runs once the turn's microtasks do); credit is reserved as it is claimed, so
-   * passes that overlap never claim more than consumers have room for.
-   */
-  #overlap(queue: string): void {
-    if (this.#overlapping.has(queue)) return;
-    this.#overlapping.add(queue);
-    queueMicrotask(() => {
-      this.#overlapping.delete(queue);
-      this.#pass(queue).catch((error) => this.#onError("dispatch", error)).finally(() => {
-        // Its consumers may have left jobs behind, and the dispatch it overlapped may be done.
-        if (this.#again.has(queue) && !this.#dispatching.has(queue)) this.wake(queue);
-      });
-    });
-  }
-
   async #dispatch(queue: string): Promise<void> {
     do {
       this.#again.delete(queue);
-      await this.#pass(queue);
+      const list = this.#subscribers.get(queue);
+      if (list === undefined || this.#closed) return;
+      // Round-robin: a pass starts after the consumer that was dealt the first job of the last
+      // pass that dealt any, so jobs arriving one at a time go to each consumer in turn.
+      const start = (this.#rotation.get(queue) ?? 0) % list.length;
+      const now = this.#clock.now();
+      const takers: Subscriber[] = [];
+      const wants: ClaimWant[] = [];
+      for (let i = 0; i < list.length; i++) {
+        const subscriber = list[(start + i) % list.length];
+        const n = subscriber.credit();
+        if (n <= 0) continue;
+        subscriber.reserve(n);
+        takers.push(subscriber);
+        wants.push({ max: n, lease_ms: subscriber.leaseMs });
+      }
+      if (takers.length === 0) return;
+      let lists: Delivery[][];
+      try {
+        lists = await this.#store.claimFair(queue, wants, now);
+      } catch (error) {
+        for (let i = 0; i < takers.length; i++) takers[i].deliver([], wants[i].max);
+        throw error;
+      }
+      let full = false;
+      const first = lists.findIndex((l) => l.length > 0);
+      if (first >= 0) {
+        const at = list.indexOf(takers[first]);
+        if (at >= 0) this.#rotation.set(queue, at + 1);
+      }
+      for (let i = 0; i < takers.length; i++) {
+        if (this.#handOver(takers[i], lists[i], wants[i].max)) full = true;
+      }
+      // A consumer that got all it asked for may have left jobs behind: go round again.
+      if (full) this.#again.add(queue);
+      let delivered = 0;
+      for (const dealt of lists) delivered += dealt.length;
+      let asked = 0;
+      for (const want of wants) asked += want.max;
+      this.#gate.recheck(queue, { delivered, asked });
+      // Credit left unused because the queue's rate held the claim back: offer the queue again
+      // when the next token comes (one timer per queue, never a spin).
+      if (delivered < asked) this.#armHeld(queue);
     } while (this.#again.has(queue));
-  }
-
-  /** Claims jobs for the credit the queue's consumers have now, and hands them over. */
-  async #pass(queue: string): Promise<void> {
-    const list = this.#subscribers.get(queue);
-    if (list === undefined || this.#closed) return;
-    // Round-robin: a pass starts after the consumer that was dealt the first job of the last
-    // pass that dealt any, so jobs arriving one at a time go to each consumer in turn.
-    const start = (this.#rotation.get(queue) ?? 0) % list.length;
-    const now = this.#clock.now();
-    const takers: Subscriber[] = [];
-    const wants: ClaimWant[] = [];
-    for (let i = 0; i < list.length; i++) {
-      const subscriber = list[(start + i) % list.length];
-      const n = subscriber.credit();
-      if (n <= 0) continue;
-      subscriber.reserve(n);
-      takers.push(subscriber);
-      wants.push({ max: n, lease_ms: subscriber.leaseMs });
-    }
-    if (takers.length === 0) {
-      // The credit is reserved by passes in flight: if they leave some of it unused, the queue
-      // is offered again once they are back (what woke this one may have come meanwhile).
-      if (this.#inFlight.has(queue)) this.#missed.add(queue);
-      return;
-    }
-    // The first job goes to the first taker: a pass that starts before this one is back starts
-    // after it. If this one deals nothing, and no pass started since, the turn is given back.
-    const pass = ++this.#passCount;
-    this.#passes.set(queue, pass);
-    this.#rotation.set(queue, list.indexOf(takers[0]) + 1);
-    this.#inFlight.set(queue, (this.#inFlight.get(queue) ?? 0) + 1);
-    try {
-      await this.#claimAndHandOver(queue, list, takers, wants, now, start, pass);
-    } finally {
-      const left = this.#inFlight.get(queue)! - 1;
-      if (left > 0) this.#inFlight.set(queue, left);
-      else this.#inFlight.delete(queue);
-      if (this.#missed.delete(queue)) this.wake(queue);
-    }
-  }
-
-  /** The rest of a pass of {@linkcode #pass}: the claim of `wants`, dealt to `takers`. */
-  async #claimAndHandOver(
-    queue: string,
-    list: Subscriber[],
-    takers: Subscriber[],
-    wants: ClaimWant[],
-    now: number,
-    start: number,
-    pass: number,
-  ): Promise<void> {
-    let lists: Delivery[][];
-    try {
-      lists = await this.#store.claimFair(queue, wants, now);
-    } catch (error) {
-      for (let i = 0; i < takers.length; i++) takers[i].deliver([], wants[i].max);
-      throw error;
-    }
-    let full = false;
-    const first = lists.findIndex((l) => l.length > 0);
-    if (this.#passes.get(queue) === pass) {
-      const at = first >= 0 ? list.indexOf(takers[first]) : -1;
-      this.#rotation.set(queue, at >= 0 ? at + 1 : start);
-    }
-    for (let i = 0; i < takers.length; i++) {
-      if (this.#handOver(takers[i], lists[i], wants[i].max)) full = true;
-    }
-    // A consumer that got all it asked for may have left jobs behind: go round again.
-    if (full) this.#again.add(queue);
-    let delivered = 0;
-    for (const dealt of lists) delivered += dealt.length;
-    let asked = 0;
-    for (const want of wants) asked += want.max;
-    this.#gate.recheck(queue, { delivered, asked });
-    // Credit left unused because the queue's rate held the claim back: offer the queue again
-    // when the next token comes (one timer per queue, never a spin).
-    if (delivered < asked) this.#armHeld(queue);
   }
 
   #handOver(subscriber: Subscriber, claimed: Delivery[], reserved: number): boolean {

@@ -15,7 +15,6 @@ import {
 } from "../../lib/core/broker.ts";
 import { ManualClock } from "../../lib/core/clock.ts";
 import type { Delivery, NewJob } from "../../lib/core/job.ts";
-import type { CommitObserver } from "../../lib/store/group_commit.ts";
 import { SqliteStore } from "../../lib/store/sqlite/sqlite_store.ts";
 import { eventually } from "../helpers/ws_client.ts";
 
@@ -90,15 +89,12 @@ interface Harness extends AsyncDisposable {
   advance(ms: number): Promise<void>;
 }
 
-async function startBroker(
-  options: { sync?: "full" | "normal"; onCommit?: CommitObserver } = {},
-): Promise<Harness> {
+async function startBroker(): Promise<Harness> {
   const dir = await Deno.makeTempDir({ prefix: "tegami-broker-" });
   const store = SqliteStore.open({
     path: `${dir}/tegami.db`,
-    sync: options.sync ?? "normal",
+    sync: "normal",
     policy: { defaultLeaseMs: LEASE_MS, retryDelayMs: () => 1000 },
-    onCommit: options.onCommit,
   });
   const clock = new ManualClock();
   const observer = new Outcomes();
@@ -179,28 +175,6 @@ Deno.test("Broker deals jobs arriving one at a time to each subscriber in turn",
     await eventually(() => a.inflight + b.inflight + c.inflight === i + 1, `delivery ${i}`);
   }
   assert.deepEqual([a.inflight, b.inflight, c.inflight], [2, 2, 2]);
-});
-
-Deno.test("credit offered while a claim waits for its fsync is claimed in the transaction then gathering", async () => {
-  // An ack submitted during the fsync of a claim waits for the next commit; the claim for credit
-  // that appears meanwhile joins it, instead of waiting for the claim in flight to come back and
-  // then committing alone, a commit and an fsync later.
-  const sizes: number[] = [];
-  await using h = await startBroker({ sync: "full", onCommit: (size) => sizes.push(size) });
-  const ids = await h.enqueue("q", 4);
-  const s = h.subscribe("q", 2);
-  await eventually(() => s.received.length === 2, "the first two");
-  const t = h.subscribe("q", 1); // its claim commits, and its fsync starts…
-  for (let i = 0; i < 3; i++) await Promise.resolve();
-  const before = sizes.length;
-  const [first] = s.received;
-  const acked = h.broker.ack(first.job.id, first.lease.token, null); // …while this waits for it
-  const u = h.subscribe("q", 1);
-  await acked;
-  await eventually(() => t.received.length === 1 && u.received.length === 1, "t and u served");
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  assert.deepEqual(sizes.slice(before), [2], "one commit: the ack and u's claim");
-  assert.deepEqual([t.ids, u.ids], [[ids[2]], [ids[3]]]);
 });
 
 Deno.test("Broker spreads a burst smaller than the total credit evenly", async () => {
