@@ -213,6 +213,7 @@ function date(): string {
 }
 
 const encoder = new TextEncoder();
+const NO_BYTES = new Uint8Array(0);
 
 /** The head of `response`, framed by `framing` (a `content-length` or chunked field). */
 function responseHead(response: Answer, framing: string, close: boolean): string {
@@ -252,14 +253,13 @@ export async function writeResponse(
 ): Promise<void> {
   const put = (bytes: Uint8Array) => writeAll(conn, bytes, stall);
   if (response instanceof JsonAnswer) {
-    await put(jsonAnswerBytes(response, close));
+    await put(wholeAnswer(response, encoder.encode(response.text), close));
     return;
   }
   const body = response.body;
   if (body === null || bodiless(response.status)) {
     await body?.cancel().catch(() => {});
-    const framing = bodiless(response.status) ? "" : "content-length: 0\r\n";
-    await put(encoder.encode(responseHead(response, framing, close)));
+    await put(wholeAnswer(response, NO_BYTES, close));
     return;
   }
   const reader = body.getReader();
@@ -275,7 +275,7 @@ export async function writeResponse(
     ]);
     clearTimeout(timer);
     if (second !== null && second.done) {
-      await writeWhole(put, response, first.done ? new Uint8Array(0) : first.value, close);
+      await put(wholeAnswer(response, first.done ? NO_BYTES : first.value, close));
       return;
     }
     // The head goes with the first chunk's size line; what was ready at once is one chunk, as
@@ -304,11 +304,14 @@ export async function writeResponse(
   }
 }
 
-/** A JSON answer's head and body, in one buffer. */
-function jsonAnswerBytes(answer: JsonAnswer, close: boolean): Uint8Array {
-  const none = bodiless(answer.status);
-  const body = none ? new Uint8Array(0) : encoder.encode(answer.text);
-  const head = responseHead(answer, none ? "" : `content-length: ${body.length}\r\n`, close);
+/**
+ * `response`'s head and `payload`, in one buffer to write: framed by `content-length`, or with no
+ * body at all for a status that has none.
+ */
+function wholeAnswer(response: Answer, payload: Uint8Array, close: boolean): Uint8Array {
+  const none = bodiless(response.status);
+  const body = none ? NO_BYTES : payload;
+  const head = responseHead(response, none ? "" : `content-length: ${body.length}\r\n`, close);
   const bytes = new Uint8Array(head.length + body.length);
   const { read, written } = encoder.encodeInto(head, bytes);
   if (read !== head.length || written !== head.length) {
@@ -316,19 +319,6 @@ function jsonAnswerBytes(answer: JsonAnswer, close: boolean): Uint8Array {
   }
   bytes.set(body, head.length);
   return bytes;
-}
-
-/** Writes the head and `payload` with one write. */
-async function writeWhole(
-  put: (bytes: Uint8Array) => Promise<void>,
-  response: Response,
-  payload: Uint8Array,
-  close: boolean,
-): Promise<void> {
-  const head = encoder.encode(
-    responseHead(response, `content-length: ${payload.length}\r\n`, close),
-  );
-  await put(Buffer.concat([head, payload]));
 }
 
 /** Writes `parts` as one chunk of a chunked body, after `before` (nothing for no bytes). */

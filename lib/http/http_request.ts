@@ -144,12 +144,9 @@ export class ArrivedRequest implements HttpRequest {
   /** The whole body; rejects if it was read already or the connection ended before it did. */
   async bytes(): Promise<Uint8Array> {
     if (this.#used) throw new TypeError("Cannot read the body: it was read already");
+    const whole = this.takeArrived();
+    if (whole !== null) return whole;
     this.#used = true;
-    if (this.#whole !== null) {
-      const whole = this.#whole;
-      this.#whole = null;
-      return whole;
-    }
     const stream = this.#stream;
     if (stream === null) return EMPTY;
     const chunks: Uint8Array[] = [];

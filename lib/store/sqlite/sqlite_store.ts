@@ -325,27 +325,14 @@ export class SqliteStore implements Store {
         // A transaction that changed nothing (an empty claim, a refused ack) needs no fsync of
         // its own: its callers still wait for every earlier commit to be durable.
         if (this.#totalChanges() !== this.#changesAtBegin) this.#walSync?.committed();
-        let counts: StateCounts | undefined;
-        let countsQueue: string | null = null;
-        // Only a queue a job left can be empty now: the one, or whether there were several.
-        let left: string | null = null;
-        let leftSeveral = false;
         for (const [queue, from, to] of this.#moves) {
-          if (queue !== countsQueue) {
-            counts = this.#countsOf(queue);
-            countsQueue = queue;
-          }
-          if (from !== null) {
-            counts![from]--;
-            if (left === null) left = queue;
-            else if (left !== queue) leftSeveral = true;
-          }
-          if (to !== null) counts![to]++;
+          const counts = this.#countsOf(queue);
+          if (from !== null) counts[from]--;
+          if (to !== null) counts[to]++;
         }
-        // A queue whose last job is gone is forgotten (its settings live in #paused).
-        if (leftSeveral) {
-          for (const [queue, from] of this.#moves) if (from !== null) this.#forgetIfEmpty(queue);
-        } else if (left !== null) this.#forgetIfEmpty(left);
+        // A queue whose last job is gone is forgotten (its settings live in #paused); only a
+        // queue a job left can be.
+        for (const [queue, from] of this.#moves) if (from !== null) this.#forgetIfEmpty(queue);
         this.#moves = [];
         for (const [queue, settings] of this.#settingsMoves) {
           if (settings === null) this.#settings.delete(queue);
