@@ -1642,6 +1642,65 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.deepEqual(await list("newest", ids[0]), []);
   });
 
+  test("listJobs() pages pending jobs by id across priorities and groups, either way", async (store) => {
+    // Priorities and groups interleaved, so that no one run of the claim order is the id order.
+    const shapes: Partial<NewJob>[] = [
+      { priority: 0 },
+      { priority: 5, group: "a" },
+      { priority: -3 },
+      { priority: 5 },
+      { priority: 0, group: "b" },
+      { priority: 0, group: "a" },
+      { priority: 9 },
+      { priority: -3, group: "b" },
+      { priority: 0 },
+      { priority: 5, group: "b" },
+      { priority: 7, group: "a" },
+    ];
+    const ids: number[] = [];
+    for (const shape of shapes) ids.push(await enqueueOne(store, "q", shape));
+    await enqueueOne(store, "other", { priority: 4 });
+    await enqueueOne(store, "q", { run_at: T0 + 60_000 }); // delayed: not listed
+    const [taken] = await store.claim("other", 1, null, T0); // leased elsewhere: not listed
+    assert.ok(taken !== undefined);
+    for (const order of ["oldest", "newest"] as const) {
+      const expected = order === "oldest" ? ids : [...ids].reverse();
+      for (const limit of [1, 2, 3, 4, 20]) {
+        const seen: number[] = [];
+        let after: number | null = null;
+        for (let pages = 0; pages < 20; pages++) {
+          const page = await store.listJobs("q", { state: "pending", order, after, limit });
+          assert.ok(page.length <= limit);
+          for (const job of page) assert.equal(job.state, "pending");
+          seen.push(...page.map((j) => j.id));
+          if (page.length < limit) break;
+          after = page[page.length - 1].id;
+        }
+        assert.deepEqual(seen, expected, `${order}, limit ${limit}`);
+      }
+    }
+    // From a cursor in the middle, both ways.
+    const page = (order: "oldest" | "newest") =>
+      store.listJobs("q", { state: "pending", order, after: ids[5], limit: 3 });
+    assert.deepEqual((await page("oldest")).map((j) => j.id), ids.slice(6, 9));
+    assert.deepEqual((await page("newest")).map((j) => j.id), ids.slice(2, 5).reverse());
+  });
+
+  test("listJobs() pages leased jobs by id, either way", async (store) => {
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await enqueueOne(store, "q", { priority: i % 2 }));
+    await enqueueOne(store, "other");
+    await store.claim("other", 1, null, T0);
+    assert.equal((await store.claim("q", 5, null, T0)).length, 5);
+    const list = async (order: "oldest" | "newest", after: number | null) =>
+      (await store.listJobs("q", { state: "leased", order, after, limit: 2 })).map((j) => j.id);
+    assert.deepEqual(await list("oldest", null), ids.slice(0, 2));
+    assert.deepEqual(await list("oldest", ids[1]), ids.slice(2, 4));
+    assert.deepEqual(await list("oldest", ids[3]), ids.slice(4));
+    assert.deepEqual(await list("newest", null), [ids[4], ids[3]]);
+    assert.deepEqual(await list("newest", ids[1]), [ids[0]]);
+  });
+
   test("listJobs() shows leased, done and cancelled jobs with their fields", async (store) => {
     const a = await enqueueOne(store, "q");
     const b = await enqueueOne(store, "q");

@@ -147,6 +147,14 @@ export const MIGRATIONS: readonly string[] = [
     at     INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  // The job browser's index leaves out the states every job passes through on each delivery:
+  // an entry made and removed at enqueue, claim and ack was about a fifth of SQLite's work per
+  // job. Pending jobs are browsed through the claim's indexes (pending_page.ts), leased ones
+  // through jobs_leased; a query that may use this index repeats its WHERE term word for word.
+  `
+  DROP INDEX jobs_browse;
+  CREATE INDEX jobs_browse ON jobs (queue, state, id) WHERE state NOT IN ('pending', 'leased');
+  `,
 ];
 
 /**

@@ -17,6 +17,7 @@ import { JobInsert } from "./job_insert.ts";
 import { RowsStatement } from "./rows_statement.ts";
 import { JobRowStatement } from "./job_row_statement.ts";
 import { CountedStatement, type StatementCount } from "./counted_statement.ts";
+import { PendingPage } from "./pending_page.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
@@ -482,6 +483,21 @@ export class SqliteStore implements Store {
    * The claim of a queue with a concurrency or a rate: at most as many jobs as the queue's
    * free slots and the bucket's whole tokens, both read inside this transaction.
    */
+  /**
+   * How many of `queue`'s jobs are leased now, inside the transaction: the count of the last
+   * commit and this transaction's moves so far. (No index finds a queue's leased jobs: the
+   * expiry index is by time alone, and the browser's leaves them out.)
+   */
+  #leasedNow(queue: string): number {
+    let n = this.#counts.get(queue)?.leased ?? 0;
+    for (const [q, from, to] of this.#moves) {
+      if (q !== queue) continue;
+      if (from === "leased") n--;
+      if (to === "leased") n++;
+    }
+    return n;
+  }
+
   #claimLimited(
     queue: string,
     wants: ClaimWant[],
@@ -492,8 +508,7 @@ export class SqliteStore implements Store {
     const s = this.#statements;
     let cap = total;
     if (settings.concurrency !== null) {
-      const leased = (s.countLeased.get(queue) as { n: number }).n;
-      cap = Math.min(cap, settings.concurrency - leased);
+      cap = Math.min(cap, settings.concurrency - this.#leasedNow(queue));
     }
     let tokens = 0;
     const rate = settings.rate;
@@ -852,14 +867,20 @@ export class SqliteStore implements Store {
 
   listJobs(queue: string, page: JobPage): Promise<Job[]> {
     return this.#read(() => {
-      const rows = page.order === "oldest"
-        ? this.#statements.listOldest.all(queue, page.state, page.after ?? 0, page.limit)
-        : this.#statements.listNewest.all(
-          queue,
-          page.state,
-          page.after ?? Number.MAX_SAFE_INTEGER,
-          page.limit,
-        );
+      const s = this.#statements;
+      const oldest = page.order === "oldest";
+      const after = page.after ?? (oldest ? 0 : Number.MAX_SAFE_INTEGER);
+      if (page.state === "pending") {
+        const ids = s.pendingPage.ids(queue, page);
+        const rows = new Map<number, JobRow>();
+        if (ids.length > 0) {
+          for (const row of s.jobsByIds.all(JSON.stringify(ids))) rows.set(row.id, row);
+        }
+        return ids.map((id) => rowToJob(rows.get(id)!));
+      }
+      const rows = page.state === "leased"
+        ? (oldest ? s.listLeasedOldest : s.listLeasedNewest).all(queue, after, page.limit)
+        : (oldest ? s.listOldest : s.listNewest).all(queue, page.state, after, page.limit);
       return rows.map(rowToJob);
     });
   }
@@ -1459,18 +1480,31 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
     oldestPendingAll: p(
       "SELECT queue, min(run_at) AS at FROM jobs WHERE state = 'pending' GROUP BY queue",
     ),
+    // The job browser. jobs_browse holds the states a job rests in; the term that defines it
+    // is repeated word for word, which is how SQLite knows the partial index may serve.
     listOldest: rows(
-      `SELECT * FROM jobs WHERE queue = ? AND state = CAST(? AS TEXT) AND id > ? ORDER BY id
-       LIMIT ? + 0`,
+      `SELECT * FROM jobs WHERE queue = ? AND state = CAST(? AS TEXT) AND id > ?
+         AND state NOT IN ('pending', 'leased') ORDER BY id LIMIT ? + 0`,
     ),
     listNewest: rows(
-      `SELECT * FROM jobs WHERE queue = ? AND state = CAST(? AS TEXT) AND id < ? ORDER BY id DESC
-       LIMIT ? + 0`,
+      `SELECT * FROM jobs WHERE queue = ? AND state = CAST(? AS TEXT) AND id < ?
+         AND state NOT IN ('pending', 'leased') ORDER BY id DESC LIMIT ? + 0`,
     ),
+    // Leased jobs, few (at most the consumers' credit), by the expiry index.
+    listLeasedOldest: rows(
+      `SELECT * FROM jobs INDEXED BY jobs_leased WHERE state = 'leased' AND queue = ? AND id > ?
+       ORDER BY id LIMIT ? + 0`,
+    ),
+    listLeasedNewest: rows(
+      `SELECT * FROM jobs INDEXED BY jobs_leased WHERE state = 'leased' AND queue = ? AND id < ?
+       ORDER BY id DESC LIMIT ? + 0`,
+    ),
+    pendingPage: new PendingPage(p),
     runNow: p("UPDATE jobs SET state = 'pending', run_at = ? WHERE id = ? AND state = 'delayed'"),
     requeueAllDead: p(
       `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
-       WHERE id IN (SELECT id FROM jobs WHERE queue = ? AND state = 'dead' ORDER BY id LIMIT ? + 0)`,
+       WHERE id IN (SELECT id FROM jobs WHERE queue = ? AND state = 'dead'
+         AND state NOT IN ('pending', 'leased') ORDER BY id LIMIT ? + 0)`,
     ),
     requeueOneDead: p(
       `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
@@ -1503,7 +1537,8 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
       `DELETE FROM jobs WHERE id IN (
          SELECT j.id FROM queue_settings s CROSS JOIN jobs j
          WHERE s.retain_done_ms IS NOT NULL AND j.queue = s.name
-           AND j.state IN ('done', 'cancelled') AND j.finished_at < ?1 - s.retain_done_ms
+           AND j.state IN ('done', 'cancelled') AND j.state NOT IN ('pending', 'leased')
+           AND j.finished_at < ?1 - s.retain_done_ms
          LIMIT ?2 + 0)
        RETURNING queue, state`,
     ),
@@ -1511,7 +1546,8 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
       `DELETE FROM jobs WHERE id IN (
          SELECT j.id FROM queue_settings s CROSS JOIN jobs j
          WHERE s.retain_dead_ms IS NOT NULL AND j.queue = s.name
-           AND j.state = 'dead' AND j.finished_at < ?1 - s.retain_dead_ms
+           AND j.state = 'dead' AND j.state NOT IN ('pending', 'leased')
+           AND j.finished_at < ?1 - s.retain_dead_ms
          LIMIT ?2 + 0)
        RETURNING queue, state`,
     ),
@@ -1529,7 +1565,6 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
          coalesce(sum(pending > 0 AND leased >= ?2), 0) AS full
        FROM job_groups WHERE queue = ?1`,
     ),
-    countLeased: p("SELECT count(*) AS n FROM jobs WHERE queue = ? AND state = 'leased'"),
     readBucket: p("SELECT tokens, at FROM queue_buckets WHERE queue = ?"),
     writeBucket: p("INSERT OR REPLACE INTO queue_buckets (queue, tokens, at) VALUES (?, ?, ?)"),
   };

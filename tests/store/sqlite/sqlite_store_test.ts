@@ -7,7 +7,9 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { ackRunSql, SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
 import { GroupCommit } from "../../../lib/store/group_commit.ts";
-import { MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
+import { GROUP_TRACKING, MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
+import { PendingPage } from "../../../lib/store/sqlite/pending_page.ts";
+import { CountedStatement } from "../../../lib/store/sqlite/counted_statement.ts";
 import { answerBeforeCommit } from "../../torture/faulty_store.ts";
 import { exerciseStore, newJob, queueSettings, SUITE_POLICY } from "../store_suite.ts";
 
@@ -336,6 +338,56 @@ Deno.test("a run of acks looks each job up by id, even after an ANALYZE", () => 
     plan.join("; "),
   );
   assert.ok(!plan.some((step) => /jobs_(leased|browse)/.test(step)), plan.join("; "));
+});
+
+Deno.test("the job browser reads an index for every state, never a scan of the jobs", () => {
+  // Pending and leased jobs are not in jobs_browse (a job passes through them at every
+  // delivery): their pages come from the claim's indexes and the expiry index.
+  const db = new DatabaseSync(":memory:");
+  for (const migration of MIGRATIONS) db.exec(migration);
+  db.exec(GROUP_TRACKING);
+  const sql: string[] = [];
+  new PendingPage((text) => {
+    sql.push(text);
+    return new CountedStatement(db.prepare(text), { n: 0 });
+  });
+  const plan = (text: string) =>
+    db.prepare(`EXPLAIN QUERY PLAN ${text}`).all().map((row) => String(row.detail)).join("; ");
+  for (const text of sql) {
+    const steps = plan(text);
+    assert.match(steps, /^SEARCH (jobs|job_groups) USING /, `${text}\n${steps}`);
+    assert.doesNotMatch(steps, /SCAN|TEMP B-TREE/, `${text}\n${steps}`);
+  }
+  assert.equal(sql.length, 7);
+});
+
+Deno.test("every statement of the store that names jobs_browse's WHERE term reads jobs_browse", async () => {
+  // SQLite uses a partial index only where the query repeats its WHERE term: the store's own
+  // statements, recorded as it prepares them.
+  const prepare = DatabaseSync.prototype.prepare;
+  const sql: string[] = [];
+  DatabaseSync.prototype.prepare = function (this: DatabaseSync, text: string) {
+    sql.push(text);
+    return prepare.call(this, text);
+  } as typeof prepare;
+  let store: SqliteStore;
+  try {
+    store = SqliteStore.open({ path: ":memory:", policy: SUITE_POLICY });
+  } finally {
+    DatabaseSync.prototype.prepare = prepare;
+  }
+  const db = new DatabaseSync(":memory:");
+  for (const migration of MIGRATIONS) db.exec(migration);
+  const browsing = sql.filter((text) => text.includes("NOT IN ('pending', 'leased')"));
+  assert.ok(browsing.length >= 5, browsing.join("\n")); // two pages, requeue, two sweeps
+  for (const text of browsing) {
+    const steps = db.prepare(`EXPLAIN QUERY PLAN ${text}`).all().map((row) => String(row.detail));
+    assert.ok(
+      steps.some((step) => /USING (COVERING )?INDEX jobs_browse/.test(step)),
+      `${text}\n${steps}`,
+    );
+  }
+  await store.close();
 });
 
 Deno.test("a transaction that changed nothing is answered without an fsync of its own", async () => {

@@ -110,6 +110,8 @@ Deno.test("a warm SQLite store runs a job's whole life without compiling a state
       for (const d of rest) await store.ack(d.job.id, d.lease.token, null, now);
       await store.listJobs("q", { state: "done", order: "oldest", after: null, limit: 5 + r });
       await store.listJobs("q", { state: "dead", order: "newest", after: null, limit: 5 + r });
+      await store.listJobs("q", { state: "leased", order: "oldest", after: r, limit: 5 + r });
+      await store.listJobs("q", { state: "pending", order: "newest", after: null, limit: 5 + r });
       await store.requeueDead("q", null, now);
       await store.tick(now + 5000, 100 + r);
       await store.stats("q");
@@ -123,6 +125,7 @@ Deno.test("a warm SQLite store runs a job's whole life without compiling a state
       for (const d of await store.claim("g", 2 + r, null, now)) {
         await store.ack(d.job.id, d.lease.token, null, now);
       }
+      await store.listJobs("g", { state: "pending", order: "oldest", after: r, limit: 5 + r });
     };
     await store.putSettings("g", queueSettings({ concurrency: 2, group_limit: 1 }), 0);
     await store.putSettings("q", queueSettings({ retain_done_ms: 1000, retain_dead_ms: 1000 }), 0);
