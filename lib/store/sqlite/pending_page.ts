@@ -21,12 +21,12 @@ import type { JobPage } from "../store.ts";
 type Prepare = (sql: string) => CountedStatement;
 
 /**
- * One kind of run (ungrouped, or one group's): the statements that walk its priorities. Their
- * parameters: ?1 the queue, ?2 a priority, ?3 and ?4 the open interval of ids, ?5 how many,
- * and ?6 the group (grouped runs only).
+ * One kind of run (ungrouped, or one group's): the statements that walk its priorities. Both
+ * kinds take the same parameters: ?1 the queue, ?2 the group (read by grouped runs only), ?3 a
+ * priority, ?4 and ?5 the open interval of ids, ?6 how many.
  */
 interface RunStatements {
-  /** The run's highest priority below ?2 (`Infinity` for its highest of all). */
+  /** The run's highest priority below ?3 (`Infinity` for its highest of all). */
   next: CountedStatement;
   /** Ids of one priority in (lo, hi), ascending. */
   oldest: CountedStatement;
@@ -44,19 +44,19 @@ export class PendingPage {
   constructor(prepare: Prepare) {
     const ids = (where: string, order: string) =>
       prepare(
-        `SELECT id FROM jobs WHERE ${where} AND priority = ?2 AND id > ?3 AND id < ?4
-         ORDER BY id ${order} LIMIT ?5 + 0`,
+        `SELECT id FROM jobs WHERE ${where} AND priority = ?3 AND id > ?4 AND id < ?5
+         ORDER BY id ${order} LIMIT ?6 + 0`,
       );
     const runOf = (where: string): RunStatements => ({
       next: prepare(
-        `SELECT priority FROM jobs WHERE ${where} AND priority < ?2
+        `SELECT priority FROM jobs WHERE ${where} AND priority < ?3
          ORDER BY priority DESC LIMIT 1`,
       ),
       oldest: ids(where, "ASC"),
       newest: ids(where, "DESC"),
     });
     this.#ungrouped = runOf("queue = ?1 AND state = 'pending' AND grp IS NULL");
-    this.#grouped = runOf("queue = ?1 AND state = 'pending' AND grp = ?6");
+    this.#grouped = runOf("queue = ?1 AND state = 'pending' AND grp = ?2");
     this.#groups = prepare("SELECT grp FROM job_groups WHERE queue = ? AND pending > 0");
   }
 
@@ -74,20 +74,14 @@ export class PendingPage {
   /** Reads each priority's run of one kind into `merge`. */
   #walk(run: RunStatements, queue: string, group: string | null, merge: Merge): void {
     const read = merge.oldestFirst ? run.oldest : run.newest;
-    const tail = group === null ? [] : [group];
     let priority = Infinity;
     for (;;) {
-      const next = (group === null
-        ? run.next.get(queue, priority)
-        : run.next.get(queue, priority, null, null, null, group)) as
-          | { priority: number }
-          | undefined;
-      if (next === undefined) {
-        return;
-      }
+      const next = run.next.get(queue, group, priority) as { priority: number } | undefined;
+      if (next === undefined) return;
       priority = next.priority;
-      const rows = read.all(queue, priority, merge.lo, merge.hi, merge.limit, ...tail);
-      merge.add(rows as { id: number }[]);
+      merge.add(
+        read.all(queue, group, priority, merge.lo, merge.hi, merge.limit) as { id: number }[],
+      );
     }
   }
 }

@@ -480,10 +480,6 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * The claim of a queue with a concurrency or a rate: at most as many jobs as the queue's
-   * free slots and the bucket's whole tokens, both read inside this transaction.
-   */
-  /**
    * How many of `queue`'s jobs are leased now, inside the transaction: the count of the last
    * commit and this transaction's moves so far. (No index finds a queue's leased jobs: the
    * expiry index is by time alone, and the browser's leaves them out.)
@@ -498,6 +494,10 @@ export class SqliteStore implements Store {
     return n;
   }
 
+  /**
+   * The claim of a queue with a concurrency or a rate: at most as many jobs as the queue's
+   * free slots and the bucket's whole tokens, both read inside this transaction.
+   */
   #claimLimited(
     queue: string,
     wants: ClaimWant[],
@@ -870,17 +870,16 @@ export class SqliteStore implements Store {
       const s = this.#statements;
       const oldest = page.order === "oldest";
       const after = page.after ?? (oldest ? 0 : Number.MAX_SAFE_INTEGER);
+      let rows: JobRow[];
       if (page.state === "pending") {
         const ids = s.pendingPage.ids(queue, page);
-        const rows = new Map<number, JobRow>();
-        if (ids.length > 0) {
-          for (const row of s.jobsByIds.all(JSON.stringify(ids))) rows.set(row.id, row);
-        }
-        return ids.map((id) => rowToJob(rows.get(id)!));
+        rows = ids.length === 0 ? [] : s.jobsByIds.all(JSON.stringify(ids));
+        rows.sort(oldest ? (a, b) => a.id - b.id : (a, b) => b.id - a.id);
+      } else if (page.state === "leased") {
+        rows = (oldest ? s.listLeasedOldest : s.listLeasedNewest).all(queue, after, page.limit);
+      } else {
+        rows = (oldest ? s.listOldest : s.listNewest).all(queue, page.state, after, page.limit);
       }
-      const rows = page.state === "leased"
-        ? (oldest ? s.listLeasedOldest : s.listLeasedNewest).all(queue, after, page.limit)
-        : (oldest ? s.listOldest : s.listNewest).all(queue, page.state, after, page.limit);
       return rows.map(rowToJob);
     });
   }

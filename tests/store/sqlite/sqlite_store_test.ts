@@ -340,7 +340,7 @@ Deno.test("a run of acks looks each job up by id, even after an ANALYZE", () => 
   assert.ok(!plan.some((step) => /jobs_(leased|browse)/.test(step)), plan.join("; "));
 });
 
-Deno.test("the job browser reads an index for every state, never a scan of the jobs", () => {
+Deno.test("the job browser's pending pages read the claim's indexes, never a scan of the jobs", () => {
   // Pending and leased jobs are not in jobs_browse (a job passes through them at every
   // delivery): their pages come from the claim's indexes and the expiry index.
   const db = new DatabaseSync(":memory:");
