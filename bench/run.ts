@@ -96,6 +96,10 @@ process and prints one markdown table. Progress goes to stderr.
                      (e.g. --v8-flags=--max-semi-space-size=1; see operations.md, Memory)
   --cpu-prof DIR     write a V8 CPU profile of each tegami server process into DIR when it
                      stops (summarise one with deno run -A bench/cpu_profile.ts FILE)
+  --wal-pages        note, for each tegami workload on SQLite, which tables and indexes the
+                     pages its commits wrote belong to (bench/wal_pages.ts; read from the
+                     write-ahead log after the workload, so the commits since its last
+                     checkpoint)
   --json             print JSON instead of the table
   -h, --help         this text
 
@@ -134,6 +138,7 @@ interface Options {
   cold: boolean;
   cpuProfileDir: string | undefined;
   v8Flags: string | undefined;
+  walPages: boolean;
 }
 
 function count(name: string, text: string): number {
@@ -164,6 +169,7 @@ function parseOptions(args: string[]): Options | null {
       cold: { type: "boolean", default: false },
       "cpu-prof": { type: "string" },
       "v8-flags": { type: "string" },
+      "wal-pages": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -210,6 +216,7 @@ function parseOptions(args: string[]): Options | null {
     cold: values.cold,
     cpuProfileDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
     v8Flags: values["v8-flags"],
+    walPages: values["wal-pages"],
   };
 }
 
@@ -305,7 +312,7 @@ async function main(): Promise<number> {
   if (o.peers.has("pgboss")) peers.push(pgBossPeer());
   if (o.peers.has("pgfloor")) peers.push(pgFloorPeer());
 
-  const runner = new Runner(progress, !o.cold);
+  const runner = new Runner(progress, !o.cold, o.walPages);
   const timings: Record<string, number> = {};
   // The PostgreSQL floor measures W2 only (bench/peers/pg_floor.ts).
   const everyone = [tegami, ...peers.filter((p) => p.key !== "pgfloor")];

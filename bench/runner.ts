@@ -18,6 +18,7 @@ import { type Peer, PeerUnavailable, type Target } from "./peers/peer.ts";
 import { TegamiTarget } from "./peers/tegami.ts";
 import { writtenBytes } from "./proc.ts";
 import type { Row } from "./report.ts";
+import { describeWalPages, walPages } from "./wal_pages.ts";
 import { warmUp } from "./workloads/warm_up.ts";
 
 /** One workload, as the runner sees it. */
@@ -43,11 +44,16 @@ export class Runner {
   readonly #unavailable = new Set<Peer>();
   readonly #progress: (text: string) => void;
   readonly #warm: boolean;
+  readonly #walPages: boolean;
 
-  /** A runner reporting progress through `progress`; `warm` runs warm-ups (see `warm_up.ts`). */
-  constructor(progress: (text: string) => void, warm = true) {
+  /**
+   * A runner reporting progress through `progress`; `warm` runs warm-ups (see `warm_up.ts`);
+   * `withWalPages` notes which pages tegami's commits wrote on SQLite (see `wal_pages.ts`).
+   */
+  constructor(progress: (text: string) => void, warm = true, withWalPages = false) {
     this.#progress = progress;
     this.#warm = warm;
+    this.#walPages = withWalPages;
   }
 
   /** Runs `workload` `repeat` times on each of `peers`, interleaved; adds a row per peer. */
@@ -107,6 +113,16 @@ export class Runner {
           );
         }
         m.extra = { ...m.extra, commit_batches: commitDistribution(batches), lag };
+      }
+      const database = tegami?.databasePath ?? null;
+      if (this.#walPages && database !== null) {
+        try {
+          const pages = await walPages(database);
+          m.notes.push(describeWalPages(pages));
+          m.extra = { ...m.extra, wal_pages: pages };
+        } catch (error) {
+          m.notes.push(`WAL pages: cannot read them (${(error as Error).message.split("\n")[0]})`);
+        }
       }
       this.#progress(`${label} · ${target.name}: ${headline(workload, m)}`);
       return { name: target.name, measurement: m };

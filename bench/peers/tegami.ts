@@ -199,6 +199,11 @@ export class TegamiTarget implements Target {
     }
   }
 
+  /** The SQLite database file, or null on PostgreSQL. */
+  get databasePath(): string | null {
+    return this.#schema === null ? `${this.#dir}/bench.db` : null;
+  }
+
   /** Base URL, e.g. `http://127.0.0.1:41234`. */
   get url(): string {
     return this.#server.url;
