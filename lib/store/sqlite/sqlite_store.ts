@@ -254,6 +254,15 @@ export class SqliteStore implements Store {
     ) {
       this.#settings.set(row.name, rowToSettings(row));
     }
+    // From here on, SQLite's scratch space is memory. What it holds now is the undo record of a
+    // savepoint (an ack run's settle, a guarded operation) or of one statement inside a
+    // transaction: the pages it changed, at most a few megabytes (a sweep's chunk), gone at its
+    // end. What still sorts from here sorts a bounded few rows: a page of leased jobs, a grouped
+    // claim's candidates (sqlite_store_test.ts checks every plan).
+    // In temp files, every undo record over 64 KiB was written to a new, deleted file at every
+    // commit that had one: 0.8–1.7 KB per job under load, a third of all the server wrote
+    // (performance.md, "Undo records in memory").
+    db.exec("PRAGMA temp_store = MEMORY");
   }
 
   /**
@@ -295,8 +304,9 @@ export class SqliteStore implements Store {
       // often (bytes per job in W1 2.56 → 2.46 KB; event-loop lag unchanged).
       const pageSize = (db.prepare("PRAGMA page_size").get() as { page_size: number }).page_size;
       db.exec(`PRAGMA wal_autocheckpoint = ${Math.ceil(CHECKPOINT_BYTES / pageSize)}`);
-      // 16 MiB of page cache; sorts (the startup count over millions of rows) spill to temp
-      // files instead of memory: measured 117 MB → 52 MB RSS with 1M jobs at startup.
+      // 16 MiB of page cache; while the store opens, sorts (a migration's index build, the
+      // startup count over millions of rows) spill to temp files instead of memory: measured
+      // 117 MB → 52 MB RSS with 1M jobs at startup. The constructor then makes it memory.
       db.exec("PRAGMA cache_size = -16384");
       db.exec("PRAGMA temp_store = FILE");
       migrate(db);

@@ -390,6 +390,54 @@ Deno.test("every statement of the store that names jobs_browse's WHERE term read
   await store.close();
 });
 
+Deno.test("once open, the store sorts only a bounded few rows (its scratch space is memory)", async () => {
+  // After the startup count, SQLite's temp storage is memory: a statement that sorted the whole
+  // table there would hold it all in RAM. Every statement the store prepares while it opens and
+  // serves the common operations, recorded; those whose plan sorts are each bounded.
+  const prepare = DatabaseSync.prototype.prepare;
+  const sql = new Set<string>();
+  DatabaseSync.prototype.prepare = function (this: DatabaseSync, text: string) {
+    sql.add(text);
+    return prepare.call(this, text);
+  } as typeof prepare;
+  try {
+    const store = SqliteStore.open({ path: ":memory:", policy: SUITE_POLICY });
+    await store.enqueue("q", [job, newJob({ payload: "2", group: "g" })], T0);
+    const leased = await store.claim("q", 2, 60_000, T0);
+    for (const state of ["pending", "leased", "done", "dead"] as const) {
+      for (const order of ["oldest", "newest"] as const) {
+        await store.listJobs("q", { state, order, after: null, limit: 10 });
+      }
+    }
+    await Promise.all(leased.map((d) => store.ack(d.job.id, d.lease.token, null, T0 + 1)));
+    await store.stats();
+    await store.tick(T0 + 2);
+    await store.sweepFinished(T0 + 3, 1);
+    await store.close();
+  } finally {
+    DatabaseSync.prototype.prepare = prepare;
+  }
+  const db = new DatabaseSync(":memory:");
+  for (const migration of MIGRATIONS) db.exec(migration);
+  db.exec(GROUP_TRACKING);
+  db.function("tegami_token", () => "token"); // the claim's lease tokens
+  const bounded = [
+    /^SELECT queue, state, count\(\*\)/, // the startup count, run before the switch
+    /INDEXED BY jobs_leased .* LIMIT \? \+ 0$/, // a page of leased jobs: LIMIT keeps a page
+    /^WITH g AS \( SELECT grp, turn/, // a grouped claim: its groups' first jobs, LIMITed
+  ];
+  const sorting: string[] = [];
+  for (const text of sql) {
+    const steps = db.prepare(`EXPLAIN QUERY PLAN ${text}`).all().map((row) => String(row.detail));
+    if (!steps.some((step) => /TEMP B-TREE/.test(step))) continue;
+    const flat = text.replace(/\s+/g, " ").trim();
+    sorting.push(flat);
+    assert.ok(bounded.some((known) => known.test(flat)), `${flat}\n${steps.join("; ")}`);
+  }
+  assert.ok(sql.size > 50, `${sql.size} statements recorded`);
+  assert.equal(sorting.length, 4, sorting.join("\n"));
+});
+
 Deno.test("a transaction that changed nothing is answered without an fsync of its own", async () => {
   await using db = await tempDb();
   const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
@@ -460,6 +508,50 @@ Deno.test("the group tracking is created with the first grouped job and counts i
     assert.deepEqual(stats.groups, { waiting: 1, leased: 1, full: 1 });
     await store.ack(first.job.id, first.lease.token, null, T0);
     assert.equal((await store.claim("q", 10, null, T0)).length, 1);
+  } finally {
+    await store.close();
+  }
+});
+
+/** Bytes this process has caused to be written to storage so far, or null off Linux. */
+async function writtenByThisProcess(): Promise<number | null> {
+  try {
+    const io = await Deno.readTextFile("/proc/self/io");
+    return Number(io.match(/^write_bytes:\s+(\d+)/m)![1]);
+  } catch {
+    return null;
+  }
+}
+
+Deno.test("a run of acks writes the write-ahead log and nothing else", async (t) => {
+  // Settling an ack run keeps an undo record of every page it changes (a savepoint). With
+  // SQLite's scratch space in files, a record over 64 KiB went to a temp file: written (and
+  // deleted) at every commit, as many bytes again as the log itself under load.
+  if (await writtenByThisProcess() === null) {
+    await t.step({ name: "skipped: no /proc/self/io here", ignore: true, fn: () => {} });
+    return;
+  }
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    const big = newJob({ payload: JSON.stringify({ pad: "x".repeat(1000) }) });
+    await store.enqueue("q", Array.from({ length: 400 }, () => big), T0);
+    const leased = await store.claim("q", 400, 60_000, T0);
+    assert.equal(leased.length, 400);
+    const walBefore = (await Deno.stat(`${db.path}-wal`)).size;
+    const before = (await writtenByThisProcess())!;
+    // Submitted in one tick with no other write between: one run, settled under one savepoint
+    // whose undo record spans a hundred pages and more.
+    await Promise.all(leased.map((d) => store.ack(d.job.id, d.lease.token, null, T0 + 1)));
+    const written = (await writtenByThisProcess())! - before;
+    const walGrowth = (await Deno.stat(`${db.path}-wal`)).size - walBefore;
+    assert.ok(walGrowth > 100 * 4096, `the acks changed ${walGrowth} bytes of log`);
+    // The log's frames, and a margin under the 64 KiB from which an undo record spilled.
+    assert.ok(
+      written <= walGrowth + 32 * 1024,
+      `wrote ${written} bytes for ${walGrowth} bytes of log`,
+    );
+    assert.equal((await store.stats("q"))[0].counts.done, 400);
   } finally {
     await store.close();
   }
