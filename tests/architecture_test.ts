@@ -47,8 +47,11 @@ const CLIENT_MAY_IMPORT = ["lib/core/errors.ts"];
 const POSTGRES_DRIVER =
   /^(npm:\/?(postgres|pg|pg-native|pg-pool|@neondatabase\/serverless)(@|\/|$)|jsr:\/?@db\/postgres|https:\/\/deno\.land\/x\/postgres)/;
 
-/** Test folders that mirror no folder of lib/: helpers, whole-server, contract and cross-runtime tests. */
-const SHARED_TEST_DIRS = new Set(["contract", "helpers", "node", "server", "torture"]);
+/**
+ * Test folders that mirror no folder of lib/: helpers, whole-server, contract and cross-runtime
+ * tests, and the bench's own tools.
+ */
+const SHARED_TEST_DIRS = new Set(["bench", "contract", "helpers", "node", "server", "torture"]);
 
 /** One module's imports: local ones as repo-relative paths, the rest as resolved specifiers. */
 interface Module {
