@@ -1144,8 +1144,9 @@ export class SqliteStore implements Store {
 
   /**
    * When the next batch commits. With fsyncs (`sync: "full"`), as soon as no fsync is running:
-   * at once when the disk is idle (latency), else the moment the running fsync ends, so that
-   * everything that arrived meanwhile shares one commit and the next fsync. Without them, at
+   * at once when the disk is idle (latency), else once the running fsync ends and its callers
+   * are answered, so that everything that arrived meanwhile shares one commit and the next fsync
+   * (wal_sync.ts). Without them, at
    * once when the last commit is old, else on the next macrotask with whatever else arrives.
    */
   #schedule(flush: () => void): void {

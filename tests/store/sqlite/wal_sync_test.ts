@@ -39,7 +39,7 @@ Deno.test("WalSync rejects waiters with unavailable when the fsync fails, and ev
   await assert.rejects(sync.durable(), /no more writes until it is restarted/);
 });
 
-Deno.test("WalSync.whenIdle() runs at once without a sync, else when the running sync ends, before its waiters hear", async () => {
+Deno.test("WalSync.whenIdle() runs at once without a sync, else after the running sync's waiters hear", async () => {
   await using tmp = await tempDir();
   const dir = tmp.path;
   const path = `${dir}/x-wal`;
@@ -50,13 +50,23 @@ Deno.test("WalSync.whenIdle() runs at once without a sync, else when the running
 
   sync.committed();
   const durable = sync.durable().then(() => events.push("durable"));
-  sync.whenIdle(() => {
-    events.push(`idle after ${sync.syncs} sync`);
-    sync.committed(); // a commit made now needs the next fsync
-  });
+  const idle = new Promise<void>((resolve) =>
+    sync.whenIdle(() => {
+      events.push(`idle after ${sync.syncs} sync`);
+      sync.committed(); // a commit made now needs the next fsync
+      resolve();
+    })
+  );
   assert.deepEqual(events, [], "nothing runs while the fsync is in flight");
   await durable;
-  assert.deepEqual(events, ["idle after 1 sync", "durable"]);
+  // The waiters hear first (their answers and pushes go out), and the next commit runs in the
+  // same turn of the event loop, before any timer.
+  assert.deepEqual(events, ["durable"]);
+  let timerRan = false;
+  setTimeout(() => timerRan = true, 0);
+  await idle;
+  assert.deepEqual(events, ["durable", "idle after 1 sync"]);
+  assert.equal(timerRan, false, "the next commit waited for a timer");
   await sync.durable();
   assert.equal(sync.syncs, 2, "the commit made when idle got an fsync of its own");
   await sync.close();
