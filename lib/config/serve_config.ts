@@ -96,7 +96,7 @@ export const SERVE_FLAGS = {
     "sync",
     ["full", "normal"],
     "full",
-    "full fsyncs every commit; normal skips the fsync (less work under load, not quicker one write at a time) but may lose the last commits on power loss",
+    "full fsyncs every commit; normal skips the fsync (faster) but may lose the last commits on power loss",
   ),
   /** Largest job payload in bytes (its JSON text); never above {@linkcode ServeConfig.maxBody}. */
   maxPayload: flag.size("max-payload", MiB, "largest job payload, measured as its JSON text", {
