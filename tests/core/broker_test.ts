@@ -26,6 +26,8 @@ const LEASE_MS = 30_000;
  */
 class FakeSubscriber implements Subscriber, LeaseHolder {
   readonly received: Delivery[] = [];
+  /** Deliveries it refused at hand-over (while not present). */
+  readonly refused: Delivery[] = [];
   readonly notices: { id: number; why: LeaseNotice }[] = [];
   inflight = 0;
   reserved = 0;
@@ -49,7 +51,10 @@ class FakeSubscriber implements Subscriber, LeaseHolder {
   }
   deliver(deliveries: Delivery[], reserved: number): boolean {
     this.reserved -= reserved;
-    if (!this.present) return false;
+    if (!this.present) {
+      this.refused.push(...deliveries);
+      return false;
+    }
     this.received.push(...deliveries);
     this.inflight += deliveries.length;
     return true;
@@ -192,8 +197,12 @@ Deno.test("Broker gives jobs refused at hand-over back uncounted, to the next su
   const gone = new FakeSubscriber("q", 1);
   gone.present = false;
   h.broker.subscribe(gone);
-  await eventually(async () => (await h.job(id)).state === "pending", "the job given back");
-  assert.equal((await h.job(id)).attempts, 0, "a delivery nobody received is no attempt");
+  await eventually(() => gone.refused.length > 0, "a hand-over refused");
+  // One read for state and attempts: the refusing subscriber is offered the job again and again,
+  // so a second read could find it leased anew.
+  let job = await h.job(id);
+  await eventually(async () => (job = await h.job(id)).state === "pending", "the job given back");
+  assert.equal(job.attempts, 0, "a delivery nobody received is no attempt");
   h.broker.unsubscribe(gone);
   const next = h.subscribe("q", 1);
   await eventually(() => next.received.length === 1, "redelivery");
