@@ -28,6 +28,11 @@ export class WalSync {
   #committed = 0;
   #synced = 0;
   #syncing = false;
+  /**
+   * From a sync's end until its idle callbacks run: its waiters are being answered. Counts as
+   * busy: a callback or a sync asked for meanwhile waits for that moment, behind those queued.
+   */
+  #answering = false;
   #waiters: Waiter[] = [];
   #syncs = 0;
   #failed: TegamiError | null = null;
@@ -71,14 +76,14 @@ export class WalSync {
   }
 
   /**
-   * Runs `callback` once no sync is running: at once (as a microtask) if none is, else right
-   * after the running one's waiters are answered, in the same turn of the event loop (before any
+   * Runs `callback` once no sync is running: at once (as a microtask) if none is and none just
+   * ended, else right after the last one's waiters are answered, in the same turn of the event loop (before any
    * timer). A commit made then is covered by the next fsync, which could not have started earlier
    * anyway: deferring commits to this moment puts everything that arrived during the fsync in one
    * commit, and lets the answers and pushes the fsync released go out first.
    */
   whenIdle(callback: () => void): void {
-    if (!this.#syncing) queueMicrotask(callback);
+    if (!this.#syncing && !this.#answering) queueMicrotask(callback);
     else this.#whenIdle.push(callback);
   }
 
@@ -87,9 +92,9 @@ export class WalSync {
     return this.#failed;
   }
 
-  /** True while a sync runs or callers wait for one. */
+  /** True while a sync runs, its waiters are being answered, or callers wait for one. */
   get busy(): boolean {
-    return this.#syncing || this.#waiters.length > 0;
+    return this.#syncing || this.#answering || this.#waiters.length > 0;
   }
 
   /** Waits for pending syncs and closes the file. */
@@ -100,7 +105,9 @@ export class WalSync {
   }
 
   #kick(): void {
-    if (this.#syncing) return; // the running sync re-checks the waiters when it ends
+    // The running sync re-checks the waiters when it ends; one that just ended, once its own
+    // waiters are answered (with the commit that follows them, so one fsync covers both).
+    if (this.#syncing || this.#answering) return;
     this.#syncing = true;
     const target = this.#committed;
     this.#sync().then(
@@ -108,6 +115,7 @@ export class WalSync {
         this.#syncs++;
         this.#synced = Math.max(this.#synced, target);
         this.#syncing = false;
+        this.#answering = true;
         const waiting = this.#waiters;
         this.#waiters = [];
         for (const w of waiting) {
@@ -120,6 +128,7 @@ export class WalSync {
         // +7 %). setImmediate, not setTimeout(0): Deno's zero timer fires 2 ms later, and the disk
         // would wait that long at every commit.
         setImmediate(() => {
+          this.#answering = false;
           this.#runWhenIdle();
           if (this.#waiters.length > 0) this.#kick();
         });

@@ -39,6 +39,27 @@ Deno.test("WalSync rejects waiters with unavailable when the fsync fails, and ev
   await assert.rejects(sync.durable(), /no more writes until it is restarted/);
 });
 
+Deno.test("WalSync: what is asked for while a sync's waiters hear waits behind what was queued", async () => {
+  await using tmp = await tempDir();
+  const path = `${tmp.path}/x-wal`;
+  await Deno.writeTextFile(path, "frames");
+  const sync = new WalSync(path);
+  const events: string[] = [];
+  sync.committed();
+  let busyWhileAnswered = false;
+  const answered = sync.durable().then(() => {
+    busyWhileAnswered = sync.busy;
+    // A write that follows from an answer (a push's ack, say) asks for its commit now.
+    sync.whenIdle(() => events.push("asked while answered"));
+  });
+  sync.whenIdle(() => events.push("queued during the sync"));
+  await answered;
+  assert.equal(busyWhileAnswered, true, "idle with a callback still to run");
+  await new Promise<void>((resolve) => sync.whenIdle(resolve));
+  assert.deepEqual(events, ["queued during the sync", "asked while answered"]);
+  await sync.close();
+});
+
 Deno.test("WalSync.whenIdle() runs at once without a sync, else after the running sync's waiters hear", async () => {
   await using tmp = await tempDir();
   const dir = tmp.path;
