@@ -1,7 +1,7 @@
 /**
  * The group-commit figures tegami exposes on `/metrics` (`tegami_commit_batch_size`): how many
- * operations each fsynced transaction carried; and its event-loop lag. Two snapshots give the
- * distributions over a workload.
+ * operations each fsynced transaction carried; its event-loop lag; and how long its fsyncs of the
+ * write-ahead log took. Two snapshots give the distributions over a workload.
  *
  * @module
  */
@@ -23,6 +23,13 @@ export interface CommitBatches {
    * lateness), cumulative by upper bound in seconds.
    */
   lag: [le: number, count: number][];
+  /**
+   * The fsyncs of SQLite's write-ahead log (`tegami_wal_fsync_duration_seconds`), cumulative by
+   * upper bound in seconds; empty on a store without them.
+   */
+  fsyncs: [le: number, count: number][];
+  /** Seconds spent in those fsyncs (`tegami_wal_fsync_duration_seconds_sum`). */
+  fsyncSeconds: number;
 }
 
 /** Reads the histogram out of Prometheus text. */
@@ -42,6 +49,8 @@ export function parseCommitBatches(text: string): CommitBatches {
     statements: value("tegami_store_statements_total"),
     buckets: histogram("tegami_commit_batch_size"),
     lag: histogram("tegami_event_loop_lag_seconds"),
+    fsyncs: histogram("tegami_wal_fsync_duration_seconds"),
+    fsyncSeconds: value("tegami_wal_fsync_duration_seconds_sum"),
   };
 }
 
@@ -52,19 +61,46 @@ function bucketsBetween(
   return after.map(([le, count]) => [le, count - (before.find(([b]) => b === le)?.[1] ?? 0)]);
 }
 
+/** Samples of a latency histogram between two snapshots, as upper bounds of buckets in ms. */
+export interface LatencyBounds {
+  /** Samples taken. */
+  samples: number;
+  /** The upper bound of the bucket holding the median; null without samples. */
+  p50Ms: number | null;
+  /** The upper bound of the bucket holding the 99th percentile; null without samples. */
+  p99Ms: number | null;
+  /** The upper bound of the bucket holding the largest sample; null without samples. */
+  maxMs: number | null;
+}
+
+function latencyBetween(before: [number, number][], after: [number, number][]): LatencyBounds {
+  const buckets = bucketsBetween(before, after);
+  const samples = buckets.at(-1)?.[1] ?? 0;
+  if (samples === 0) return { samples, p50Ms: null, p99Ms: null, maxMs: null };
+  const bound = (p: number) => 1000 * (buckets.find(([, count]) => count >= p * samples)?.[0] ?? 0);
+  return { samples, p50Ms: bound(0.5), p99Ms: bound(0.99), maxMs: bound(1) };
+}
+
+/** The event-loop lag (a 25 ms timer's lateness) between two snapshots. */
+export function lagBetween(before: CommitBatches, after: CommitBatches): LatencyBounds {
+  return latencyBetween(before.lag, after.lag);
+}
+
+/** The write-ahead log's fsyncs between two snapshots. */
+export function fsyncsBetween(before: CommitBatches, after: CommitBatches): LatencyBounds {
+  return latencyBetween(before.fsyncs, after.fsyncs);
+}
+
 /**
- * The event-loop lag between two snapshots: samples taken, and the upper bound (ms) of the
- * bucket holding the 99th percentile and of the largest sample; null bounds without samples.
+ * One line for the table on the write-ahead log's fsyncs between two snapshots (bucket bounds,
+ * and the time in all), or null when there were none (`--sync normal`, PostgreSQL).
  */
-export function lagBetween(
-  before: CommitBatches,
-  after: CommitBatches,
-): { samples: number; p99Ms: number | null; maxMs: number | null } {
-  const lag = bucketsBetween(before.lag, after.lag);
-  const samples = lag.at(-1)?.[1] ?? 0;
-  if (samples === 0) return { samples, p99Ms: null, maxMs: null };
-  const bound = (p: number) => 1000 * (lag.find(([, count]) => count >= p * samples)?.[0] ?? 0);
-  return { samples, p99Ms: bound(0.99), maxMs: bound(1) };
+export function describeFsyncs(before: CommitBatches, after: CommitBatches): string | null {
+  const f = fsyncsBetween(before, after);
+  if (f.samples === 0) return null;
+  const seconds = after.fsyncSeconds - before.fsyncSeconds;
+  return `${f.samples} WAL fsyncs, p50 ≤ ${f.p50Ms} ms, p99 ≤ ${f.p99Ms} ms, max ≤ ${f.maxMs} ms ` +
+    `(${seconds.toFixed(2)} s in all)`;
 }
 
 /** What happened between two snapshots. */
@@ -76,6 +112,8 @@ export function commitsBetween(before: CommitBatches, after: CommitBatches): Com
     statements: after.statements - before.statements,
     buckets: bucketsBetween(before.buckets, after.buckets),
     lag: bucketsBetween(before.lag, after.lag),
+    fsyncs: bucketsBetween(before.fsyncs, after.fsyncs),
+    fsyncSeconds: after.fsyncSeconds - before.fsyncSeconds,
   };
 }
 

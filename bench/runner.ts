@@ -11,6 +11,8 @@ import {
   commitDistribution,
   commitsBetween,
   describeCommits,
+  describeFsyncs,
+  fsyncsBetween,
   lagBetween,
 } from "./commit_batches.ts";
 import type { Measurement } from "./measurement.ts";
@@ -112,7 +114,14 @@ export class Runner {
             `event-loop lag p99 ≤ ${lag.p99Ms} ms, max ≤ ${lag.maxMs} ms (${lag.samples} samples)`,
           );
         }
-        m.extra = { ...m.extra, commit_batches: commitDistribution(batches), lag };
+        const fsyncs = describeFsyncs(before, after);
+        if (fsyncs !== null) m.notes.push(fsyncs);
+        m.extra = {
+          ...m.extra,
+          commit_batches: commitDistribution(batches),
+          lag,
+          fsyncs: fsyncsBetween(before, after),
+        };
       }
       const database = tegami?.databasePath ?? null;
       if (this.#walPages && database !== null) {

@@ -94,6 +94,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const store = await (options.openStore ?? openStore)(config, {
     policy: policyOf(config),
     onCommit: (size, ms, error) => metrics.commit(size, ms, error !== null),
+    onWalSync: (ms) => metrics.walSync(ms),
     onBackgroundError: (what, error) =>
       log.error(`Background ${what} failed`, { cause: describeCause(error) }),
   });

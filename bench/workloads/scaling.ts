@@ -17,7 +17,7 @@
  * @module
  */
 
-import { commitsBetween, describeCommits } from "../commit_batches.ts";
+import { commitsBetween, describeCommits, describeFsyncs } from "../commit_batches.ts";
 import type { Measurement } from "../measurement.ts";
 import { fillerPayload } from "../payload.ts";
 import type { TegamiPeer, TegamiTarget } from "../peers/tegami.ts";
@@ -85,6 +85,8 @@ export async function scaling(
     const after = await target.commitBatches();
     if (before !== null && after !== null) {
       w1.notes.push(describeCommits(commitsBetween(before, after)));
+      const fsyncs = describeFsyncs(before, after);
+      if (fsyncs !== null) w1.notes.push(fsyncs);
     }
     progress(`scale · W1 · ${where}: ${Math.round(w1.jobs / w1.seconds)} jobs/s`);
     progress(`scale · W5 · ${where} …`);

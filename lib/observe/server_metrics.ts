@@ -77,6 +77,7 @@ export class ServerMetrics implements BrokerObserver {
   readonly #requests: Counter;
   readonly #batch: Histogram;
   readonly #commit: Histogram;
+  readonly #walSync: Histogram;
   readonly #commitFailures: Counter;
   readonly #lag: Histogram;
   readonly #clockJumps: Counter;
@@ -232,7 +233,14 @@ export class ServerMetrics implements BrokerObserver {
     );
     this.#commit = r.histogram(
       "tegami_commit_duration_seconds",
-      "Time to run and commit (fsync) one group-committed transaction.",
+      "Time to run and commit one group-committed transaction (on SQLite with --sync full, " +
+        "without the fsync that follows it: tegami_wal_fsync_duration_seconds).",
+      LATENCY_BUCKETS,
+    );
+    this.#walSync = r.histogram(
+      "tegami_wal_fsync_duration_seconds",
+      "Time of each fsync of SQLite's write-ahead log (--sync full); one covers every commit " +
+        "made before it began, and their callers are answered when it ends.",
       LATENCY_BUCKETS,
     );
     this.#lag = r.histogram(
@@ -319,6 +327,11 @@ export class ServerMetrics implements BrokerObserver {
     }
     this.#batch.observe([], size);
     this.#commit.observe([], ms / 1000);
+  }
+
+  /** Records an fsync of SQLite's write-ahead log. */
+  walSync(ms: number): void {
+    this.#walSync.observe([], ms / 1000);
   }
 
   /** The job counters of every queue that has moved since start (read from memory, cheap). */

@@ -18,6 +18,8 @@ export interface StoreContext {
   policy: LifecyclePolicy;
   /** Sees every commit (batch size, duration, failure), for metrics. */
   onCommit: CommitObserver;
+  /** Hears how long each fsync of SQLite's write-ahead log took (ms), for metrics. */
+  onWalSync?: (ms: number) => void;
   /** Reports failures of a store's own background work (PostgreSQL's heartbeats). */
   onBackgroundError?: (what: string, error: unknown) => void;
 }
@@ -83,6 +85,7 @@ export const openStore: StoreFactory = async (config, context): Promise<Store> =
     path: config.db,
     sync: config.sync,
     onCommit: context.onCommit,
+    onWalSync: context.onWalSync,
     policy: context.policy,
   });
 };

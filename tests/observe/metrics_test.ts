@@ -121,6 +121,32 @@ Deno.test("/metrics exposes queue gauges, job counters, latencies and commit fig
   );
 });
 
+Deno.test("/metrics times each fsync of the write-ahead log apart from the commits", async () => {
+  const scrape = async (url: string) =>
+    parseExposition(await (await fetch(url + "/metrics")).text());
+  {
+    await using server = await startTestServer();
+    for (let i = 0; i < 5; i++) {
+      await server.request("POST", "/v1/queues/f/jobs", { payload: i });
+    }
+    const families = await scrape(server.url);
+    const fsyncs = sample(families, "tegami_wal_fsync_duration_seconds_count") ?? 0;
+    const commits = sample(families, "tegami_commit_batch_size_count") ?? 0;
+    // Each enqueue was answered after its own fsync: one at least per awaited write.
+    assert.ok(fsyncs >= 5, `fsyncs ${fsyncs}`);
+    assert.ok(fsyncs <= commits, `fsyncs ${fsyncs} for ${commits} commits`);
+    const seconds = sample(families, "tegami_wal_fsync_duration_seconds_sum") ?? -1;
+    assert.ok(seconds > 0 && seconds < 5 * fsyncs, `fsync time ${seconds} s`);
+  }
+  {
+    await using server = await startTestServer({ config: { sync: "normal" } });
+    await server.request("POST", "/v1/queues/f/jobs", { payload: 1 });
+    const families = await scrape(server.url);
+    assert.equal(sample(families, "tegami_wal_fsync_duration_seconds_count") ?? 0, 0);
+    assert.ok((sample(families, "tegami_commit_batch_size_count") ?? 0) >= 1);
+  }
+});
+
 Deno.test("/metrics counts the SQL statements the store ran: a batch's jobs in a few inserts", async () => {
   await using server = await startTestServer();
   const statements = async () => {

@@ -93,6 +93,11 @@ export interface SqliteStoreOptions {
   /** Sees every commit (batch size, duration, failure). */
   onCommit?: CommitObserver;
   /**
+   * Hears the duration in milliseconds of each fsync of the write-ahead log (`sync: "full"`),
+   * which follows a commit and is not part of the duration `onCommit` hears.
+   */
+  onWalSync?: (ms: number) => void;
+  /**
    * Batches writes into transactions; resolves each write once it is committed.
    * @default a {@linkcode GroupCommit}
    */
@@ -218,7 +223,7 @@ export class SqliteStore implements Store {
     this.#path = options.path;
     this.#walSync = options.sync === "normal" || options.path === ":memory:"
       ? null
-      : new WalSync(`${options.path}-wal`);
+      : new WalSync(`${options.path}-wal`, options.onWalSync);
     const observer = options.onCommit;
     db.setAuthorizer(() => {
       this.#compileChecks++;

@@ -24,6 +24,7 @@ interface Waiter {
 /** Tracks commits and makes them durable with shared, asynchronous fsyncs of one file. */
 export class WalSync {
   readonly #path: string;
+  readonly #onSync: ((ms: number) => void) | undefined;
   #file: Deno.FsFile | null = null;
   #committed = 0;
   #synced = 0;
@@ -40,9 +41,13 @@ export class WalSync {
   /** The promise handed out for the newest commit, shared by all its callers. */
   #latest: { seq: number; promise: Promise<void> } | null = null;
 
-  /** Syncs the file at `path` (the `-wal` file; opened on first use, once it exists). */
-  constructor(path: string) {
+  /**
+   * Syncs the file at `path` (the `-wal` file; opened on first use, once it exists); `onSync`
+   * hears how long each successful fsync took, in milliseconds.
+   */
+  constructor(path: string, onSync?: (ms: number) => void) {
     this.#path = path;
+    this.#onSync = onSync;
   }
 
   /** Records that a commit finished; call right after COMMIT returns. */
@@ -159,6 +164,8 @@ export class WalSync {
 
   async #sync(): Promise<void> {
     this.#file ??= await Deno.open(this.#path, { read: true });
+    const started = performance.now();
     await this.#file.syncData();
+    this.#onSync?.(performance.now() - started);
   }
 }

@@ -14,7 +14,8 @@ Deno.test("WalSync shares one fsync among commits made before it started", async
   const dir = tmp.path;
   const path = `${dir}/x-wal`;
   await Deno.writeTextFile(path, "frames");
-  const sync = new WalSync(path);
+  const heard: number[] = [];
+  const sync = new WalSync(path, (ms) => heard.push(ms));
   for (let i = 0; i < 10; i++) sync.committed();
   await Promise.all(Array.from({ length: 10 }, () => sync.durable()));
   assert.equal(sync.syncs, 1);
@@ -23,11 +24,15 @@ Deno.test("WalSync shares one fsync among commits made before it started", async
   assert.ok(sync.busy);
   await later;
   assert.equal(sync.syncs, 2);
+  // Each fsync's duration is heard once, before its waiters are answered.
+  assert.equal(heard.length, 2);
+  assert.ok(heard.every((ms) => ms >= 0 && ms < 5000), `durations ${heard}`);
   await sync.close();
 });
 
 Deno.test("WalSync rejects waiters with unavailable when the fsync fails, and every write after", async () => {
-  const sync = new WalSync("/nonexistent/dir/x-wal");
+  const heard: number[] = [];
+  const sync = new WalSync("/nonexistent/dir/x-wal", (ms) => heard.push(ms));
   sync.committed();
   await assert.rejects(sync.durable(), (error: unknown) => {
     assert.ok(error instanceof TegamiError);
@@ -37,6 +42,7 @@ Deno.test("WalSync rejects waiters with unavailable when the fsync fails, and ev
   assert.ok(sync.failure !== null);
   sync.committed();
   await assert.rejects(sync.durable(), /no more writes until it is restarted/);
+  assert.deepEqual(heard, [], "a failed fsync is not timed");
 });
 
 Deno.test("WalSync: what is asked for while a sync's waiters hear waits behind what was queued", async () => {

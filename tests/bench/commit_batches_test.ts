@@ -1,0 +1,32 @@
+import assert from "node:assert/strict";
+import { describeFsyncs, fsyncsBetween, parseCommitBatches } from "../../bench/commit_batches.ts";
+
+/** Prometheus text of the two histograms the bench reads, with `fsyncs` cumulative counts. */
+function exposition(fsyncs: number[], seconds: number): string {
+  const bounds = ["0.0005", "0.001", "0.0025", "0.01", "0.1", "+Inf"];
+  return [
+    "tegami_commit_batch_size_count 10",
+    "tegami_commit_batch_size_sum 100",
+    ...bounds.map((le, i) => `tegami_wal_fsync_duration_seconds_bucket{le="${le}"} ${fsyncs[i]}`),
+    `tegami_wal_fsync_duration_seconds_sum ${seconds}`,
+    `tegami_wal_fsync_duration_seconds_count ${fsyncs.at(-1)}`,
+  ].join("\n");
+}
+
+Deno.test("the bench reads a workload's WAL fsyncs as bucket bounds between two scrapes", () => {
+  const before = parseCommitBatches(exposition([5, 5, 5, 5, 5, 5], 0.002));
+  // 100 more: 40 within 0.5 ms, 20 more within 1 ms, 39 within 2.5 ms, one of up to 100 ms.
+  const after = parseCommitBatches(exposition([45, 65, 104, 104, 105, 105], 0.152));
+  const f = fsyncsBetween(before, after);
+  assert.deepEqual(f, { samples: 100, p50Ms: 1, p99Ms: 2.5, maxMs: 100 });
+  assert.equal(
+    describeFsyncs(before, after),
+    "100 WAL fsyncs, p50 ≤ 1 ms, p99 ≤ 2.5 ms, max ≤ 100 ms (0.15 s in all)",
+  );
+});
+
+Deno.test("the bench notes no WAL fsyncs for a server without them", () => {
+  const none = parseCommitBatches("tegami_commit_batch_size_count 3\n");
+  assert.deepEqual(none.fsyncs, []);
+  assert.equal(describeFsyncs(none, none), null);
+});
