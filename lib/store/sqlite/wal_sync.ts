@@ -1,9 +1,11 @@
 /**
  * Durability off the event loop. SQLite runs with `synchronous=NORMAL` (a commit writes its WAL
  * frames but does not fsync), and this module fsyncs the WAL on Deno's blocking thread pool
- * before any caller of a commit is answered. The event loop keeps parsing requests and running
- * the next group commit while the disk flushes; one `fdatasync` covers every commit made before
- * it started, so concurrent commits share fsyncs too.
+ * before any caller of a commit is answered. The event loop keeps reading requests and frames,
+ * and sending what earlier fsyncs released, while the disk flushes; the next group commit waits
+ * for the fsync's end (`whenIdle`), and one `fdatasync` covers every commit made before it
+ * started. Under load most of an fsync's time is waiting for a core and for the loop to hear it;
+ * doing it on the main thread instead was measured slower (performance.md).
  *
  * The guarantee is the same as `synchronous=FULL`: an answered write is on stable storage. A
  * process crash between COMMIT and the fsync loses nothing either (the frames are in the page
