@@ -61,7 +61,7 @@ function bucketsBetween(
   return after.map(([le, count]) => [le, count - (before.find(([b]) => b === le)?.[1] ?? 0)]);
 }
 
-/** Samples of a latency histogram between two snapshots, as upper bounds of buckets in ms. */
+/** Samples of a latency histogram, as upper bounds of buckets in ms. */
 export interface LatencyBounds {
   /** Samples taken. */
   samples: number;
@@ -73,34 +73,27 @@ export interface LatencyBounds {
   maxMs: number | null;
 }
 
-function latencyBetween(before: [number, number][], after: [number, number][]): LatencyBounds {
-  const buckets = bucketsBetween(before, after);
+/**
+ * The bounds of a latency histogram's cumulative buckets in seconds (`lag` or `fsyncs` of
+ * {@linkcode commitsBetween}'s answer: what a workload added).
+ */
+export function latencyBounds(buckets: [le: number, count: number][]): LatencyBounds {
   const samples = buckets.at(-1)?.[1] ?? 0;
   if (samples === 0) return { samples, p50Ms: null, p99Ms: null, maxMs: null };
   const bound = (p: number) => 1000 * (buckets.find(([, count]) => count >= p * samples)?.[0] ?? 0);
   return { samples, p50Ms: bound(0.5), p99Ms: bound(0.99), maxMs: bound(1) };
 }
 
-/** The event-loop lag (a 25 ms timer's lateness) between two snapshots. */
-export function lagBetween(before: CommitBatches, after: CommitBatches): LatencyBounds {
-  return latencyBetween(before.lag, after.lag);
-}
-
-/** The write-ahead log's fsyncs between two snapshots. */
-export function fsyncsBetween(before: CommitBatches, after: CommitBatches): LatencyBounds {
-  return latencyBetween(before.fsyncs, after.fsyncs);
-}
-
 /**
- * One line for the table on the write-ahead log's fsyncs between two snapshots (bucket bounds,
- * and the time in all), or null when there were none (`--sync normal`, PostgreSQL).
+ * One line for the table on the write-ahead log's fsyncs of {@linkcode commitsBetween}'s answer
+ * (bucket bounds, and the time in all), or null when there were none (`--sync normal`,
+ * PostgreSQL).
  */
-export function describeFsyncs(before: CommitBatches, after: CommitBatches): string | null {
-  const f = fsyncsBetween(before, after);
+export function describeFsyncs(batches: CommitBatches): string | null {
+  const f = latencyBounds(batches.fsyncs);
   if (f.samples === 0) return null;
-  const seconds = after.fsyncSeconds - before.fsyncSeconds;
   return `${f.samples} WAL fsyncs, p50 ≤ ${f.p50Ms} ms, p99 ≤ ${f.p99Ms} ms, max ≤ ${f.maxMs} ms ` +
-    `(${seconds.toFixed(2)} s in all)`;
+    `(${batches.fsyncSeconds.toFixed(2)} s in all)`;
 }
 
 /** What happened between two snapshots. */

@@ -12,8 +12,7 @@ import {
   commitsBetween,
   describeCommits,
   describeFsyncs,
-  fsyncsBetween,
-  lagBetween,
+  latencyBounds,
 } from "./commit_batches.ts";
 import type { Measurement } from "./measurement.ts";
 import { type Peer, PeerUnavailable, type Target } from "./peers/peer.ts";
@@ -108,19 +107,19 @@ export class Runner {
       if (before !== null && after !== null && m.seconds > 0) {
         const batches = commitsBetween(before, after);
         m.notes.push(describeCommits(batches));
-        const lag = lagBetween(before, after);
+        const lag = latencyBounds(batches.lag);
         if (lag.p99Ms !== null) {
           m.notes.push(
             `event-loop lag p99 ≤ ${lag.p99Ms} ms, max ≤ ${lag.maxMs} ms (${lag.samples} samples)`,
           );
         }
-        const fsyncs = describeFsyncs(before, after);
+        const fsyncs = describeFsyncs(batches);
         if (fsyncs !== null) m.notes.push(fsyncs);
         m.extra = {
           ...m.extra,
           commit_batches: commitDistribution(batches),
           lag,
-          fsyncs: fsyncsBetween(before, after),
+          fsyncs: latencyBounds(batches.fsyncs),
         };
       }
       const database = tegami?.databasePath ?? null;

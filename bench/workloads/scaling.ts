@@ -84,8 +84,9 @@ export async function scaling(
     const w1 = await endToEnd(target, { queue: w1Queue, jobs });
     const after = await target.commitBatches();
     if (before !== null && after !== null) {
-      w1.notes.push(describeCommits(commitsBetween(before, after)));
-      const fsyncs = describeFsyncs(before, after);
+      const batches = commitsBetween(before, after);
+      w1.notes.push(describeCommits(batches));
+      const fsyncs = describeFsyncs(batches);
       if (fsyncs !== null) w1.notes.push(fsyncs);
     }
     progress(`scale · W1 · ${where}: ${Math.round(w1.jobs / w1.seconds)} jobs/s`);

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { describeFsyncs, fsyncsBetween, parseCommitBatches } from "../../bench/commit_batches.ts";
+import {
+  commitsBetween,
+  describeFsyncs,
+  latencyBounds,
+  parseCommitBatches,
+} from "../../bench/commit_batches.ts";
 
 /** Prometheus text of the two histograms the bench reads, with `fsyncs` cumulative counts. */
 function exposition(fsyncs: number[], seconds: number): string {
@@ -17,10 +22,15 @@ Deno.test("the bench reads a workload's WAL fsyncs as bucket bounds between two 
   const before = parseCommitBatches(exposition([5, 5, 5, 5, 5, 5], 0.002));
   // 100 more: 40 within 0.5 ms, 20 more within 1 ms, 39 within 2.5 ms, one of up to 100 ms.
   const after = parseCommitBatches(exposition([45, 65, 104, 104, 105, 105], 0.152));
-  const f = fsyncsBetween(before, after);
-  assert.deepEqual(f, { samples: 100, p50Ms: 1, p99Ms: 2.5, maxMs: 100 });
+  const between = commitsBetween(before, after);
+  assert.deepEqual(latencyBounds(between.fsyncs), {
+    samples: 100,
+    p50Ms: 1,
+    p99Ms: 2.5,
+    maxMs: 100,
+  });
   assert.equal(
-    describeFsyncs(before, after),
+    describeFsyncs(between),
     "100 WAL fsyncs, p50 ≤ 1 ms, p99 ≤ 2.5 ms, max ≤ 100 ms (0.15 s in all)",
   );
 });
@@ -28,5 +38,5 @@ Deno.test("the bench reads a workload's WAL fsyncs as bucket bounds between two 
 Deno.test("the bench notes no WAL fsyncs for a server without them", () => {
   const none = parseCommitBatches("tegami_commit_batch_size_count 3\n");
   assert.deepEqual(none.fsyncs, []);
-  assert.equal(describeFsyncs(none, none), null);
+  assert.equal(describeFsyncs(commitsBetween(none, none)), null);
 });

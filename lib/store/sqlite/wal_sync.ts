@@ -84,10 +84,11 @@ export class WalSync {
 
   /**
    * Runs `callback` once no sync is running: at once (as a microtask) if none is and none just
-   * ended, else right after the last one's waiters are answered, in the same turn of the event loop (before any
-   * timer). A commit made then is covered by the next fsync, which could not have started earlier
-   * anyway: deferring commits to this moment puts everything that arrived during the fsync in one
-   * commit, and lets the answers and pushes the fsync released go out first.
+   * ended, else right after the last one's waiters are answered, in the same turn of the event
+   * loop (before any timer). A commit made then is covered by the next fsync, which could not
+   * have started earlier anyway: deferring commits to this moment puts everything that arrived
+   * during the fsync in one commit, and lets the answers and pushes the fsync released go out
+   * first.
    */
   whenIdle(callback: () => void): void {
     if (!this.#syncing && !this.#answering) queueMicrotask(callback);
