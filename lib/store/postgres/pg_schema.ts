@@ -17,6 +17,7 @@ import migrationDedupProgress from "./migrations/003_dedup_progress.sql" with { 
 import migrationSchedules from "./migrations/004_schedules.sql" with { type: "text" };
 import migrationGroups from "./migrations/005_groups.sql" with { type: "text" };
 import migrationGroupBulk from "./migrations/006_group_bulk.sql" with { type: "text" };
+import migrationRetentionIndex from "./migrations/007_retention_index.sql" with { type: "text" };
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
@@ -26,6 +27,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   migrationSchedules,
   migrationGroups,
   migrationGroupBulk,
+  migrationRetentionIndex,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

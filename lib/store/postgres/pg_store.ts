@@ -990,38 +990,50 @@ export class PgStore implements Store {
   }
 
   async sweepFinished(now: number, retainDoneMs: number): Promise<number> {
-    const before = now - retainDoneMs;
     let total = 0;
     for (;;) {
       const [n, full] = await this.#write(async (tx) => {
-        // Queues without their own retain_done_ms: jobs_finished from the oldest, passing over
-        // the rows of queues that keep theirs longer.
-        const shared = await tx`
-          WITH f AS (
-            SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ${before}
-              AND queue NOT IN (SELECT name FROM queue_settings WHERE retain_done_ms IS NOT NULL)
-            LIMIT ${CHUNK} FOR UPDATE SKIP LOCKED
-          )
-          DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
-        // Queues with their own retention: each one's finished jobs by jobs_browse.
+        // Done and cancelled jobs, queue by queue, each by its own retain_done_ms or the
+        // server's: one descent of jobs_finished finds each queue holding finished jobs, and each
+        // queue's jobs are read from the oldest finish up to its cutoff, so a sweep reads only
+        // what it deletes, however many jobs other queues keep.
         const done = await tx`
-          WITH f AS (
-            SELECT j.id FROM queue_settings s JOIN jobs j ON j.queue = s.name
-            WHERE s.retain_done_ms IS NOT NULL AND j.state IN ('done', 'cancelled')
-              AND j.finished_at < ${now}::bigint - s.retain_done_ms
-            LIMIT ${CHUNK} FOR UPDATE OF j SKIP LOCKED
+          WITH RECURSIVE queues (name) AS (
+            (SELECT queue FROM jobs WHERE finished_at IS NOT NULL ORDER BY queue LIMIT 1)
+            UNION ALL
+            SELECT (SELECT j.queue FROM jobs j WHERE j.finished_at IS NOT NULL AND j.queue > q.name
+                    ORDER BY j.queue LIMIT 1)
+            FROM queues q WHERE q.name IS NOT NULL
+          ), f AS (
+            SELECT x.id FROM queues q
+            LEFT JOIN queue_settings s ON s.name = q.name
+            CROSS JOIN LATERAL (
+              SELECT j.id FROM jobs j
+              WHERE j.queue = q.name AND j.state IN ('done', 'cancelled')
+                AND j.finished_at <
+                  ${now}::bigint - coalesce(s.retain_done_ms, ${retainDoneMs}::bigint)
+              LIMIT ${CHUNK} FOR UPDATE OF j SKIP LOCKED
+            ) x
+            WHERE q.name IS NOT NULL
+            LIMIT ${CHUNK}
           )
           DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
+        // Dead jobs of the queues with a retain_dead_ms (without one they stay).
         const dead = await tx`
           WITH f AS (
-            SELECT j.id FROM queue_settings s JOIN jobs j ON j.queue = s.name
-            WHERE s.retain_dead_ms IS NOT NULL AND j.state = 'dead'
-              AND j.finished_at < ${now}::bigint - s.retain_dead_ms
-            LIMIT ${CHUNK} FOR UPDATE OF j SKIP LOCKED
+            SELECT x.id FROM queue_settings s
+            CROSS JOIN LATERAL (
+              SELECT j.id FROM jobs j
+              WHERE j.queue = s.name AND j.state = 'dead'
+                AND j.finished_at < ${now}::bigint - s.retain_dead_ms
+              LIMIT ${CHUNK} FOR UPDATE OF j SKIP LOCKED
+            ) x
+            WHERE s.retain_dead_ms IS NOT NULL
+            LIMIT ${CHUNK}
           )
           DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
-        const full = [shared, done, dead].some((rows) => rows.length === CHUNK);
-        return [shared.length + done.length + dead.length, full] as const;
+        const full = done.length === CHUNK || dead.length === CHUNK;
+        return [done.length + dead.length, full] as const;
       });
       total += n;
       if (!full) return total;

@@ -45,7 +45,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX jobs_leased ON jobs (lease_expires_at) WHERE state = 'leased';
   -- dead-letter listing
   CREATE INDEX jobs_dead ON jobs (queue, id) WHERE state = 'dead';
-  -- retention sweep
+  -- retention sweep (redefined below)
   CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state IN ('done', 'cancelled');
   -- dedup: (queue, key) unique among stored jobs
   CREATE UNIQUE INDEX jobs_key ON jobs (queue, key) WHERE key IS NOT NULL;
@@ -154,6 +154,15 @@ export const MIGRATIONS: readonly string[] = [
   `
   DROP INDEX jobs_browse;
   CREATE INDEX jobs_browse ON jobs (queue, state, id) WHERE state NOT IN ('pending', 'leased');
+  `,
+  // The retention sweeps read one queue's finished jobs of one state from the oldest finish and
+  // stop at the cutoff. Keyed by finished_at alone, a sweep passed over every job that queues
+  // keeping theirs longer still held, and read a queue's dead jobs whole through jobs_browse: about
+  // 0.2 s per million such jobs at every sweep, with the event loop stopped. finished_at is set
+  // exactly while a job is done, cancelled or dead, and a query bounding it can use the index.
+  `
+  DROP INDEX jobs_finished;
+  CREATE INDEX jobs_finished ON jobs (queue, state, finished_at) WHERE finished_at IS NOT NULL;
   `,
 ];
 

@@ -146,6 +146,8 @@ const CHECKPOINT_BYTES = 15_000 * 1024;
 
 /** How many finished jobs one sweep transaction deletes at most (keeps each commit short). */
 const SWEEP_CHUNK = 5000;
+/** How many queues one sweep transaction visits at most. */
+const SWEEP_QUEUES = 500;
 
 /**
  * How many delayed jobs one tick transaction promotes, and how many expired leases it ends, at
@@ -1053,30 +1055,43 @@ export class SqliteStore implements Store {
   }
 
   async sweepFinished(now: number, retainDoneMs: number): Promise<number> {
+    const refused = this.#writeRefusal();
+    if (refused !== null) throw refused;
     const s = this.#statements;
+    // The queues holding finished jobs as the counts stand now, swept one after the other, each
+    // by its own retention: a sweep reads only the jobs it deletes, however many other queues
+    // keep. Each transaction deletes at most a chunk and visits at most a chunk of queues; the
+    // next one starts where it stopped.
+    const queues: string[] = [];
+    for (const [queue, c] of this.#counts) {
+      if (c.done + c.cancelled + c.dead > 0) queues.push(queue);
+    }
     let total = 0;
-    for (;;) {
-      // The queues without their own retention, then those with one (done and cancelled, dead):
-      // each statement at most a chunk, all three in one short commit.
-      const [n, full] = await this.#write(() => {
-        let n = 0, full = false;
-        for (
-          const [statement, ...args] of [
-            [s.sweep, now - retainDoneMs, SWEEP_CHUNK],
-            [s.sweepOwnDone, now, SWEEP_CHUNK],
-            [s.sweepOwnDead, now, SWEEP_CHUNK],
-          ] as const
-        ) {
-          const rows = statement.all(...args) as { queue: string; state: JobState }[];
-          for (const row of rows) this.#moves.push([row.queue, row.state, null]);
+    for (let next = 0; next < queues.length;) {
+      const [n, stoppedAt] = await this.#write(() => {
+        let n = 0;
+        const sweep = (statement: CountedStatement, queue: string, before: number) => {
+          const rows = statement.all(queue, before, SWEEP_CHUNK - n) as { state: JobState }[];
+          for (const row of rows) this.#moves.push([queue, row.state, null]);
           n += rows.length;
-          if (rows.length === SWEEP_CHUNK) full = true;
+        };
+        let i = next;
+        for (; i < queues.length && i - next < SWEEP_QUEUES; i++) {
+          const queue = queues[i];
+          const own = this.#settingsOf(queue);
+          sweep(s.sweepDone, queue, now - (own.retain_done_ms ?? retainDoneMs));
+          if (own.retain_dead_ms !== null && n < SWEEP_CHUNK) {
+            sweep(s.sweepDead, queue, now - own.retain_dead_ms);
+          }
+          // A full chunk may have left more of this queue: the next transaction starts with it.
+          if (n >= SWEEP_CHUNK) break;
         }
-        return [n, full] as const;
+        return [n, i] as const;
       });
       total += n;
-      if (!full) return total;
+      next = stoppedAt;
     }
+    return total;
   }
 
   probeWritable(): Promise<void> {
@@ -1540,35 +1555,19 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
     ),
     nextDelayed: p("SELECT min(run_at) AS at FROM jobs WHERE state = 'delayed'"),
     nextExpiry: p("SELECT min(lease_expires_at) AS at FROM jobs WHERE state = 'leased'"),
-    // The sweep of queues without their own retain_done_ms. It walks jobs_finished from the
-    // oldest; rows of queues that keep theirs longer are passed over at each chunk (a cost that
-    // grows with how many such rows are older than the server's retention).
-    sweep: p(
+    // The retention sweeps, one queue at a time: its done and cancelled jobs, or its dead ones,
+    // finished before the cutoff, oldest first by jobs_finished (queue, state, finished_at).
+    sweepDone: p(
       `DELETE FROM jobs WHERE id IN (
-         SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ?
-           AND queue NOT IN (SELECT name FROM queue_settings WHERE retain_done_ms IS NOT NULL)
-         LIMIT ? + 0)
-       RETURNING queue, state`,
+         SELECT id FROM jobs WHERE queue = ?1 AND state IN ('done', 'cancelled')
+           AND finished_at < ?2 LIMIT ?3 + 0)
+       RETURNING state`,
     ),
-    // The sweeps of queues with their own retention: for each such queue, its jobs of the state
-    // by jobs_browse.
-    sweepOwnDone: p(
+    sweepDead: p(
       `DELETE FROM jobs WHERE id IN (
-         SELECT j.id FROM queue_settings s CROSS JOIN jobs j
-         WHERE s.retain_done_ms IS NOT NULL AND j.queue = s.name
-           AND j.state IN ('done', 'cancelled') AND j.state NOT IN ('pending', 'leased')
-           AND j.finished_at < ?1 - s.retain_done_ms
-         LIMIT ?2 + 0)
-       RETURNING queue, state`,
-    ),
-    sweepOwnDead: p(
-      `DELETE FROM jobs WHERE id IN (
-         SELECT j.id FROM queue_settings s CROSS JOIN jobs j
-         WHERE s.retain_dead_ms IS NOT NULL AND j.queue = s.name
-           AND j.state = 'dead' AND j.state NOT IN ('pending', 'leased')
-           AND j.finished_at < ?1 - s.retain_dead_ms
-         LIMIT ?2 + 0)
-       RETURNING queue, state`,
+         SELECT id FROM jobs WHERE queue = ?1 AND state = 'dead' AND finished_at < ?2
+         LIMIT ?3 + 0)
+       RETURNING state`,
     ),
     allSettings: p("SELECT * FROM queue_settings"),
     putSettings: p(
