@@ -64,6 +64,49 @@ export function queueSettings(fields: Partial<QueueSettings> = {}): QueueSetting
   return { ...defaultQueueSettings(), ...fields };
 }
 
+/**
+ * When the jobs that each store's retention-sweep check puts in its database behind the store's
+ * back finished: an hour before the suite's T0. See {@linkcode assertSweepSkipsKeptJobs}.
+ */
+export const KEPT_FINISHED_AT = T0 - 3_600_000;
+
+/**
+ * Each store's check that a retention sweep reads none of the finished jobs other queues keep.
+ * The caller has put 100,000 done and 100,000 dead jobs of queue "kept", finished at
+ * {@linkcode KEPT_FINISHED_AT}, into the store's database; this keeps them a week, finishes one
+ * job of "q" two minutes before T0, sweeps five times with the server keeping done jobs a
+ * minute, and checks that only that job went and that the median sweep took under
+ * `medianUnderMs` (a sweep that read the kept jobs took 80–120 ms).
+ */
+export async function assertSweepSkipsKeptJobs(store: Store, medianUnderMs: number): Promise<void> {
+  const week = 7 * 86_400_000;
+  await store.putSettings(
+    "kept",
+    queueSettings({ retain_done_ms: week, retain_dead_ms: week }),
+    KEPT_FINISHED_AT,
+  );
+  const finished = T0 - 120_000;
+  await store.enqueue("q", [newJob({ run_at: finished })], finished);
+  const [delivery] = await store.claim("q", 1, 60_000, finished);
+  await store.ack(delivery.job.id, delivery.lease.token, null, finished);
+  const took: number[] = [];
+  let swept = 0;
+  for (let i = 0; i < 5; i++) {
+    const started = performance.now();
+    swept += await store.sweepFinished(T0 + i, 60_000);
+    took.push(performance.now() - started);
+  }
+  assert.equal(swept, 1, "q's job, finished two minutes ago");
+  const [kept] = await store.stats("kept");
+  assert.equal(kept.counts.done, 100_000);
+  assert.equal(kept.counts.dead, 100_000);
+  took.sort((a, b) => a - b);
+  assert.ok(
+    took[2] < medianUnderMs,
+    `median sweep took ${took[2].toFixed(1)} ms (${took.join(", ")})`,
+  );
+}
+
 /** Settings with every field set, none to its default. */
 const FULL_SETTINGS: QueueSettings = {
   concurrency: 3,
