@@ -447,23 +447,36 @@ Deno.test("the retention sweeps read one queue's jobs of one state from jobs_fin
   await store.close();
 });
 
-Deno.test("a retention sweep reads none of the finished jobs that other queues keep", async () => {
-  // Keyed by finished_at alone, each sweep passed over every done job that a queue with a longer
-  // retention kept, and read a queue's dead jobs whole: about 100 ms per sweep for these 200,000.
-  await using tmp = await tempDir();
-  const path = `${tmp.path}/t.db`;
+/**
+ * Opens a store on a new database in `dir` that already holds finished jobs, written past the
+ * store (as a large database would be found at startup), each finished at KEPT_FINISHED_AT:
+ * `fill` calls `add(queue, state)` once per job.
+ */
+function openWithFinished(
+  dir: string,
+  fill: (add: (queue: string, state: "done" | "dead") => void) => void,
+): SqliteStore {
+  const path = `${dir}/t.db`;
   const db = new DatabaseSync(path);
   migrate(db);
   const insert = db.prepare(
     `INSERT INTO jobs (queue, state, payload, max_attempts, run_at, created_at, finished_at)
-     VALUES ('kept', ?, '{}', 3, 0, ?, ?)`,
+     VALUES (?, ?, '{}', 3, 0, ?, ?)`,
   );
-  const at = KEPT_FINISHED_AT;
   db.exec("BEGIN");
-  for (let i = 0; i < 200_000; i++) insert.run(i % 2 === 0 ? "done" : "dead", at, at);
+  fill((queue, state) => insert.run(queue, state, KEPT_FINISHED_AT, KEPT_FINISHED_AT));
   db.exec("COMMIT");
   db.close();
-  const store = SqliteStore.open({ path, policy: SUITE_POLICY });
+  return SqliteStore.open({ path, policy: SUITE_POLICY });
+}
+
+Deno.test("a retention sweep reads none of the finished jobs that other queues keep", async () => {
+  // Keyed by finished_at alone, each sweep passed over every done job that a queue with a longer
+  // retention kept, and read a queue's dead jobs whole: about 100 ms per sweep for these 200,000.
+  await using tmp = await tempDir();
+  const store = openWithFinished(tmp.path, (add) => {
+    for (let i = 0; i < 200_000; i++) add("kept", i % 2 === 0 ? "done" : "dead");
+  });
   try {
     await assertSweepSkipsKeptJobs(store, 10);
   } finally {
@@ -475,20 +488,10 @@ Deno.test("one sweep deletes across more queues and more jobs than one transacti
   // A transaction visits at most 500 queues and deletes at most 5,000 jobs; the next one goes on
   // where it stopped.
   await using tmp = await tempDir();
-  const path = `${tmp.path}/t.db`;
-  const db = new DatabaseSync(path);
-  migrate(db);
-  const insert = db.prepare(
-    `INSERT INTO jobs (queue, state, payload, max_attempts, run_at, created_at, finished_at)
-     VALUES (?, 'done', '{}', 3, 0, ?, ?)`,
-  );
-  const at = T0 - 3_600_000;
-  db.exec("BEGIN");
-  for (let i = 0; i < 600; i++) insert.run(`q${i}`, at, at);
-  for (let i = 0; i < 6_000; i++) insert.run("q300", at, at);
-  db.exec("COMMIT");
-  db.close();
-  const store = SqliteStore.open({ path, policy: SUITE_POLICY });
+  const store = openWithFinished(tmp.path, (add) => {
+    for (let i = 0; i < 600; i++) add(`q${i}`, "done");
+    for (let i = 0; i < 6_000; i++) add("q300", "done");
+  });
   try {
     assert.equal(await store.sweepFinished(T0, 60_000), 6_600);
     assert.deepEqual(await store.stats(), []);
