@@ -157,8 +157,8 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // The retention sweeps read one queue's finished jobs of one state from the oldest finish and
   // stop at the cutoff. Keyed by finished_at alone, a sweep passed over every job that queues
-  // keeping theirs longer still held, and read a queue's dead jobs whole through jobs_browse: about
-  // 0.2 s per million such jobs at every sweep, with the event loop stopped. finished_at is set
+  // keeping theirs longer still held, and read a queue's dead jobs whole through jobs_browse: 0.2 to
+  // 0.5 s per million such jobs at every sweep, with the event loop stopped. finished_at is set
   // exactly while a job is done, cancelled or dead, and a query bounding it can use the index.
   `
   DROP INDEX jobs_finished;

@@ -1556,7 +1556,7 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
     nextDelayed: p("SELECT min(run_at) AS at FROM jobs WHERE state = 'delayed'"),
     nextExpiry: p("SELECT min(lease_expires_at) AS at FROM jobs WHERE state = 'leased'"),
     // The retention sweeps, one queue at a time: its done and cancelled jobs, or its dead ones,
-    // finished before the cutoff, oldest first by jobs_finished (queue, state, finished_at).
+    // finished before the cutoff, read as a range of jobs_finished (queue, state, finished_at).
     sweepDone: p(
       `DELETE FROM jobs WHERE id IN (
          SELECT id FROM jobs WHERE queue = ?1 AND state IN ('done', 'cancelled')
