@@ -85,15 +85,14 @@ export function latencyBounds(buckets: [le: number, count: number][]): LatencyBo
 }
 
 /**
- * One line for the table on the write-ahead log's fsyncs of {@linkcode commitsBetween}'s answer
- * (bucket bounds, and the time in all), or null when there were none (`--sync normal`,
- * PostgreSQL).
+ * One line for the table on a workload's fsyncs of the write-ahead log: `f`, the bounds of
+ * {@linkcode commitsBetween}'s `fsyncs` and their `seconds` in all; null when there were none
+ * (`--sync normal`, PostgreSQL).
  */
-export function describeFsyncs(batches: CommitBatches): string | null {
-  const f = latencyBounds(batches.fsyncs);
+export function describeFsyncs(f: LatencyBounds, seconds: number): string | null {
   if (f.samples === 0) return null;
   return `${f.samples} WAL fsyncs, p50 ≤ ${f.p50Ms} ms, p99 ≤ ${f.p99Ms} ms, max ≤ ${f.maxMs} ms ` +
-    `(${batches.fsyncSeconds.toFixed(2)} s in all)`;
+    `(${seconds.toFixed(2)} s in all)`;
 }
 
 /** What happened between two snapshots. */

@@ -113,14 +113,10 @@ export class Runner {
             `event-loop lag p99 ≤ ${lag.p99Ms} ms, max ≤ ${lag.maxMs} ms (${lag.samples} samples)`,
           );
         }
-        const fsyncs = describeFsyncs(batches);
-        if (fsyncs !== null) m.notes.push(fsyncs);
-        m.extra = {
-          ...m.extra,
-          commit_batches: commitDistribution(batches),
-          lag,
-          fsyncs: latencyBounds(batches.fsyncs),
-        };
+        const fsyncs = latencyBounds(batches.fsyncs);
+        const fsyncNote = describeFsyncs(fsyncs, batches.fsyncSeconds);
+        if (fsyncNote !== null) m.notes.push(fsyncNote);
+        m.extra = { ...m.extra, commit_batches: commitDistribution(batches), lag, fsyncs };
       }
       const database = tegami?.databasePath ?? null;
       if (this.#walPages && database !== null) {

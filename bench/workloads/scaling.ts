@@ -17,7 +17,12 @@
  * @module
  */
 
-import { commitsBetween, describeCommits, describeFsyncs } from "../commit_batches.ts";
+import {
+  commitsBetween,
+  describeCommits,
+  describeFsyncs,
+  latencyBounds,
+} from "../commit_batches.ts";
 import type { Measurement } from "../measurement.ts";
 import { fillerPayload } from "../payload.ts";
 import type { TegamiPeer, TegamiTarget } from "../peers/tegami.ts";
@@ -86,7 +91,7 @@ export async function scaling(
     if (before !== null && after !== null) {
       const batches = commitsBetween(before, after);
       w1.notes.push(describeCommits(batches));
-      const fsyncs = describeFsyncs(batches);
+      const fsyncs = describeFsyncs(latencyBounds(batches.fsyncs), batches.fsyncSeconds);
       if (fsyncs !== null) w1.notes.push(fsyncs);
     }
     progress(`scale · W1 · ${where}: ${Math.round(w1.jobs / w1.seconds)} jobs/s`);
