@@ -141,7 +141,7 @@ export class Broker {
           prefetch += subscriber.prefetch ?? 0;
           room += subscriber.room?.() ?? 0;
         }
-        return { prefetch, room };
+        return { prefetch, room, remote: this.#store.remotePrefetch?.(queue) ?? 0 };
       },
     });
   }
@@ -293,7 +293,7 @@ export class Broker {
     const list = this.#subscribers.get(subscriber.queue);
     if (list === undefined) this.#subscribers.set(subscriber.queue, [subscriber]);
     else list.push(subscriber);
-    this.#store.setConsumers(subscriber.queue, list?.length ?? 1);
+    this.#countConsumers(subscriber.queue);
     this.wake(subscriber.queue);
   }
 
@@ -303,12 +303,20 @@ export class Broker {
     if (list === undefined) return;
     const at = list.indexOf(subscriber);
     if (at >= 0) list.splice(at, 1);
-    this.#store.setConsumers(subscriber.queue, list.length);
+    this.#countConsumers(subscriber.queue);
     if (list.length === 0) {
       this.#subscribers.delete(subscriber.queue);
       this.#rotation.delete(subscriber.queue);
     }
     this.#gate.recheck(subscriber.queue);
+  }
+
+  /** Tells the store how many consumers this server has on `queue`, and their summed prefetch. */
+  #countConsumers(queue: string): void {
+    const list = this.#subscribers.get(queue) ?? [];
+    let prefetch = 0;
+    for (const subscriber of list) prefetch += subscriber.prefetch ?? 0;
+    this.#store.setConsumers(queue, list.length, prefetch);
   }
 
   /**
@@ -589,6 +597,16 @@ export class Broker {
         live.holder?.leaseEnded(live.id, event.token, event.why);
         return;
       }
+      case "backlog":
+        // Other servers deliver this queue: their deliveries let held enqueues go as a claim
+        // here would; a stalled delivery holds nothing back.
+        this.#gate.recheck(
+          event.queue,
+          event.stalled
+            ? { delivered: 0, asked: 1 }
+            : { delivered: event.delivered, asked: event.delivered },
+        );
+        return;
       case "resync":
         this.#tick().catch((error) => this.#onError("tick", error));
         for (const queue of this.#subscribers.keys()) this.wake(queue);

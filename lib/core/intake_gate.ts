@@ -25,6 +25,13 @@
  * count for it (PostgreSQL estimates one only for queues this server enqueues into, see
  * PgStore.backlogHint).
  *
+ * Servers sharing a PostgreSQL database count each other's subscribers: the bound is measured
+ * against the prefetch of all of them. A server feeding a queue that only others consume learns
+ * of their deliveries from counts of the backlog every few ms (pg_backlog_watch.ts), which let
+ * held enqueues go as its own claims would; it cannot see whether their credit is in use, so it
+ * holds nothing once their delivery stalls (nothing delivered for a while with jobs ready) or the
+ * backlog is deep.
+ *
  * @module
  */
 
@@ -32,12 +39,23 @@
 export interface IntakeView {
   /** Ready (pending) jobs as of the last commit, or undefined when the store cannot tell. */
   ready(queue: string): number | undefined;
-  /** The subscribers' summed prefetch, and the room they have for more jobs now. */
-  credit(queue: string): { prefetch: number; room: number };
+  /**
+   * This server's subscribers' summed prefetch and the room they have for more jobs now, and the
+   * summed prefetch of the queue's subscribers on other servers (whose room is not known here).
+   */
+  credit(queue: string): { prefetch: number; room: number; remote: number };
 }
 
 /** The backlog allowed, as a multiple of the subscribers' summed prefetch. */
 export const BACKLOG_PER_PREFETCH = 0.25;
+
+/**
+ * The backlog allowed for subscribers on other servers, as a multiple of their summed prefetch:
+ * a whole round, since what they deliver is seen here only at the next count of the backlog, and
+ * what is let in reaches them only after its commit, a backlog of a quarter round would run dry
+ * before either.
+ */
+export const REMOTE_BACKLOG_PER_PREFETCH = 1;
 
 /**
  * From this many times the subscribers' summed prefetch, a backlog is deep: one left by a burst
@@ -176,21 +194,25 @@ export class IntakeGate {
    * prefetch; a deeper backlog is held only once it grows (between the last two claims that leased
    * jobs), until it is back to where it began. Nothing is held without subscribers or a ready
    * count, while the queue itself holds delivery back, or (for a new enqueue) while no subscriber
-   * has room: then it waits on its consumers, not on the server.
+   * has room: then it waits on its consumers, not on the server. Subscribers on other servers
+   * count towards the bound and as having room, but a deep backlog only they consume is not held
+   * (whether it is theirs to work through cannot be seen here).
    */
   #hold(queue: string, arriving: boolean): { over: number; deep: boolean } | null {
     const ready = this.#view.ready(queue);
-    const { prefetch, room } = this.#view.credit(queue);
+    const { prefetch: local, room, remote } = this.#view.credit(queue);
+    const prefetch = local + remote;
     if (this.#stalled.has(queue) || ready === undefined || prefetch === 0) {
       this.#grewFrom.delete(queue);
       return null;
     }
-    if (arriving && room === 0) return null;
-    const bound = BACKLOG_PER_PREFETCH * prefetch;
+    if (arriving && room === 0 && remote === 0) return null;
+    const bound = BACKLOG_PER_PREFETCH * local + REMOTE_BACKLOG_PER_PREFETCH * remote;
     if (ready <= DEEP_BACKLOG_PER_PREFETCH * prefetch) {
       this.#grewFrom.delete(queue);
       return ready > bound ? { over: ready - bound, deep: false } : null;
     }
+    if (local === 0) return null;
     let from = this.#grewFrom.get(queue);
     if (from === undefined) {
       const before = this.#passes.get(queue)?.before ?? 0;

@@ -206,7 +206,19 @@ export type StoreEvent =
     readonly why: RemoteLeaseEnd;
   }
   /** News may have been missed (a reconnect, the polling interval): look at everything again. */
-  | { readonly kind: "resync" };
+  | { readonly kind: "resync" }
+  /**
+   * The ready backlog of `queue`, which this server feeds and only other servers consume, was
+   * counted again (see {@linkcode Store.backlogHint}): `delivered` jobs left it since the last
+   * count; `stalled` when none did for a while although jobs were ready (the queue paused, its
+   * limits at work, or its consumers busy), so the backlog is not the server's to work down.
+   */
+  | {
+    readonly kind: "backlog";
+    readonly queue: string;
+    readonly delivered: number;
+    readonly stalled: boolean;
+  };
 
 /** Which page of a queue's jobs in one state {@linkcode Store.listJobs} answers. */
 export interface JobPage {
@@ -279,8 +291,11 @@ export interface Store {
    * the holder, who learns at the lease's expiry.
    */
   announce(id: number, token: string, why: RemoteLeaseEnd): void;
-  /** Records how many consumers this server has on `queue`. */
-  setConsumers(queue: string, n: number): void;
+  /**
+   * Records how many consumers this server has on `queue` and their summed prefetch (what the
+   * other servers sharing the database measure the queue's backlog against).
+   */
+  setConsumers(queue: string, n: number, prefetch: number): void;
   /** How many consumers `queue` has on every server sharing the database, as last heard. */
   consumers(queue: string): number;
   /**
@@ -378,6 +393,11 @@ export interface Store {
    * undefined when it has none. Never used to skip a claim.
    */
   backlogHint?(queue: string): number | undefined;
+  /**
+   * The summed prefetch of the other servers' consumers of `queue`, as last heard, from a store
+   * several servers share; the intake gate measures the queue's backlog against it too.
+   */
+  remotePrefetch?(queue: string): number;
   /**
    * When the last claim of `queue` was held back by the queue's rate: when its next token comes
    * (ms), for a timer that offers the queue again then; null otherwise.

@@ -305,4 +305,95 @@ for (
   });
 }
 
+/**
+ * Two servers on one PostgreSQL schema: `feeder` has no subscribers of "q", `consumer` has `sub`,
+ * and the feeder has heard of it (a change of consumers is told at once, not at the next poll).
+ */
+interface PgPair extends AsyncDisposable {
+  feeder: Broker;
+  feederStore: PgStore;
+  consumer: Broker;
+  sub: TestSubscriber;
+}
+
+async function pgPair(prefetch: number, stallMs: number): Promise<PgPair> {
+  const schema = db!.schema();
+  const open = () =>
+    PgStore.open({ url: db!.url, schema, policy: POLICY, poolSize: 4, pollMs: 60_000, stallMs });
+  const feederStore = await open();
+  const consumerStore = await open();
+  const cleanup = async () => {
+    await feederStore.close();
+    await consumerStore.close();
+    await db!.dropSchema(schema);
+  };
+  const feeder = await withBroker(feederStore, cleanup);
+  const consumer = await withBroker(consumerStore, cleanup);
+  const sub = new TestSubscriber("q", prefetch);
+  consumer.subscribe(sub);
+  await eventually(
+    () => feederStore.remotePrefetch("q") === prefetch,
+    "the feeder hearing of the other server's subscriber",
+  );
+  return {
+    feeder,
+    feederStore,
+    consumer,
+    sub,
+    [Symbol.asyncDispose]: async () => {
+      feeder.close();
+      consumer.close();
+      await cleanup();
+    },
+  };
+}
+
+const pgTest = (name: string, fn: () => Promise<void>) =>
+  Deno.test({ name: `postgres: ${name}`, ignore: db === null, fn });
+
+pgTest(
+  "a server without subscribers holds enqueues while another server's lag behind, until they deliver",
+  async () => {
+    await using p = await pgPair(4, 10_000);
+    await p.feeder.enqueue("q", jobs(10)); // no backlog known yet: admitted at once
+    const startedAt = performance.now();
+    const held = p.feeder.enqueue("q", jobs(1));
+    assert.equal(
+      await settlesWithin(held, MAX_HOLD_MS / 4),
+      false,
+      "held: 10 ready for the other server's prefetch of 4",
+    );
+    // The other server delivers 7, leaving 3 ready: the feeder's next count of the backlog sees
+    // it and lets the enqueue in.
+    p.sub.allowance = 7;
+    p.consumer.wake("q");
+    assert.equal((await held).length, 1);
+    assert.ok(performance.now() - startedAt < MAX_HOLD_MS, "let in by the delivery, not the timer");
+    assert.equal(p.sub.received.length, 7);
+  },
+);
+
+pgTest(
+  "a server without subscribers holds nothing once the other servers' delivery stalls",
+  async () => {
+    await using p = await pgPair(4, 30);
+    // The subscriber takes nothing (as when the queue is paused or its consumers are busy).
+    await p.feeder.enqueue("q", jobs(10));
+    const startedAt = performance.now();
+    const held = p.feeder.enqueue("q", jobs(1));
+    assert.equal(await settlesWithin(held, 15), false, "held at first");
+    await held;
+    assert.ok(performance.now() - startedAt < MAX_HOLD_MS, "let in once delivery stalled");
+    assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
+    assert.equal(p.sub.received.length, 0);
+  },
+);
+
+pgTest("a deep backlog that only other servers consume is not held", async () => {
+  await using p = await pgPair(1, 10_000); // deep from 16 rounds of credit: 16 jobs
+  await p.feeder.enqueue("q", jobs(50));
+  // Whether the other server's consumers are busy with it cannot be seen from here.
+  assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
+});
+
 dropPgTestDatabaseAfterwards(db);

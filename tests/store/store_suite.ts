@@ -252,9 +252,9 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
 
   test("consumers() answers what setConsumers() recorded on this store", async (store) => {
     assert.equal(store.consumers("q"), 0);
-    store.setConsumers("q", 3);
+    store.setConsumers("q", 3, 96);
     assert.equal(store.consumers("q"), 3);
-    store.setConsumers("q", 0);
+    store.setConsumers("q", 0, 0);
     assert.equal(store.consumers("q"), 0);
     await Promise.resolve();
   });
@@ -370,11 +370,15 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
   });
 
   sharedTest("consumers() counts the consumers recorded on every store", async (a, b) => {
-    a.setConsumers("q", 2);
-    b.setConsumers("q", 1);
+    a.setConsumers("q", 2, 64);
+    b.setConsumers("q", 1, 32);
     await eventually("both counts", () => a.consumers("q") === 3 && b.consumers("q") === 3);
-    b.setConsumers("q", 0);
+    // Each store also hears the others' summed prefetch (its own is the broker's to know).
+    assert.equal(a.remotePrefetch?.("q"), 32);
+    assert.equal(b.remotePrefetch?.("q"), 64);
+    b.setConsumers("q", 0, 0);
     await eventually("the drop", () => a.consumers("q") === 2 && b.consumers("q") === 2);
+    assert.equal(a.remotePrefetch?.("q"), 0);
   });
 
   sharedTest("an announced lease end reaches the other store", async (a, b) => {

@@ -7,9 +7,9 @@
  *   per job, because every NOTIFY takes a cluster-wide lock at COMMIT.
  * - Each server LISTENs on a dedicated connection. The driver re-establishes it after a loss;
  *   every (re)connect, and every poll interval, emits `resync`, so a lost message only delays.
- * - Consumer counts: each server writes its own rows in `consumers` on the poll interval and
- *   reads the others' (rows not refreshed for {@linkcode PRESENCE_TTL_MS} belong to a server
- *   that is gone and are ignored).
+ * - Consumers: each server writes its own rows in `consumers` on the poll interval (how many
+ *   subscribers it has on each queue and their summed prefetch) and reads the others' (rows not
+ *   refreshed for {@linkcode PRESENCE_TTL_MS} belong to a server that is gone and are ignored).
  *
  * @module
  */
@@ -20,6 +20,12 @@ import { describePgError, type Sql, type TxSql } from "./pg_driver.ts";
 
 /** A server's consumer rows older than this are ignored, ms. */
 export const PRESENCE_TTL_MS = 10_000;
+
+/**
+ * How soon after its consumers change a server writes them and tells the others, who then read
+ * them at once rather than at their next poll, ms (changes within it go together).
+ */
+const CHANGE_DELAY_MS = 20;
 
 /** Largest NOTIFY payload sent (PostgreSQL refuses more than 8,000 bytes). */
 const MAX_PAYLOAD = 7_000;
@@ -32,6 +38,8 @@ interface Message {
   r?: string[];
   /** Leases ended: `[id, token, why]`. */
   e?: [number, string, string][];
+  /** The sender's consumers changed: read them again. */
+  c?: 1;
 }
 
 /** The channel name for a schema. */
@@ -76,8 +84,8 @@ export function encodeNews(instance: string, news: BatchNews): string[] {
   return out;
 }
 
-/** The events in a payload from another server; null for one of ours or a bad payload. */
-export function decodeNews(payload: string, instance: string): StoreEvent[] | null {
+/** A payload from another server; null for one of ours or a bad payload. */
+function decodeMessage(payload: string, instance: string): Message | null {
   let message: Message;
   try {
     message = JSON.parse(payload);
@@ -85,6 +93,11 @@ export function decodeNews(payload: string, instance: string): StoreEvent[] | nu
     return null;
   }
   if (typeof message !== "object" || message === null || message.i === instance) return null;
+  return message;
+}
+
+/** The events in a message from another server. */
+function eventsOf(message: Message): StoreEvent[] {
   const events: StoreEvent[] = [];
   for (const queue of message.r ?? []) {
     if (typeof queue === "string") events.push({ kind: "ready", queue });
@@ -113,16 +126,26 @@ export interface PgEventsOptions {
   onError: (what: string, error: unknown) => void;
 }
 
+/** A queue's subscribers on one or more servers: how many, and their summed prefetch. */
+interface ConsumerCount {
+  n: number;
+  prefetch: number;
+}
+
 /** The listening half and the consumer counts of one server. */
 export class PgEvents {
   readonly #o: PgEventsOptions;
   readonly #listeners = new Set<(event: StoreEvent) => void>();
-  readonly #local = new Map<string, number>();
+  readonly #local = new Map<string, ConsumerCount>();
   /** Queues whose local count changed since the last heartbeat. */
   readonly #dirty = new Set<string>();
-  #others = new Map<string, number>();
+  #others = new Map<string, ConsumerCount>();
   #unlisten: (() => Promise<void>) | null = null;
   #timer: ReturnType<typeof setInterval> | null = null;
+  /** The heartbeat due soon after a change of consumers (here or on another server). */
+  #soonTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Whether the next heartbeat tells the others that this server's consumers changed. */
+  #changed = false;
   #lastFull = 0;
   #beating: Promise<void> | null = null;
   #closed = false;
@@ -152,22 +175,43 @@ export class PgEvents {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Hands the listeners news this server learned by itself (a backlog count). */
+  tell(event: StoreEvent): void {
+    this.#emit(event);
+  }
+
   /** Tells the listeners to look at everything again (news may have been missed). */
   resync(): void {
     this.#emit({ kind: "resync" });
   }
 
-  /** Records this server's consumers of a queue (written at the next heartbeat). */
-  setConsumers(queue: string, n: number): void {
-    if ((this.#local.get(queue) ?? 0) === n) return;
+  /**
+   * Records this server's consumers of a queue and their summed prefetch (written at the next
+   * heartbeat).
+   */
+  setConsumers(queue: string, n: number, prefetch: number): void {
+    const was = this.#local.get(queue);
+    if ((was?.n ?? 0) === n && (was?.prefetch ?? 0) === prefetch) return;
     if (n === 0) this.#local.delete(queue);
-    else this.#local.set(queue, n);
+    else this.#local.set(queue, { n, prefetch });
     this.#dirty.add(queue);
+    this.#changed = true;
+    this.#beatSoon();
   }
 
   /** Consumers of a queue: this server's now, the others' as of the last heartbeat. */
   consumers(queue: string): number {
-    return (this.#local.get(queue) ?? 0) + (this.#others.get(queue) ?? 0);
+    return (this.#local.get(queue)?.n ?? 0) + (this.#others.get(queue)?.n ?? 0);
+  }
+
+  /** This server's consumers of a queue. */
+  localConsumers(queue: string): number {
+    return this.#local.get(queue)?.n ?? 0;
+  }
+
+  /** The summed prefetch of the other servers' consumers of a queue, as of the last heartbeat. */
+  remotePrefetch(queue: string): number {
+    return this.#others.get(queue)?.prefetch ?? 0;
   }
 
   /** Stops listening and polling and removes this server's consumer rows. */
@@ -175,6 +219,8 @@ export class PgEvents {
     this.#closed = true;
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
+    if (this.#soonTimer !== null) clearTimeout(this.#soonTimer);
+    this.#soonTimer = null;
     await this.#beating;
     try {
       await this.#unlisten?.();
@@ -185,9 +231,10 @@ export class PgEvents {
   }
 
   #received(payload: string): void {
-    const events = decodeNews(payload, this.#o.instance);
-    if (events === null) return;
-    for (const event of events) this.#emit(event);
+    const message = decodeMessage(payload, this.#o.instance);
+    if (message === null) return;
+    if (message.c === 1) this.#beatSoon();
+    for (const event of eventsOf(message)) this.#emit(event);
   }
 
   #emit(event: StoreEvent): void {
@@ -197,11 +244,25 @@ export class PgEvents {
 
   #poll(): void {
     this.#emit({ kind: "resync" });
-    if (this.#beating === null) {
-      this.#beating = this.#heartbeat()
-        .catch((error) => this.#o.onError("heartbeat", error))
-        .finally(() => this.#beating = null);
-    }
+    this.#beat();
+  }
+
+  /** A heartbeat within {@linkcode CHANGE_DELAY_MS}. */
+  #beatSoon(): void {
+    if (this.#closed || this.#timer === null || this.#soonTimer !== null) return;
+    this.#soonTimer = setTimeout(() => {
+      this.#soonTimer = null;
+      // One under way may have read before the change: look again after it.
+      if (this.#beating === null) this.#beat();
+      else this.#beatSoon();
+    }, CHANGE_DELAY_MS);
+  }
+
+  #beat(): void {
+    if (this.#beating !== null) return;
+    this.#beating = this.#heartbeat()
+      .catch((error) => this.#o.onError("heartbeat", error))
+      .finally(() => this.#beating = null);
   }
 
   /** Writes this server's changed counts (all of them now and then) and reads the others'. */
@@ -213,25 +274,35 @@ export class PgEvents {
     this.#dirty.clear();
     try {
       if (queues.length > 0) {
-        const counts = queues.map((q) => this.#local.get(q) ?? 0);
+        const counts = queues.map((q) => this.#local.get(q)?.n ?? 0);
+        const prefetches = queues.map((q) => this.#local.get(q)?.prefetch ?? 0);
         await sql`
-          INSERT INTO consumers (instance, queue, n, seen_at)
-          SELECT ${instance}, q, n, ${now}::bigint
-          FROM unnest(${queues}::text[], ${counts}::int[]) AS t(q, n)
-          ON CONFLICT (instance, queue) DO UPDATE SET n = excluded.n, seen_at = excluded.seen_at`;
+          INSERT INTO consumers (instance, queue, n, prefetch, seen_at)
+          SELECT ${instance}, q, n, p, ${now}::bigint
+          FROM unnest(${queues}::text[], ${counts}::int[], ${prefetches}::int[]) AS t(q, n, p)
+          ON CONFLICT (instance, queue) DO UPDATE
+            SET n = excluded.n, prefetch = excluded.prefetch, seen_at = excluded.seen_at`;
         await sql`DELETE FROM consumers WHERE instance = ${instance} AND n = 0`;
+      }
+      if (this.#changed) {
+        this.#changed = false;
+        const message: Message = { i: instance, c: 1 };
+        await sql`SELECT pg_notify(${channelOf(this.#o.schema)}, ${JSON.stringify(message)})`;
       }
       if (full) {
         this.#lastFull = now;
         await sql`DELETE FROM consumers WHERE seen_at < ${now - 6 * PRESENCE_TTL_MS}`;
       }
-      const rows = await sql<{ queue: string; n: number }[]>`
-        SELECT queue, sum(n)::bigint AS n FROM consumers
+      const rows = await sql<{ queue: string; n: number; prefetch: number }[]>`
+        SELECT queue, sum(n)::bigint AS n, sum(prefetch)::bigint AS prefetch FROM consumers
         WHERE instance <> ${instance} AND seen_at >= ${now - PRESENCE_TTL_MS}
         GROUP BY queue`;
-      this.#others = new Map(rows.map((row) => [row.queue, row.n]));
+      this.#others = new Map(
+        rows.map((row) => [row.queue, { n: row.n, prefetch: row.prefetch }]),
+      );
     } catch (error) {
       for (const queue of queues) this.#dirty.add(queue);
+      if (queues.length > 0) this.#changed = true;
       throw new Error(`Cannot refresh consumer counts: ${describePgError(error)}`, {
         cause: error,
       });

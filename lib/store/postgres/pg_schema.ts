@@ -18,6 +18,9 @@ import migrationSchedules from "./migrations/004_schedules.sql" with { type: "te
 import migrationGroups from "./migrations/005_groups.sql" with { type: "text" };
 import migrationGroupBulk from "./migrations/006_group_bulk.sql" with { type: "text" };
 import migrationRetentionIndex from "./migrations/007_retention_index.sql" with { type: "text" };
+import migrationConsumerPrefetch from "./migrations/008_consumer_prefetch.sql" with {
+  type: "text",
+};
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
@@ -28,6 +31,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   migrationGroups,
   migrationGroupBulk,
   migrationRetentionIndex,
+  migrationConsumerPrefetch,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

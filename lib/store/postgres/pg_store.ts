@@ -32,6 +32,7 @@ import type {
 } from "../../core/job.ts";
 import { keyExpiresAt, type KeyHolder, onDuplicate } from "../../core/dedup.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
+import { type BacklogCount, PgBacklogWatch } from "./pg_backlog_watch.ts";
 import { DEFAULT_MAX_ATTEMPTS } from "../../core/limits.ts";
 import {
   afterLeaseEnd,
@@ -112,6 +113,12 @@ export interface PgStoreOptions {
   onCommit?: PgCommitObserver;
   /** Reports failures of background work (consumer-count heartbeats). */
   onBackgroundError?: (what: string, error: unknown) => void;
+  /**
+   * How long other servers' delivery of a queue this server feeds may go without delivering a
+   * job, while jobs are ready, before the intake gate stops holding its producers, ms (see
+   * pg_backlog_watch.ts). @default 50
+   */
+  stallMs?: number;
 }
 
 /** The most this host's clock may differ from the database's, ms. */
@@ -162,6 +169,8 @@ export class PgStore implements Store {
   readonly #policy: LifecyclePolicy;
   readonly #commits: PgGroupCommit;
   readonly #events: PgEvents;
+  /** Counts the backlog of queues this server feeds and only others consume. */
+  readonly #watch: PgBacklogWatch;
   readonly #known: PgKnownQueues;
   readonly #instance: string;
   readonly #stats: CommitStats = emptyCommitStats();
@@ -224,6 +233,15 @@ export class PgStore implements Store {
       instance: this.#instance,
       pollMs: options.pollMs ?? 1000,
       onError: options.onBackgroundError ?? (() => {}),
+    });
+    this.#watch = new PgBacklogWatch({
+      sql,
+      limit: BACKLOG_COUNT_LIMIT,
+      queues: () => this.#watchedQueues(),
+      counted: (queue, count) => this.#backlogCounted(queue, count),
+      stallMs: options.stallMs,
+      onError: (error) =>
+        (options.onBackgroundError ?? (() => {}))("count a queue's backlog", error),
     });
   }
 
@@ -292,8 +310,12 @@ export class PgStore implements Store {
     }).catch(() => {});
   }
 
-  setConsumers(queue: string, n: number): void {
-    this.#events.setConsumers(queue, n);
+  setConsumers(queue: string, n: number, prefetch: number): void {
+    this.#events.setConsumers(queue, n, prefetch);
+  }
+
+  remotePrefetch(queue: string): number {
+    return this.#events.remotePrefetch(queue);
   }
 
   consumers(queue: string): number {
@@ -397,7 +419,8 @@ export class PgStore implements Store {
    * its last claim counted beyond those it leased (at most {@linkcode BACKLOG_COUNT_LIMIT}),
    * plus the ready jobs it enqueued since. Known only for queues this server enqueued into in
    * the last {@linkcode INTAKE_WINDOW_MS}: the others have no intake here to hold back.
-   * Other servers' enqueues are seen at the next claim's count.
+   * Other servers' enqueues are seen at the next claim's count. A queue that only other servers
+   * consume is counted by the backlog watch instead (pg_backlog_watch.ts), every few ms.
    */
   backlogHint(queue: string): number | undefined {
     const intake = this.#intake.get(queue);
@@ -414,6 +437,41 @@ export class PgStore implements Store {
       intake.since += ready;
       intake.at = Date.now();
     }
+    if (this.#fedForOthers(queue)) this.#watch.poke();
+  }
+
+  /** Whether `queue` has consumers on other servers and none on this one. */
+  #fedForOthers(queue: string): boolean {
+    return this.#events.localConsumers(queue) === 0 && this.#events.remotePrefetch(queue) > 0;
+  }
+
+  /**
+   * The queues for the backlog watch: those this server enqueued into lately that only other
+   * servers consume. A queue whose intake stopped is forgotten.
+   */
+  #watchedQueues(): string[] {
+    const out: string[] = [];
+    const now = Date.now();
+    for (const [queue, intake] of this.#intake) {
+      if (now - intake.at > INTAKE_WINDOW_MS) this.#intake.delete(queue);
+      else if (this.#fedForOthers(queue)) out.push(queue);
+    }
+    return out;
+  }
+
+  /** A backlog count of the watch: the estimate starts from it, and the broker hears of it. */
+  #backlogCounted(queue: string, count: BacklogCount): void {
+    const intake = this.#intake.get(queue);
+    if (intake !== undefined) {
+      intake.ahead = count.ready;
+      intake.since = 0;
+    }
+    this.#events.tell({
+      kind: "backlog",
+      queue,
+      delivered: count.delivered ?? 0,
+      stalled: count.stalled,
+    });
   }
 
   /**
@@ -1077,6 +1135,7 @@ export class PgStore implements Store {
       await new Promise((resolve) => setTimeout(resolve, 0));
     } while (this.#commits.waiting > 0);
     this.#closed = true;
+    await this.#watch.close();
     await this.#known.stop();
     await this.#events.close();
     await this.#commits.close();
@@ -1220,8 +1279,11 @@ function leaseClaimed(
  * `limit`: none is read when `limit` is 0.
  */
 function countPending(tx: TxSql, queue: string, limit: number) {
+  // ORDER BY run_at reads jobs_pending_age (every pending job) rather than, for a deep backlog,
+  // the table (see pg_backlog_watch.ts).
   return tx`(SELECT count(*)::int FROM (
-            SELECT 1 FROM jobs WHERE queue = ${queue} AND state = 'pending' LIMIT ${limit}
+            SELECT 1 FROM jobs WHERE queue = ${queue} AND state = 'pending' ORDER BY run_at
+            LIMIT ${limit}
           ) pending)`;
 }
 
