@@ -195,7 +195,8 @@ export class IntakeGate {
    * jobs), until it is back to where it began. Nothing is held without subscribers or a ready
    * count, while the queue itself holds delivery back, or (for a new enqueue) while no subscriber
    * has room: then it waits on its consumers, not on the server. Subscribers on other servers
-   * count towards the bound and as having room, but a deep backlog only they consume is not held
+   * count towards the bound; with none here their room is taken for granted (a stalled delivery
+   * is seen by the backlog watch instead), but a deep backlog only they consume is not held
    * (whether it is theirs to work through cannot be seen here).
    */
   #hold(queue: string, arriving: boolean): { over: number; deep: boolean } | null {
@@ -206,7 +207,9 @@ export class IntakeGate {
       this.#grewFrom.delete(queue);
       return null;
     }
-    if (arriving && room === 0 && remote === 0) return null;
+    // Room is known only for this server's subscribers; with none here, the others' delivery is
+    // judged by the backlog watch's counts (a stalled delivery opens the gate).
+    if (arriving && local > 0 && room === 0) return null;
     const bound = BACKLOG_PER_PREFETCH * local + REMOTE_BACKLOG_PER_PREFETCH * remote;
     if (ready <= DEEP_BACKLOG_PER_PREFETCH * prefetch) {
       this.#grewFrom.delete(queue);

@@ -389,6 +389,34 @@ pgTest(
   },
 );
 
+pgTest(
+  "a server's own busy subscribers keep its enqueues from being held, other servers' or not",
+  async () => {
+    await using p = await pgPair(4, 10_000);
+    const own = new TestSubscriber("q", 2);
+    own.roomLeft = 0; // every credit in use by slow handlers
+    p.feeder.subscribe(own);
+    await p.feeder.enqueue("q", jobs(50));
+    // The backlog is measured against both servers' credit, but with its own subscribers busy the
+    // backlog is theirs to work through, as on a server alone.
+    for (let i = 0; i < 3; i++) {
+      assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
+    }
+  },
+);
+
+pgTest("a backlog too deep for the count to read is not held", async () => {
+  await using p = await pgPair(200, 10_000); // deep from 3 200 jobs; a count reads 2 000
+  for (let i = 0; i < 5; i++) await p.feeder.enqueue("q", jobs(420));
+  await eventually(
+    () => p.feederStore.backlogHint("q") === Infinity,
+    "a count that reached its limit",
+  );
+  // 2 100 ready: fewer than 16 rounds, but the count cannot tell how many more there are, nor
+  // whether the other server still delivers any: nothing is held.
+  assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
+});
+
 pgTest("a deep backlog that only other servers consume is not held", async () => {
   await using p = await pgPair(1, 10_000); // deep from 16 rounds of credit: 16 jobs
   await p.feeder.enqueue("q", jobs(50));

@@ -272,6 +272,9 @@ export class PgEvents {
     const full = now - this.#lastFull >= PRESENCE_TTL_MS / 3;
     const queues = full ? [...new Set([...this.#local.keys(), ...this.#dirty])] : [...this.#dirty];
     this.#dirty.clear();
+    // Taken with the queues it covers: a change made while this beat writes is the next one's.
+    const changed = this.#changed;
+    this.#changed = false;
     try {
       if (queues.length > 0) {
         const counts = queues.map((q) => this.#local.get(q)?.n ?? 0);
@@ -284,8 +287,7 @@ export class PgEvents {
             SET n = excluded.n, prefetch = excluded.prefetch, seen_at = excluded.seen_at`;
         await sql`DELETE FROM consumers WHERE instance = ${instance} AND n = 0`;
       }
-      if (this.#changed) {
-        this.#changed = false;
+      if (changed) {
         const message: Message = { i: instance, c: 1 };
         await sql`SELECT pg_notify(${channelOf(this.#o.schema)}, ${JSON.stringify(message)})`;
       }
@@ -302,7 +304,7 @@ export class PgEvents {
       );
     } catch (error) {
       for (const queue of queues) this.#dirty.add(queue);
-      if (queues.length > 0) this.#changed = true;
+      if (changed) this.#changed = true;
       throw new Error(`Cannot refresh consumer counts: ${describePgError(error)}`, {
         cause: error,
       });
