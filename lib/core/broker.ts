@@ -74,6 +74,8 @@ export interface BrokerObserver {
   delivered(queue: string, waitedMs: number[]): void;
   /** A lease ended; `heldMs` is how long it was held, when known. */
   settled(queue: string, outcome: LeaseOutcome, heldMs: number | null): void;
+  /** An enqueue to `queue` waited `ms` at the intake gate before it was stored. */
+  intakeHeld(queue: string, ms: number): void;
 }
 
 /** Settings the broker needs. */
@@ -184,7 +186,9 @@ export class Broker {
     // enqueue waits a moment (see intake_gate.ts).
     const held = this.#gate.admit(queue, jobs.length);
     if (held !== null) {
+      const since = performance.now();
       await held;
+      this.#observer?.intakeHeld(queue, performance.now() - since);
       this.#refuseIfClosed();
     }
     const now = this.#clock.now();

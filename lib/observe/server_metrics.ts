@@ -73,6 +73,7 @@ export class ServerMetrics implements BrokerObserver {
   readonly #outcomes: Record<LeaseOutcome, Counter>;
   readonly #waited: Histogram;
   readonly #held: Histogram;
+  readonly #intakeHold: Histogram;
   readonly #http: Histogram;
   readonly #requests: Counter;
   readonly #batch: Histogram;
@@ -215,6 +216,12 @@ export class ServerMetrics implements BrokerObserver {
       LATENCY_BUCKETS,
       q,
     );
+    this.#intakeHold = r.histogram(
+      "tegami_intake_hold_seconds",
+      "How long an enqueue waited before it was stored while delivery lagged behind intake.",
+      LATENCY_BUCKETS,
+      q,
+    );
     this.#http = r.histogram(
       "tegami_http_request_duration_seconds",
       "HTTP request duration, by route and status class.",
@@ -296,6 +303,12 @@ export class ServerMetrics implements BrokerObserver {
     this.#seen.add(queue);
     this.#outcomes[outcome].inc([queue]);
     if (heldMs !== null) this.#held.observe([queue], heldMs / 1000);
+  }
+
+  /** Records an enqueue to `queue` that the intake gate held for `ms`. */
+  intakeHeld(queue: string, ms: number): void {
+    this.#seen.add(queue);
+    this.#intakeHold.observe([queue], ms / 1000);
   }
 
   /** Records an answered HTTP request. */

@@ -78,6 +78,7 @@ class Outcomes implements BrokerObserver {
   settled(_queue: string, outcome: LeaseOutcome): void {
     this.outcomes.push(outcome);
   }
+  intakeHeld(): void {}
 }
 
 interface Harness extends AsyncDisposable {

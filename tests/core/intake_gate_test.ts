@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { Broker, type Subscriber } from "../../lib/core/broker.ts";
+import { Broker, type BrokerObserver, type Subscriber } from "../../lib/core/broker.ts";
 import { ManualClock } from "../../lib/core/clock.ts";
 import { MAX_HOLD_MS } from "../../lib/core/intake_gate.ts";
 import type { Delivery, NewJob } from "../../lib/core/job.ts";
@@ -69,6 +69,8 @@ const POLICY = { defaultLeaseMs: 30_000, retryDelayMs: () => 1000 };
 /** A broker on a fresh store, and what the cases ask of it. */
 interface Harness extends AsyncDisposable {
   broker: Broker;
+  /** The enqueues the gate held, as the broker reported them. */
+  holds: HoldLog["holds"];
   /** The backlog the gate sees for `queue`. */
   ready(queue: string): number | undefined;
   /**
@@ -83,8 +85,23 @@ function readyOf(store: Store, queue: string): number | undefined {
   return store.readyHint?.(queue) ?? store.backlogHint?.(queue);
 }
 
-async function withBroker(store: Store, cleanup: () => Promise<void>): Promise<Broker> {
-  const broker = new Broker({ store, clock: new ManualClock(), retainDoneMs: 3600_000 });
+/** Enqueues the gate held, as the broker reports them to its observer (for metrics). */
+class HoldLog implements BrokerObserver {
+  readonly holds: { queue: string; ms: number }[] = [];
+  enqueued(): void {}
+  delivered(): void {}
+  settled(): void {}
+  intakeHeld(queue: string, ms: number): void {
+    this.holds.push({ queue, ms });
+  }
+}
+
+async function withBroker(
+  store: Store,
+  cleanup: () => Promise<void>,
+  observer?: BrokerObserver,
+): Promise<Broker> {
+  const broker = new Broker({ store, clock: new ManualClock(), retainDoneMs: 3600_000, observer });
   await broker.start().catch(async (error) => {
     await cleanup();
     throw error;
@@ -99,9 +116,11 @@ async function sqliteHarness(): Promise<Harness> {
     await store.close();
     await Deno.remove(dir, { recursive: true });
   };
-  const broker = await withBroker(store, cleanup);
+  const log = new HoldLog();
+  const broker = await withBroker(store, cleanup, log);
   return {
     broker,
+    holds: log.holds,
     ready: (queue) => readyOf(store, queue),
     admitted: hasSettled,
     [Symbol.asyncDispose]: async () => {
@@ -126,9 +145,11 @@ async function pgHarness(): Promise<Harness> {
     await store.close();
     await db!.dropSchema(schema);
   };
-  const broker = await withBroker(store, cleanup);
+  const log = new HoldLog();
+  const broker = await withBroker(store, cleanup, log);
   return {
     broker,
+    holds: log.holds,
     ready: (queue) => readyOf(store, queue),
     admitted: (enqueue) => settlesWithin(enqueue, MAX_HOLD_MS / 4),
     [Symbol.asyncDispose]: async () => {
@@ -164,6 +185,8 @@ for (
     h.broker.subscribe(sub);
     await h.broker.enqueue("q", jobs(10)); // nothing ready yet: admitted at once
     assert.equal(h.ready("q"), 10);
+    assert.equal(h.holds.length, 0);
+    const startedAt = performance.now();
     const held = h.broker.enqueue("q", jobs(1));
     assert.equal(await h.admitted(held), false, "held while 10 are ready for a prefetch of 4");
     // Delivery catches up: the subscriber takes 7, leaving 3 ready, within its prefetch.
@@ -172,6 +195,10 @@ for (
     const out = await held;
     assert.equal(out.length, 1);
     assert.equal(sub.received.length, 7);
+    // The hold is reported for metrics (tegami_intake_hold_seconds), with how long it lasted.
+    assert.equal(h.holds.length, 1);
+    assert.equal(h.holds[0].queue, "q");
+    assert.ok(h.holds[0].ms > 0 && h.holds[0].ms <= performance.now() - startedAt);
   });
 
   test("a backlog that stands above the bound holds enqueues too, until delivery drains it", async () => {

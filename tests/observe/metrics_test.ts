@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { Registry } from "../../lib/observe/metrics.ts";
+import { ServerMetrics } from "../../lib/observe/server_metrics.ts";
+import { DEFAULT_QUEUE_SETTINGS } from "../../lib/core/queue_settings.ts";
+import { zeroCounts } from "../../lib/store/job_row.ts";
 import { startTestServer } from "../helpers/test_server.ts";
 
 interface Family {
@@ -119,6 +122,31 @@ Deno.test("/metrics exposes queue gauges, job counters, latencies and commit fig
       status: "2xx",
     }) ?? 0) >= 1,
   );
+});
+
+Deno.test("/metrics shows how long enqueues waited at the intake gate, per queue", () => {
+  const metrics = new ServerMetrics();
+  metrics.intakeHeld("q", 12);
+  metrics.intakeHeld("q", 80);
+  const families = parseExposition(metrics.render({
+    queues: [{
+      name: "q",
+      paused: false,
+      counts: zeroCounts(),
+      oldest_pending_at: null,
+      settings: DEFAULT_QUEUE_SETTINGS,
+      groups: { waiting: 0, leased: 0, full: 0 },
+      rate_held: false,
+    }],
+    consumers: () => 0,
+    connections: 0,
+    now: 0,
+    files: null,
+  }));
+  const q = { queue: "q" };
+  assert.equal(sample(families, "tegami_intake_hold_seconds_count", q), 2);
+  assert.equal(sample(families, "tegami_intake_hold_seconds_sum", q), 0.092);
+  assert.equal(sample(families, "tegami_intake_hold_seconds_bucket", { ...q, le: "0.025" }), 1);
 });
 
 Deno.test("/metrics times each fsync of the write-ahead log apart from the commits", async () => {
