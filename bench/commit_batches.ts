@@ -30,6 +30,11 @@ export interface CommitBatches {
   fsyncs: [le: number, count: number][];
   /** Seconds spent in those fsyncs (`tegami_wal_fsync_duration_seconds_sum`). */
   fsyncSeconds: number;
+  /**
+   * The enqueues the intake gate held (`tegami_intake_hold_seconds`, every queue's summed),
+   * cumulative by upper bound in seconds.
+   */
+  holds: [le: number, count: number][];
 }
 
 /** Reads the histogram out of Prometheus text. */
@@ -51,7 +56,29 @@ export function parseCommitBatches(text: string): CommitBatches {
     lag: histogram("tegami_event_loop_lag_seconds"),
     fsyncs: histogram("tegami_wal_fsync_duration_seconds"),
     fsyncSeconds: value("tegami_wal_fsync_duration_seconds_sum"),
+    holds: summedHistogram(text, "tegami_intake_hold_seconds"),
   };
+}
+
+/** A histogram with labels besides `le` (a queue's), its series summed by bucket bound. */
+function summedHistogram(text: string, name: string): [number, number][] {
+  const sums = new Map<number, number>();
+  for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{(.*)\\} (\\S+)$`, "gm"))) {
+    const le = m[1].match(/(?:^|,)le="([^"]+)"/)?.[1];
+    if (le === undefined) continue;
+    const bound = le === "+Inf" ? Infinity : Number(le);
+    sums.set(bound, (sums.get(bound) ?? 0) + Number(m[2]));
+  }
+  return [...sums].sort(([a], [b]) => a - b);
+}
+
+/**
+ * One line for the table on the enqueues the intake gate held over a workload (`h`, the bounds of
+ * {@linkcode commitsBetween}'s `holds`); null when none was held.
+ */
+export function describeHolds(h: LatencyBounds): string | null {
+  if (h.samples === 0) return null;
+  return `${h.samples} enqueues held, p50 ≤ ${h.p50Ms} ms, max ≤ ${h.maxMs} ms`;
 }
 
 function bucketsBetween(
@@ -106,6 +133,7 @@ export function commitsBetween(before: CommitBatches, after: CommitBatches): Com
     lag: bucketsBetween(before.lag, after.lag),
     fsyncs: bucketsBetween(before.fsyncs, after.fsyncs),
     fsyncSeconds: after.fsyncSeconds - before.fsyncSeconds,
+    holds: bucketsBetween(before.holds, after.holds),
   };
 }
 

@@ -12,6 +12,7 @@ import {
   commitsBetween,
   describeCommits,
   describeFsyncs,
+  describeHolds,
   latencyBounds,
 } from "./commit_batches.ts";
 import type { Measurement } from "./measurement.ts";
@@ -116,7 +117,10 @@ export class Runner {
         const fsyncs = latencyBounds(batches.fsyncs);
         const fsyncNote = describeFsyncs(fsyncs, batches.fsyncSeconds);
         if (fsyncNote !== null) m.notes.push(fsyncNote);
-        m.extra = { ...m.extra, commit_batches: commitDistribution(batches), lag, fsyncs };
+        const holds = latencyBounds(batches.holds);
+        const holdNote = describeHolds(holds);
+        if (holdNote !== null) m.notes.push(holdNote);
+        m.extra = { ...m.extra, commit_batches: commitDistribution(batches), lag, fsyncs, holds };
       }
       const database = tegami?.databasePath ?? null;
       if (this.#walPages && database !== null) {

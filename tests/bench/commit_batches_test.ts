@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   commitsBetween,
   describeFsyncs,
+  describeHolds,
   latencyBounds,
   parseCommitBatches,
 } from "../../bench/commit_batches.ts";
@@ -40,4 +41,21 @@ Deno.test("the bench notes no WAL fsyncs for a server without them", () => {
   assert.deepEqual(none.fsyncs, []);
   const between = commitsBetween(none, none);
   assert.equal(describeFsyncs(latencyBounds(between.fsyncs), between.fsyncSeconds), null);
+});
+
+Deno.test("the bench sums the enqueues the intake gate held over every queue", () => {
+  const held = (q: string, counts: number[]) =>
+    ["0.001", "0.01", "0.1", "+Inf"].map((le, i) =>
+      `tegami_intake_hold_seconds_bucket{queue="${q}",le="${le}"} ${counts[i]}`
+    );
+  const before = parseCommitBatches([...held("a", [1, 1, 1, 1])].join("\n"));
+  const after = parseCommitBatches(
+    [...held("a", [1, 3, 4, 4]), ...held("b", [0, 2, 3, 3]), "tegami_intake_hold_seconds_sum 1"]
+      .join("\n"),
+  );
+  // 6 held between the scrapes: 4 within 10 ms, 2 more within 100 ms.
+  const holds = latencyBounds(commitsBetween(before, after).holds);
+  assert.deepEqual(holds, { samples: 6, p50Ms: 10, p99Ms: 100, maxMs: 100 });
+  assert.equal(describeHolds(holds), "6 enqueues held, p50 ≤ 10 ms, max ≤ 100 ms");
+  assert.equal(describeHolds(latencyBounds(commitsBetween(before, before).holds)), null);
 });
