@@ -430,8 +430,9 @@ async function main(): Promise<number> {
   console.log(
     `\ntook ${
       Object.entries(timings).map(([part, s]) => `${part} ${s.toFixed(0)} s`).join(", ")
-    }; tegami's event-loop lag and WAL fsyncs are read from its /metrics ` +
-      "(tegami_event_loop_lag_seconds, tegami_wal_fsync_duration_seconds)",
+    }; tegami's event-loop lag, WAL fsyncs and held enqueues are read from its /metrics ` +
+      "(tegami_event_loop_lag_seconds, tegami_wal_fsync_duration_seconds, " +
+      "tegami_intake_hold_seconds)",
   );
   return 0;
 }
