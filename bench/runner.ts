@@ -95,10 +95,12 @@ export class Runner {
       await workload.prepare?.(target);
       const tegami = target instanceof TegamiTarget ? target : null;
       const before = tegami === null ? null : await tegami.commitBatches();
+      const consumersBefore = tegami === null ? null : await tegami.consumerCommitBatches();
       const writtenBefore = writtenBytes(target.pids);
       const m = await workload.run(target);
       const writtenAfter = writtenBytes(target.pids);
       const after = tegami === null ? null : await tegami.commitBatches();
+      const consumersAfter = tegami === null ? null : await tegami.consumerCommitBatches();
       if (writtenBefore !== null && writtenAfter !== null && m.jobs > 0) {
         m.diskBytes = writtenAfter - writtenBefore;
       }
@@ -121,6 +123,11 @@ export class Runner {
         const holdNote = describeHolds(holds);
         if (holdNote !== null) m.notes.push(holdNote);
         m.extra = { ...m.extra, commit_batches: commitDistribution(batches), lag, fsyncs, holds };
+      }
+      if (consumersBefore !== null && consumersAfter !== null && m.seconds > 0) {
+        const batches = commitsBetween(consumersBefore, consumersAfter);
+        m.notes.push(`the consumers' server: ${describeCommits(batches)}`);
+        m.extra = { ...m.extra, consumer_commit_batches: commitDistribution(batches) };
       }
       const database = tegami?.databasePath ?? null;
       if (this.#walPages && database !== null) {

@@ -386,6 +386,16 @@ export class TegamiTarget implements Target {
     return parseCommitBatches(await response.text());
   }
 
+  /**
+   * The consumers' server's group-commit histogram, with several servers on PostgreSQL (its
+   * claims and acks; {@linkcode TegamiTarget.commitBatches} has the producers'); null with one.
+   */
+  async consumerCommitBatches(): Promise<CommitBatches | null> {
+    if (this.#others.length === 0) return null;
+    const response = await fetch(`${this.consumerUrl}/metrics`);
+    return parseCommitBatches(await response.text());
+  }
+
   /** Stops the server (SIGTERM) and starts it again on the same database; answers the times. */
   async restart(): Promise<Restart> {
     const stopAt = performance.now();
