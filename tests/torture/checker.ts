@@ -620,9 +620,16 @@ function duplicateReason(
     );
   if (holderSent("nack", ["ok", "info", null])) return "nack";
   const conn = conns.get(prev.conn);
+  // A socket the server cut as it stopped or died releases nothing: leases survive. One the
+  // client dropped itself before the server was stopped or killed did reach it, and released its
+  // leases; dropped in the very millisecond of the signal, it may have reached the server first
+  // (both are events of the same moment), so only a kill strictly before the drop rules it out.
+  const closedBy = conn?.cause === "dropped" && conn.closed_at !== null
+    ? conn.closed_at - 1
+    : conn?.closed_at;
   if (
     conn !== undefined && conn.closed_at !== null && conn.closed_at <= cur.at &&
-    !serverKilledBetween(conn.server, conn.connected_at, conn.closed_at)
+    !serverKilledBetween(conn.server, conn.connected_at, closedBy!)
   ) {
     return "disconnect";
   }

@@ -205,6 +205,29 @@ Deno.test("check() reports a redelivery inside a live lease with no nack or disc
   assert.match(report.findings[0].detail, /two live leases overlap/);
 });
 
+Deno.test("check() takes a socket the client dropped at the moment of a stop as a disconnect", async (t) => {
+  // The campaign's clients drop a socket now and then. One dropped in the very millisecond the
+  // server was sent SIGTERM may have reached it before the signal did: the server then released
+  // the socket's leases, as it must for a consumer that leaves, and the job comes back at once.
+  const history = (signal: "server_stop" | "server_kill", dropAt: number) =>
+    new Script().start().connect(1).enqueue("a", 1)
+      .deliver(1, 1, "a", "t1", 1, 9000)
+      .at(2000).add({ type: signal, epoch: 1 })
+      .at(dropAt).disconnect(1)
+      .at(2100).start(2).connect(2)
+      .deliver(2, 1, "a", "t2", 2, 12000)
+      .settle("ack", 2, 1, "t2", "ok").final([[1, "a"]]);
+  await t.step("dropped in the millisecond of a SIGTERM: explained", () => {
+    const report = check(history("server_stop", 2000));
+    assert.deepEqual(report.findings, []);
+    assert.equal(report.figures.reasons.disconnect, 1);
+  });
+  await t.step("dropped after a SIGKILL: the dead server released nothing", () => {
+    const report = check(history("server_kill", 2001));
+    assert.deepEqual(report.findings.map((f) => f.kind), ["unexplained duplicate"]);
+  });
+});
+
 Deno.test("check() does not count a socket cut by a kill as a disconnect that releases leases", () => {
   // Leases survive a restart: a redelivery before expires_at is unexplained even though the
   // holder's socket closed (the server that would have released the lease was dead).
