@@ -40,13 +40,7 @@ export interface CommitBatches {
 /** Reads the histogram out of Prometheus text. */
 export function parseCommitBatches(text: string): CommitBatches {
   const value = (name: string) => Number(text.match(new RegExp(`^${name} (\\S+)`, "m"))?.[1] ?? 0);
-  const histogram = (name: string) => {
-    const out: [number, number][] = [];
-    for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)`, "gm"))) {
-      out.push([m[1] === "+Inf" ? Infinity : Number(m[1]), Number(m[2])]);
-    }
-    return out;
-  };
+  const histogram = (name: string) => summedHistogram(text, name);
   return {
     commits: value("tegami_commit_batch_size_count"),
     operations: value("tegami_commit_batch_size_sum"),
@@ -56,11 +50,14 @@ export function parseCommitBatches(text: string): CommitBatches {
     lag: histogram("tegami_event_loop_lag_seconds"),
     fsyncs: histogram("tegami_wal_fsync_duration_seconds"),
     fsyncSeconds: value("tegami_wal_fsync_duration_seconds_sum"),
-    holds: summedHistogram(text, "tegami_intake_hold_seconds"),
+    holds: histogram("tegami_intake_hold_seconds"),
   };
 }
 
-/** A histogram with labels besides `le` (a queue's), its series summed by bucket bound. */
+/**
+ * A histogram's cumulative buckets by bound, ascending; the series of one with labels besides
+ * `le` (a queue's) summed.
+ */
 function summedHistogram(text: string, name: string): [number, number][] {
   const sums = new Map<number, number>();
   for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{(.*)\\} (\\S+)$`, "gm"))) {

@@ -450,13 +450,10 @@ export class PgStore implements Store {
    * servers consume. A queue whose intake stopped is forgotten.
    */
   #watchedQueues(): string[] {
-    const out: string[] = [];
     const now = Date.now();
-    for (const [queue, intake] of this.#intake) {
-      if (now - intake.at > INTAKE_WINDOW_MS) this.#intake.delete(queue);
-      else if (this.#fedForOthers(queue)) out.push(queue);
-    }
-    return out;
+    return [...this.#intake.keys()].filter((queue) =>
+      this.#recentIntake(queue, now) !== undefined && this.#fedForOthers(queue)
+    );
   }
 
   /** A backlog count of the watch: the estimate starts from it, and the broker hears of it. */
@@ -480,13 +477,18 @@ export class PgStore implements Store {
    * forgotten.
    */
   #countLimit(queue: string, total: number): number {
+    return this.#recentIntake(queue, Date.now()) === undefined ? 0 : total + BACKLOG_COUNT_LIMIT;
+  }
+
+  /**
+   * The queue's intake if this server enqueued into it in the last {@linkcode INTAKE_WINDOW_MS};
+   * a queue whose intake stopped is forgotten.
+   */
+  #recentIntake(queue: string, now: number): Intake | undefined {
     const intake = this.#intake.get(queue);
-    if (intake === undefined) return 0;
-    if (Date.now() - intake.at > INTAKE_WINDOW_MS) {
-      this.#intake.delete(queue);
-      return 0;
-    }
-    return total + BACKLOG_COUNT_LIMIT;
+    if (intake === undefined || now - intake.at <= INTAKE_WINDOW_MS) return intake;
+    this.#intake.delete(queue);
+    return undefined;
   }
 
   /** A claim counted `pending` jobs (itself included) and leased `leased` of them. */
