@@ -136,6 +136,8 @@ export class Broker {
     this.#maxQueues = options.maxQueues ?? Infinity;
     this.#gate = new IntakeGate({
       ready: (queue) => this.#store.readyHint?.(queue) ?? this.#store.backlogHint?.(queue),
+      seen: (queue) =>
+        this.#store.readyHint === undefined ? this.#store.backlogSeen?.(queue) : undefined,
       credit: (queue) => {
         let prefetch = 0;
         let room = 0;

@@ -28,9 +28,11 @@
  * Servers sharing a PostgreSQL database count each other's subscribers: the bound is measured
  * against the prefetch of all of them. A server feeding a queue that only others consume learns
  * of their deliveries from counts of the backlog every few ms (pg_backlog_watch.ts), which let
- * held enqueues go as its own claims would; it cannot see whether their credit is in use, so it
- * holds nothing once their delivery stalls (nothing delivered for a while with jobs ready) or the
- * backlog is deep.
+ * held enqueues go as its own claims would. It holds only once a count has seen the backlog over
+ * the bound (what it enqueued since may have been delivered already: an idle queue's jobs are,
+ * within a few ms, and holding them would only delay them); it cannot see whether the other
+ * servers' credit is in use, so it holds nothing once their delivery stalls (nothing delivered for
+ * a while with jobs ready) or the backlog is deep.
  *
  * @module
  */
@@ -39,6 +41,12 @@
 export interface IntakeView {
   /** Ready (pending) jobs as of the last commit, or undefined when the store cannot tell. */
   ready(queue: string): number | undefined;
+  /**
+   * When `ready` is an estimate that adds the jobs enqueued here since the store last counted the
+   * backlog (PostgreSQL: some may have been delivered already), the part that count saw; undefined
+   * when `ready` is exact.
+   */
+  seen(queue: string): number | undefined;
   /**
    * This server's subscribers' summed prefetch and the room they have for more jobs now, and the
    * summed prefetch of the queue's subscribers on other servers (whose room is not known here).
@@ -196,8 +204,9 @@ export class IntakeGate {
    * count, while the queue itself holds delivery back, or (for a new enqueue) while no subscriber
    * has room: then it waits on its consumers, not on the server. Subscribers on other servers
    * count towards the bound; with none here their room is taken for granted (a stalled delivery
-   * is seen by the backlog watch instead), but a deep backlog only they consume is not held
-   * (whether it is theirs to work through cannot be seen here).
+   * is seen by the backlog watch instead), but only once a count saw the backlog over the bound,
+   * and a deep backlog only they consume is not held (whether it is theirs to work through cannot
+   * be seen here).
    */
   #hold(queue: string, arriving: boolean): { over: number; deep: boolean } | null {
     const ready = this.#view.ready(queue);
@@ -211,6 +220,11 @@ export class IntakeGate {
     // judged by the backlog watch's counts (a stalled delivery opens the gate).
     if (arriving && local > 0 && room === 0) return null;
     const bound = BACKLOG_PER_PREFETCH * local + REMOTE_BACKLOG_PER_PREFETCH * remote;
+    // Without subscribers here, no claim of its own tells this server what was delivered: only
+    // the backlog watch's counts do. Jobs enqueued since the last count may be gone already (an
+    // idle queue's are, within a few ms), so only a count that saw the backlog over the bound is
+    // reason to hold.
+    if (local === 0 && (this.#view.seen(queue) ?? ready) <= bound) return null;
     if (ready <= DEEP_BACKLOG_PER_PREFETCH * prefetch) {
       this.#grewFrom.delete(queue);
       return ready > bound ? { over: ready - bound, deep: false } : null;

@@ -394,6 +394,12 @@ export interface Store {
    */
   backlogHint?(queue: string): number | undefined;
   /**
+   * The part of {@linkcode Store.backlogHint} the store has counted (at its last claim or count
+   * of the backlog), without the jobs enqueued here since, which may have been delivered
+   * already; undefined when it has no estimate.
+   */
+  backlogSeen?(queue: string): number | undefined;
+  /**
    * The summed prefetch of the other servers' consumers of `queue`, as last heard, from a store
    * several servers share; the intake gate measures the queue's backlog against it too.
    */

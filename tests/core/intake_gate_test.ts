@@ -339,14 +339,32 @@ for (
 interface PgPair extends AsyncDisposable {
   feeder: Broker;
   feederStore: PgStore;
+  /** The enqueues the feeder's gate held. */
+  holds: HoldLog["holds"];
   consumer: Broker;
   sub: TestSubscriber;
 }
 
-async function pgPair(prefetch: number, stallMs: number): Promise<PgPair> {
+/** Resolves once the feeder's backlog watch has counted `ready` jobs. */
+function counted(p: PgPair, ready: number): Promise<void> {
+  return eventually(
+    () => p.feederStore.backlogSeen("q") === ready,
+    `a count of the backlog that saw ${ready}`,
+  );
+}
+
+async function pgPair(prefetch: number, stallMs: number, watchMs?: number): Promise<PgPair> {
   const schema = db!.schema();
   const open = () =>
-    PgStore.open({ url: db!.url, schema, policy: POLICY, poolSize: 4, pollMs: 60_000, stallMs });
+    PgStore.open({
+      url: db!.url,
+      schema,
+      policy: POLICY,
+      poolSize: 4,
+      pollMs: 60_000,
+      stallMs,
+      watchMs,
+    });
   const feederStore = await open();
   const consumerStore = await open();
   const cleanup = async () => {
@@ -354,7 +372,8 @@ async function pgPair(prefetch: number, stallMs: number): Promise<PgPair> {
     await consumerStore.close();
     await db!.dropSchema(schema);
   };
-  const feeder = await withBroker(feederStore, cleanup);
+  const log = new HoldLog();
+  const feeder = await withBroker(feederStore, cleanup, log);
   const consumer = await withBroker(consumerStore, cleanup);
   const sub = new TestSubscriber("q", prefetch);
   consumer.subscribe(sub);
@@ -365,6 +384,7 @@ async function pgPair(prefetch: number, stallMs: number): Promise<PgPair> {
   return {
     feeder,
     feederStore,
+    holds: log.holds,
     consumer,
     sub,
     [Symbol.asyncDispose]: async () => {
@@ -383,6 +403,7 @@ pgTest(
   async () => {
     await using p = await pgPair(4, 10_000);
     await p.feeder.enqueue("q", jobs(10)); // no backlog known yet: admitted at once
+    await counted(p, 10);
     const startedAt = performance.now();
     const held = p.feeder.enqueue("q", jobs(1));
     assert.equal(
@@ -403,9 +424,10 @@ pgTest(
 pgTest(
   "a server without subscribers holds nothing once the other servers' delivery stalls",
   async () => {
-    await using p = await pgPair(4, 30);
+    await using p = await pgPair(4, 60);
     // The subscriber takes nothing (as when the queue is paused or its consumers are busy).
     await p.feeder.enqueue("q", jobs(10));
+    await counted(p, 10);
     const startedAt = performance.now();
     const held = p.feeder.enqueue("q", jobs(1));
     assert.equal(await settlesWithin(held, 15), false, "held at first");
@@ -429,6 +451,25 @@ pgTest(
     for (let i = 0; i < 3; i++) {
       assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
     }
+  },
+);
+
+pgTest(
+  "a server without subscribers holds nothing before a count has seen the backlog over the bound",
+  async () => {
+    // No count of the backlog comes during this test: what the feeder knows is what it enqueued.
+    await using p = await pgPair(1, 10_000, 60_000);
+    p.sub.allowance = 100;
+    // One job at a time, each delivered on the other server before the next is sent, as on an
+    // idle queue: the feeder's estimate grows by one at each (nothing tells it of the
+    // deliveries), over the other server's prefetch of 1 from the third.
+    for (let n = 1; n <= 4; n++) {
+      await p.feeder.enqueue("q", jobs(1));
+      p.consumer.wake("q");
+      await eventually(() => p.sub.received.length === n, `delivery ${n}`);
+    }
+    assert.equal(p.feederStore.backlogHint("q"), 4);
+    assert.deepEqual(p.holds, [], "nothing held: no count saw a backlog");
   },
 );
 

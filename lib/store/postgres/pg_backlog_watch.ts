@@ -58,6 +58,8 @@ export interface PgBacklogWatchOptions {
   onError: (error: unknown) => void;
   /** How long without a delivery makes a queue stalled, ms. @default STALL_MS */
   stallMs?: number;
+  /** How often a watched queue is counted, ms. @default WATCH_INTERVAL_MS */
+  intervalMs?: number;
 }
 
 /** What the last count of a queue found. */
@@ -90,10 +92,11 @@ export class PgBacklogWatch {
     this.#o = options;
   }
 
-  /** Counts within {@linkcode WATCH_INTERVAL_MS} if any queue is to be watched (an enqueue). */
+  /** Counts within an interval if any queue is to be watched (an enqueue). */
   poke(): void {
     if (this.#closed || this.#timer !== null || this.#counting !== null) return;
-    const wait = Math.max(WATCH_INTERVAL_MS, this.#retryAt - performance.now());
+    const interval = this.#o.intervalMs ?? WATCH_INTERVAL_MS;
+    const wait = Math.max(interval, this.#retryAt - performance.now());
     this.#timer = setTimeout(() => {
       this.#timer = null;
       this.#counting = this.#count()

@@ -119,6 +119,11 @@ export interface PgStoreOptions {
    * pg_backlog_watch.ts). @default 50
    */
   stallMs?: number;
+  /**
+   * How often the backlog of a queue this server feeds and only others consume is counted, ms
+   * (see pg_backlog_watch.ts). @default 10
+   */
+  watchMs?: number;
 }
 
 /** The most this host's clock may differ from the database's, ms. */
@@ -240,6 +245,7 @@ export class PgStore implements Store {
       queues: () => this.#watchedQueues(),
       counted: (queue, count) => this.#backlogCounted(queue, count),
       stallMs: options.stallMs,
+      intervalMs: options.watchMs,
       onError: (error) =>
         (options.onBackgroundError ?? (() => {}))("count a queue's backlog", error),
     });
@@ -425,6 +431,11 @@ export class PgStore implements Store {
   backlogHint(queue: string): number | undefined {
     const intake = this.#intake.get(queue);
     return intake === undefined ? undefined : intake.ahead + intake.since;
+  }
+
+  /** The pending jobs the last claim or backlog count saw, of {@linkcode PgStore.backlogHint}. */
+  backlogSeen(queue: string): number | undefined {
+    return this.#intake.get(queue)?.ahead;
   }
 
   /** Adds an enqueue's new ready jobs to its queue's backlog estimate. */
