@@ -613,6 +613,11 @@ export class Broker {
             : { delivered: event.delivered, asked: event.delivered },
         );
         return;
+      case "consumers":
+        // The bound the gate holds this queue's backlog to moved (no subscribers left: nothing
+        // is held).
+        this.#gate.recheck(event.queue);
+        return;
       case "resync":
         this.#tick().catch((error) => this.#onError("tick", error));
         for (const queue of this.#subscribers.keys()) this.wake(queue);

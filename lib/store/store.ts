@@ -218,7 +218,9 @@ export type StoreEvent =
     readonly queue: string;
     readonly delivered: number;
     readonly stalled: boolean;
-  };
+  }
+  /** The other servers' consumers of `queue` changed: their summed prefetch is not what it was. */
+  | { readonly kind: "consumers"; readonly queue: string };
 
 /** Which page of a queue's jobs in one state {@linkcode Store.listJobs} answers. */
 export interface JobPage {

@@ -455,6 +455,24 @@ pgTest(
 );
 
 pgTest(
+  "a server without subscribers lets its held enqueues in once the other servers' subscribers leave",
+  async () => {
+    await using p = await pgPair(4, 10_000);
+    await p.feeder.enqueue("q", jobs(10));
+    await counted(p, 10);
+    const startedAt = performance.now();
+    const held = p.feeder.enqueue("q", jobs(1));
+    assert.equal(await settlesWithin(held, 10), false, "held: 10 ready for a prefetch of 4");
+    // Nobody consumes the queue any more: nothing is to be held, and the feeder hears of it
+    // (about 20 ms after the change) before the hold would have run out.
+    p.consumer.unsubscribe(p.sub);
+    assert.equal((await held).length, 1);
+    assert.ok(performance.now() - startedAt < MAX_HOLD_MS, "let in by the change, not the timer");
+    assert.equal(p.feederStore.remotePrefetch("q"), 0);
+  },
+);
+
+pgTest(
   "a server without subscribers holds nothing before a count has seen the backlog over the bound",
   async () => {
     // No count of the backlog comes during this test: what the feeder knows is what it enqueued.

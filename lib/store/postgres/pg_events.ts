@@ -233,7 +233,11 @@ export class PgEvents {
   #received(payload: string): void {
     const message = decodeMessage(payload, this.#o.instance);
     if (message === null) return;
-    if (message.c === 1) this.#beatSoon();
+    // Another server's consumers changed: read them now (a read under way may predate it).
+    if (message.c === 1 && !this.#closed && this.#timer !== null) {
+      if (this.#beating === null) this.#beat();
+      else this.#beatSoon();
+    }
     for (const event of eventsOf(message)) this.#emit(event);
   }
 
@@ -299,9 +303,15 @@ export class PgEvents {
         SELECT queue, sum(n)::bigint AS n, sum(prefetch)::bigint AS prefetch FROM consumers
         WHERE instance <> ${instance} AND seen_at >= ${now - PRESENCE_TTL_MS}
         GROUP BY queue`;
+      const was = this.#others;
       this.#others = new Map(
         rows.map((row) => [row.queue, { n: row.n, prefetch: row.prefetch }]),
       );
+      for (const queue of new Set([...was.keys(), ...this.#others.keys()])) {
+        if (was.get(queue)?.prefetch !== this.#others.get(queue)?.prefetch) {
+          this.#emit({ kind: "consumers", queue });
+        }
+      }
     } catch (error) {
       for (const queue of queues) this.#dirty.add(queue);
       if (changed) this.#changed = true;
