@@ -491,6 +491,16 @@ pgTest(
   },
 );
 
+pgTest("a count of the backlog older than 100 ms is no reason to hold", async () => {
+  // Counts 150 ms apart: the one that saw 10 ready is stale before the next.
+  await using p = await pgPair(4, 10_000, 150);
+  await p.feeder.enqueue("q", jobs(10));
+  await counted(p, 10);
+  await new Promise((resolve) => setTimeout(resolve, 110));
+  assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
+  assert.deepEqual(p.holds, []);
+});
+
 pgTest("a backlog too deep for the count to read is not held", async () => {
   await using p = await pgPair(200, 10_000); // deep from 3 200 jobs; a count reads 2 000
   for (let i = 0; i < 5; i++) await p.feeder.enqueue("q", jobs(420));
@@ -506,6 +516,7 @@ pgTest("a backlog too deep for the count to read is not held", async () => {
 pgTest("a deep backlog that only other servers consume is not held", async () => {
   await using p = await pgPair(1, 10_000); // deep from 16 rounds of credit: 16 jobs
   await p.feeder.enqueue("q", jobs(50));
+  await counted(p, 50);
   // Whether the other server's consumers are busy with it cannot be seen from here.
   assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
 });

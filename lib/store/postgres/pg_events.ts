@@ -142,12 +142,16 @@ export class PgEvents {
   #others = new Map<string, ConsumerCount>();
   #unlisten: (() => Promise<void>) | null = null;
   #timer: ReturnType<typeof setInterval> | null = null;
+  /** Heartbeats between polls, when polls are further apart than the presence rows allow. */
+  #presenceTimer: ReturnType<typeof setInterval> | null = null;
   /** The heartbeat due soon after a change of consumers (here or on another server). */
   #soonTimer: ReturnType<typeof setTimeout> | null = null;
   /** Whether the next heartbeat tells the others that this server's consumers changed. */
   #changed = false;
   #lastFull = 0;
   #beating: Promise<void> | null = null;
+  /** When the last heartbeat started (performance.now() ms). */
+  #beatAt = -Infinity;
   #closed = false;
 
   /** Makes the listening half; {@linkcode PgEvents.start} connects it. */
@@ -166,7 +170,16 @@ export class PgEvents {
     );
     this.#unlisten = meta.unlisten;
     this.#timer = setInterval(() => this.#poll(), this.#o.pollMs);
-    await this.#heartbeat();
+    // The rows must be refreshed within PRESENCE_TTL_MS whatever --pg-poll says (up to a
+    // minute): every other one of these beats is a full one (PRESENCE_TTL_MS / 3 apart at least).
+    if (this.#o.pollMs > PRESENCE_TTL_MS / 4) {
+      this.#presenceTimer = setInterval(() => this.#beat(), PRESENCE_TTL_MS / 4);
+    }
+    // The first one's failure is start()'s; a change heard meanwhile waits for it (#beating).
+    this.#beatAt = performance.now();
+    const first = this.#heartbeat();
+    this.#beating = first.catch(() => {}).finally(() => this.#beating = null);
+    await first;
   }
 
   /** Adds a listener; answers a function that removes it. */
@@ -219,6 +232,8 @@ export class PgEvents {
     this.#closed = true;
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
+    if (this.#presenceTimer !== null) clearInterval(this.#presenceTimer);
+    this.#presenceTimer = null;
     if (this.#soonTimer !== null) clearTimeout(this.#soonTimer);
     this.#soonTimer = null;
     await this.#beating;
@@ -233,9 +248,12 @@ export class PgEvents {
   #received(payload: string): void {
     const message = decodeMessage(payload, this.#o.instance);
     if (message === null) return;
-    // Another server's consumers changed: read them now (a read under way may predate it).
+    // Another server's consumers changed: read them now, unless a read started in the last
+    // CHANGE_DELAY_MS (then within it: many servers' changes cost one read per interval) or one
+    // is under way (it may predate the change: the next one follows it).
     if (message.c === 1 && !this.#closed && this.#timer !== null) {
-      if (this.#beating === null) this.#beat();
+      const recent = performance.now() - this.#beatAt < CHANGE_DELAY_MS;
+      if (this.#beating === null && !recent) this.#beat();
       else this.#beatSoon();
     }
     for (const event of eventsOf(message)) this.#emit(event);
@@ -263,7 +281,8 @@ export class PgEvents {
   }
 
   #beat(): void {
-    if (this.#beating !== null) return;
+    if (this.#beating !== null || this.#closed) return;
+    this.#beatAt = performance.now();
     this.#beating = this.#heartbeat()
       .catch((error) => this.#o.onError("heartbeat", error))
       .finally(() => this.#beating = null);
@@ -279,6 +298,7 @@ export class PgEvents {
     // Taken with the queues it covers: a change made while this beat writes is the next one's.
     const changed = this.#changed;
     this.#changed = false;
+    let was: Map<string, ConsumerCount>;
     try {
       if (queues.length > 0) {
         const counts = queues.map((q) => this.#local.get(q)?.n ?? 0);
@@ -303,21 +323,22 @@ export class PgEvents {
         SELECT queue, sum(n)::bigint AS n, sum(prefetch)::bigint AS prefetch FROM consumers
         WHERE instance <> ${instance} AND seen_at >= ${now - PRESENCE_TTL_MS}
         GROUP BY queue`;
-      const was = this.#others;
+      was = this.#others;
       this.#others = new Map(
         rows.map((row) => [row.queue, { n: row.n, prefetch: row.prefetch }]),
       );
-      for (const queue of new Set([...was.keys(), ...this.#others.keys()])) {
-        if (was.get(queue)?.prefetch !== this.#others.get(queue)?.prefetch) {
-          this.#emit({ kind: "consumers", queue });
-        }
-      }
     } catch (error) {
       for (const queue of queues) this.#dirty.add(queue);
       if (changed) this.#changed = true;
       throw new Error(`Cannot refresh consumer counts: ${describePgError(error)}`, {
         cause: error,
       });
+    }
+    // Told once the counts are in place: a listener's failure is not the heartbeat's.
+    for (const queue of new Set([...was.keys(), ...this.#others.keys()])) {
+      if (was.get(queue)?.prefetch !== this.#others.get(queue)?.prefetch) {
+        this.#emit({ kind: "consumers", queue });
+      }
     }
   }
 }

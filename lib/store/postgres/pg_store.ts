@@ -153,12 +153,17 @@ const BACKLOG_COUNT_LIMIT = 2000;
 /** How long after this server's last enqueue into a queue its claims keep counting, ms. */
 const INTAKE_WINDOW_MS = 250;
 
+/** How long a count of a queue's backlog is evidence of it for the intake gate, ms. */
+const SEEN_FOR_MS = 100;
+
 /** A queue's intake through this server (see {@linkcode PgStore.backlogHint}). */
 interface Intake {
   /** Pending jobs the last claim counted beyond those it leased. */
   ahead: number;
   /** Ready jobs enqueued here since that claim. */
   since: number;
+  /** When `ahead` was counted (performance.now() ms; -Infinity: never). */
+  countedAt: number;
   /** When this server last enqueued into it (Date.now() ms). */
   at: number;
 }
@@ -249,6 +254,10 @@ export class PgStore implements Store {
       onError: (error) =>
         (options.onBackgroundError ?? (() => {}))("count a queue's backlog", error),
     });
+    // Subscribers elsewhere that came or changed may make a queue this server feeds the watch's.
+    this.#events.listen((event) => {
+      if (event.kind === "consumers") this.#watch.poke();
+    });
   }
 
   /**
@@ -318,6 +327,8 @@ export class PgStore implements Store {
 
   setConsumers(queue: string, n: number, prefetch: number): void {
     this.#events.setConsumers(queue, n, prefetch);
+    // Its last subscriber here gone, a queue it feeds may be the backlog watch's now.
+    if (n === 0) this.#watch.poke();
   }
 
   remotePrefetch(queue: string): number {
@@ -433,9 +444,15 @@ export class PgStore implements Store {
     return intake === undefined ? undefined : intake.ahead + intake.since;
   }
 
-  /** The pending jobs the last claim or backlog count saw, of {@linkcode PgStore.backlogHint}. */
+  /**
+   * The pending jobs the last claim or backlog count saw, of {@linkcode PgStore.backlogHint};
+   * 0 when that count is older than {@linkcode SEEN_FOR_MS} (the queue's delivery may have
+   * changed since: its consumers left, or its last count was taken before they did).
+   */
   backlogSeen(queue: string): number | undefined {
-    return this.#intake.get(queue)?.ahead;
+    const intake = this.#intake.get(queue);
+    if (intake === undefined) return undefined;
+    return performance.now() - intake.countedAt <= SEEN_FOR_MS ? intake.ahead : 0;
   }
 
   /** Adds an enqueue's new ready jobs to its queue's backlog estimate. */
@@ -443,8 +460,9 @@ export class PgStore implements Store {
     let ready = 0;
     for (const e of out) if (e.duplicate === null && e.state === "pending") ready++;
     const intake = this.#intake.get(queue);
-    if (intake === undefined) this.#intake.set(queue, { ahead: 0, since: ready, at: Date.now() });
-    else {
+    if (intake === undefined) {
+      this.#intake.set(queue, { ahead: 0, since: ready, at: Date.now(), countedAt: -Infinity });
+    } else {
       intake.since += ready;
       intake.at = Date.now();
     }
@@ -473,6 +491,7 @@ export class PgStore implements Store {
     if (intake !== undefined) {
       intake.ahead = count.ready;
       intake.since = 0;
+      intake.countedAt = performance.now();
     }
     this.#events.tell({
       kind: "backlog",
@@ -508,6 +527,7 @@ export class PgStore implements Store {
     if (intake === undefined) return;
     intake.ahead = Math.max(0, pending - leased);
     intake.since = 0;
+    intake.countedAt = performance.now();
   }
 
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]> {

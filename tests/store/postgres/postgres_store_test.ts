@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { PgStore } from "../../../lib/store/postgres/pg_store.ts";
 import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../../helpers/pg.ts";
+import { eventually } from "../../helpers/ws_client.ts";
 import {
   assertSweepSkipsKeptJobs,
   exerciseStore,
@@ -211,6 +212,65 @@ Deno.test({
       await db!.admin.unsafe(`ANALYZE ${jobs}`);
       await assertSweepSkipsKeptJobs(store, 20);
     }),
+});
+
+/** Two servers on a fresh schema, polling every `pollMs`; closed and dropped at disposal. */
+async function pgServers(pollMs: number) {
+  const schema = db!.schema();
+  const open = () =>
+    PgStore.open({ url: db!.url, schema, policy: SUITE_POLICY, poolSize: 4, pollMs });
+  const a = await open();
+  const b = await open();
+  return {
+    a,
+    b,
+    schema,
+    [Symbol.asyncDispose]: async () => {
+      await Promise.all([a.close(), b.close()]);
+      await db!.dropSchema(schema);
+    },
+  };
+}
+
+Deno.test({
+  name: "postgres: a server hears when another's summed prefetch of a queue changes, and only then",
+  ignore: db === null,
+  fn: async () => {
+    await using s = await pgServers(50);
+    const heard: string[] = [];
+    s.b.listen((event) => {
+      if (event.kind === "consumers") heard.push(event.queue);
+    });
+    s.a.setConsumers("q", 1, 4);
+    await eventually(() => s.b.remotePrefetch("q") === 4, "the first change");
+    assert.deepEqual(heard, ["q"]);
+    s.a.setConsumers("q", 2, 4); // more consumers, the same prefetch in all
+    await eventually(() => s.b.consumers("q") === 2, "the count");
+    await new Promise((resolve) => setTimeout(resolve, 200)); // polls, heartbeats
+    assert.deepEqual(heard, ["q"], "neither a count alone nor a heartbeat is a change");
+    s.a.setConsumers("q", 0, 0);
+    await eventually(() => heard.length === 2, "the last consumers leaving");
+    assert.deepEqual(heard, ["q", "q"]);
+    assert.equal(s.b.remotePrefetch("q"), 0);
+  },
+});
+
+Deno.test({
+  name: "postgres: a server polling once a minute still refreshes its consumers within their 10 s",
+  ignore: db === null,
+  fn: async () => {
+    await using s = await pgServers(60_000);
+    s.a.setConsumers("q", 1, 4);
+    await eventually(() => s.b.remotePrefetch("q") === 4, "the change");
+    const seenAt = async () =>
+      Number(
+        (await db!.admin.unsafe(`SELECT seen_at FROM "${s.schema}".consumers WHERE queue = 'q'`))[0]
+          .seen_at,
+      );
+    const first = await seenAt();
+    // Within half the rows' 10 s life: the other servers never see them lapse.
+    await eventually(async () => await seenAt() > first, "a heartbeat", 6_000);
+  },
 });
 
 dropPgTestDatabaseAfterwards(db);
