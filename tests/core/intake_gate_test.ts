@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { Broker, type BrokerObserver, type Subscriber } from "../../lib/core/broker.ts";
 import { ManualClock } from "../../lib/core/clock.ts";
 import { MAX_HOLD_MS } from "../../lib/core/intake_gate.ts";
-import type { Delivery, NewJob } from "../../lib/core/job.ts";
+import type { Delivery, Enqueued, NewJob } from "../../lib/core/job.ts";
 import type { Store } from "../../lib/store/store.ts";
 import { DEFAULT_QUEUE_SETTINGS } from "../../lib/core/queue_settings.ts";
 import { SqliteStore } from "../../lib/store/sqlite/sqlite_store.ts";
@@ -353,6 +353,22 @@ function counted(p: PgPair, ready: number): Promise<void> {
   );
 }
 
+/**
+ * Has the feeder enqueue 10 jobs (no backlog known yet: admitted at once), waits for a count that
+ * sees them, then enqueues one more and checks that it is still held after `checkMs`.
+ */
+async function holdOne(
+  p: PgPair,
+  checkMs: number,
+): Promise<{ held: Promise<Enqueued[]>; startedAt: number }> {
+  await p.feeder.enqueue("q", jobs(10));
+  await counted(p, 10);
+  const startedAt = performance.now();
+  const held = p.feeder.enqueue("q", jobs(1));
+  assert.equal(await settlesWithin(held, checkMs), false, "held: 10 ready, over the bound");
+  return { held, startedAt };
+}
+
 async function pgPair(prefetch: number, stallMs: number, watchMs?: number): Promise<PgPair> {
   const schema = db!.schema();
   const open = () =>
@@ -402,15 +418,8 @@ pgTest(
   "a server without subscribers holds enqueues while another server's lag behind, until they deliver",
   async () => {
     await using p = await pgPair(4, 10_000);
-    await p.feeder.enqueue("q", jobs(10)); // no backlog known yet: admitted at once
-    await counted(p, 10);
-    const startedAt = performance.now();
-    const held = p.feeder.enqueue("q", jobs(1));
-    assert.equal(
-      await settlesWithin(held, MAX_HOLD_MS / 4),
-      false,
-      "held: 10 ready for the other server's prefetch of 4",
-    );
+    // 10 ready for the other server's prefetch of 4.
+    const { held, startedAt } = await holdOne(p, MAX_HOLD_MS / 4);
     // The other server delivers 7, leaving 3 ready: the feeder's next count of the backlog sees
     // it and lets the enqueue in.
     p.sub.allowance = 7;
@@ -426,11 +435,7 @@ pgTest(
   async () => {
     await using p = await pgPair(4, 60);
     // The subscriber takes nothing (as when the queue is paused or its consumers are busy).
-    await p.feeder.enqueue("q", jobs(10));
-    await counted(p, 10);
-    const startedAt = performance.now();
-    const held = p.feeder.enqueue("q", jobs(1));
-    assert.equal(await settlesWithin(held, 15), false, "held at first");
+    const { held, startedAt } = await holdOne(p, 15);
     await held;
     assert.ok(performance.now() - startedAt < MAX_HOLD_MS, "let in once delivery stalled");
     assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
@@ -458,11 +463,7 @@ pgTest(
   "a server without subscribers lets its held enqueues in once the other servers' subscribers leave",
   async () => {
     await using p = await pgPair(4, 10_000);
-    await p.feeder.enqueue("q", jobs(10));
-    await counted(p, 10);
-    const startedAt = performance.now();
-    const held = p.feeder.enqueue("q", jobs(1));
-    assert.equal(await settlesWithin(held, 10), false, "held: 10 ready for a prefetch of 4");
+    const { held, startedAt } = await holdOne(p, 10);
     // Nobody consumes the queue any more: nothing is to be held, and the feeder hears of it
     // (about 20 ms after the change) before the hold would have run out.
     p.consumer.unsubscribe(p.sub);
