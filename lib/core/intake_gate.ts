@@ -30,9 +30,9 @@
  * of their deliveries from counts of the backlog every few ms (pg_backlog_watch.ts), which let
  * held enqueues go as its own claims would. It holds only once a count has seen the backlog over
  * the bound (what it enqueued since may have been delivered already: an idle queue's jobs are,
- * within a few ms, and holding them would only delay them); it cannot see whether the other
- * servers' credit is in use, so it holds nothing once their delivery stalls (nothing delivered for
- * a while with jobs ready) or the backlog is deep.
+ * within a few ms, and holding them would only delay them), and for {@linkcode ARMED_MS} after.
+ * It cannot see whether the other servers' credit is in use, so it holds nothing once their
+ * delivery stalls (nothing delivered for a while with jobs ready) or the backlog is deep.
  *
  * @module
  */
@@ -73,6 +73,14 @@ export const REMOTE_BACKLOG_PER_PREFETCH = 1;
  */
 export const DEEP_BACKLOG_PER_PREFETCH = 16;
 
+/**
+ * For how long after a count of the backlog last saw it over the bound a server whose subscribers
+ * of the queue are all on other servers judges its estimate of the backlog (that count plus the
+ * jobs it accepted since) against the bound, ms. Before any such count it holds nothing: the jobs
+ * accepted since the last count may have been delivered already (an idle queue's are).
+ */
+export const ARMED_MS = 250;
+
 /** Longest time one enqueue is held, ms. */
 export const MAX_HOLD_MS = 100;
 
@@ -102,6 +110,11 @@ export class IntakeGate {
   readonly #passes = new Map<string, { last: number; before: number }>();
   /** Deep backlogs that grew, and the level they are held back to. */
   readonly #grewFrom = new Map<string, number>();
+  /**
+   * Queues only other servers consume, and when a count last saw their backlog over the bound
+   * (performance.now() ms): see {@linkcode ARMED_MS}.
+   */
+  readonly #overSeenAt = new Map<string, number>();
 
   /** A gate deciding from `view`. */
   constructor(view: IntakeView) {
@@ -214,6 +227,7 @@ export class IntakeGate {
     const prefetch = local + remote;
     if (this.#stalled.has(queue) || ready === undefined || prefetch === 0) {
       this.#grewFrom.delete(queue);
+      this.#overSeenAt.delete(queue);
       return null;
     }
     // Room is known only for this server's subscribers; with none here, the others' delivery is
@@ -223,8 +237,16 @@ export class IntakeGate {
     // Without subscribers here, no claim of its own tells this server what was delivered: only
     // the backlog watch's counts do. Jobs enqueued since the last count may be gone already (an
     // idle queue's are, within a few ms), so only a count that saw the backlog over the bound is
-    // reason to hold.
-    if (local === 0 && (this.#view.seen(queue) ?? ready) <= bound) return null;
+    // reason to hold; from it on, for a while, the estimate is judged as for subscribers here.
+    if (local === 0) {
+      const now = performance.now();
+      if ((this.#view.seen(queue) ?? ready) > bound) this.#overSeenAt.set(queue, now);
+      const at = this.#overSeenAt.get(queue);
+      if (at === undefined || now - at > ARMED_MS) {
+        this.#overSeenAt.delete(queue);
+        return null;
+      }
+    }
     if (ready <= DEEP_BACKLOG_PER_PREFETCH * prefetch) {
       this.#grewFrom.delete(queue);
       return ready > bound ? { over: ready - bound, deep: false } : null;

@@ -492,6 +492,21 @@ pgTest(
   },
 );
 
+pgTest(
+  "once a count saw the backlog over the bound, the jobs accepted since count until the next",
+  async () => {
+    await using p = await pgPair(4, 10_000, 60); // counts 60 ms apart
+    await p.feeder.enqueue("q", jobs(10));
+    await counted(p, 10); // over the other server's prefetch of 4
+    p.sub.allowance = 10;
+    p.consumer.wake("q");
+    await counted(p, 0); // all delivered
+    await p.feeder.enqueue("q", jobs(5)); // none ready as counted: admitted
+    // 5 accepted since the last count, over the bound: held, though no count has seen them yet.
+    assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), false);
+  },
+);
+
 pgTest("a count of the backlog older than 100 ms is no reason to hold", async () => {
   // Counts 150 ms apart: the one that saw 10 ready is stale before the next.
   await using p = await pgPair(4, 10_000, 150);

@@ -437,21 +437,26 @@ export class PgStore implements Store {
    * plus the ready jobs it enqueued since. Known only for queues this server enqueued into in
    * the last {@linkcode INTAKE_WINDOW_MS}: the others have no intake here to hold back.
    * Other servers' enqueues are seen at the next claim's count. A queue that only other servers
-   * consume is counted by the backlog watch instead (pg_backlog_watch.ts), every few ms.
+   * consume is counted by the backlog watch instead (pg_backlog_watch.ts), every few ms. A count
+   * older than {@linkcode SEEN_FOR_MS} is not gone by (see PgStore.backlogSeen).
    */
   backlogHint(queue: string): number | undefined {
     const intake = this.#intake.get(queue);
-    return intake === undefined ? undefined : intake.ahead + intake.since;
+    return intake === undefined ? undefined : this.#seenOf(intake) + intake.since;
+  }
+
+  /** The pending jobs the last claim or backlog count saw, of {@linkcode PgStore.backlogHint}. */
+  backlogSeen(queue: string): number | undefined {
+    const intake = this.#intake.get(queue);
+    return intake === undefined ? undefined : this.#seenOf(intake);
   }
 
   /**
-   * The pending jobs the last claim or backlog count saw, of {@linkcode PgStore.backlogHint};
-   * 0 when that count is older than {@linkcode SEEN_FOR_MS} (the queue's delivery may have
-   * changed since: its consumers left, or its last count was taken before they did).
+   * The pending jobs the last count saw, or 0 once it is older than {@linkcode SEEN_FOR_MS}: the
+   * queue's delivery may have changed since (its consumers left, or came back, while nothing
+   * counted it).
    */
-  backlogSeen(queue: string): number | undefined {
-    const intake = this.#intake.get(queue);
-    if (intake === undefined) return undefined;
+  #seenOf(intake: Intake): number {
     return performance.now() - intake.countedAt <= SEEN_FOR_MS ? intake.ahead : 0;
   }
 
