@@ -217,9 +217,9 @@ export class IntakeGate {
    * count, while the queue itself holds delivery back, or (for a new enqueue) while no subscriber
    * has room: then it waits on its consumers, not on the server. Subscribers on other servers
    * count towards the bound; with none here their room is taken for granted (a stalled delivery
-   * is seen by the backlog watch instead), but only once a count saw the backlog over the bound,
-   * and a deep backlog only they consume is not held (whether it is theirs to work through cannot
-   * be seen here).
+   * is seen by the backlog watch instead), but only once a count saw the backlog over the bound
+   * (and for {@linkcode ARMED_MS} after), and a deep backlog only they consume is not held
+   * (whether it is theirs to work through cannot be seen here).
    */
   #hold(queue: string, arriving: boolean): { over: number; deep: boolean } | null {
     const ready = this.#view.ready(queue);
