@@ -51,10 +51,11 @@ export interface Subscriber {
   /** Marks `n` credit as reserved for a claim under way. */
   reserve(n: number): void;
   /**
-   * Hands over claimed jobs and gives back the reservation of `reserved`. Answers false if the
-   * consumer is gone and the jobs must be released.
+   * Hands over claimed jobs and gives back the reservation of `reserved`. Answers how many of
+   * them (the first ones) it took: the others are released at once, their attempt not counted
+   * (the consumer is gone, or cannot take more now).
    */
-  deliver(deliveries: Delivery[], reserved: number): boolean;
+  deliver(deliveries: Delivery[], reserved: number): number;
   /** Who holds the leases it is given (null: nobody to tell). */
   readonly holder: LeaseHolder | null;
   /** Most jobs it holds at once, for a standing subscription (absent for a one-off long-poll). */
@@ -282,9 +283,9 @@ export class Broker {
         },
         deliver: (deliveries, n) => {
           reserved -= n;
-          if (done) return deliveries.length === 0;
+          if (done) return 0;
           if (deliveries.length > 0) finish(deliveries);
-          return true;
+          return deliveries.length;
         },
       };
       const timer = this.#clock.setTimer(stop, waitMs);
@@ -527,13 +528,17 @@ export class Broker {
       this.#armForLeases(deliveries);
       this.#began(subscriber.queue, deliveries, this.#clock.now(), subscriber.holder);
     }
-    if (!subscriber.deliver(deliveries, reserved)) {
-      // The consumer vanished between claim and hand-over: give the jobs back at once.
+    const taken = subscriber.deliver(deliveries, reserved);
+    if (taken < deliveries.length) {
+      // The consumer vanished between claim and hand-over, or its socket is full: give the jobs
+      // it did not take back at once.
       this.release(
-        deliveries.map((d) => ({ id: d.job.id, token: d.lease.token, undelivered: true })),
-      ).catch(
-        (error) => this.#onError("release", error),
-      );
+        deliveries.slice(taken).map((d) => ({
+          id: d.job.id,
+          token: d.lease.token,
+          undelivered: true,
+        })),
+      ).catch((error) => this.#onError("release", error));
       return false;
     }
     return claimed.length === reserved;

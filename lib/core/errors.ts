@@ -95,9 +95,14 @@ export function toTegamiError(error: unknown): TegamiError {
   return new TegamiError("internal", "Internal error: see the server log", { cause: error });
 }
 
+/** The longest field name an error message repeats, in characters; a longer one is cut. */
+const MAX_FIELD_CHARS = 128;
+
 /** Shorthand for a `validation_failed` error whose message names the field. */
 export function invalid(field: string, problem: string): TegamiError {
-  return new TegamiError("validation_failed", `Invalid "${field}": ${problem}`);
+  // An unknown field's name is the client's own text: a message stays short whatever it sent.
+  const name = field.length > MAX_FIELD_CHARS ? `${field.slice(0, MAX_FIELD_CHARS)}…` : field;
+  return new TegamiError("validation_failed", `Invalid "${name}": ${problem}`);
 }
 
 /** Shorthand for a `not_found` error about a job. */

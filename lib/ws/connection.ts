@@ -22,6 +22,7 @@ import type { Broker, LeaseHolder, LeaseNotice, Subscriber } from "../core/broke
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { invalid, jobNotFound, TegamiError, toTegamiError } from "../core/errors.ts";
 import type { Delivery } from "../core/job.ts";
+import { largestDeliveryBytes } from "../core/limits.ts";
 import type { Logger } from "../observe/log.ts";
 import {
   enqueueAnswer,
@@ -46,7 +47,8 @@ import {
   errorFrame,
   expiredFrame,
   jobFrame,
-  jobsFrame,
+  type JobsFrame,
+  jobsFrames,
   MAX_BATCH_FRAMES,
   okFrame,
   refOf,
@@ -83,6 +85,13 @@ const RESUME_READING_AT = HOLD_READING_AT / 2;
 export const AUTH_TIMEOUT_MS = 10_000;
 /** How often a connection paused for a full send buffer looks whether it has drained, ms. */
 export const DRAIN_CHECK_MS = 25;
+
+/**
+ * How long a send buffer may stay past half of `maxBuffered` (where a push stops) without
+ * shrinking before its client counts as not reading and is cut (1008), ms. A client that reads,
+ * however slowly, shrinks it sooner.
+ */
+export const NOT_READING_MS = 5_000;
 
 /** Close codes used by the server. */
 export const CLOSE = {
@@ -127,6 +136,8 @@ export interface ConnectionOptions {
    * 1008, so sockets without a token cannot hold connection slots. @default AUTH_TIMEOUT_MS
    */
   authTimeoutMs?: number;
+  /** See {@linkcode NOT_READING_MS}. @default NOT_READING_MS */
+  notReadingMs?: number;
 }
 
 /** One subscription of a connection: its queue, credit and jobs in flight. */
@@ -166,8 +177,11 @@ export class Subscription implements Subscriber {
   reserve(n: number): void {
     this.reserved += n;
   }
-  /** Hands over a claim's jobs, giving back the `reserved` credit; false if they cannot go. */
-  deliver(deliveries: Delivery[], reserved: number): boolean {
+  /**
+   * Hands over a claim's jobs, giving back the `reserved` credit; answers how many of them (the
+   * first ones) were sent.
+   */
+  deliver(deliveries: Delivery[], reserved: number): number {
     this.reserved -= reserved;
     return this.connection.push(this, deliveries);
   }
@@ -186,6 +200,8 @@ export class Connection implements LeaseHolder {
   /** While a batch's frames are being submitted: the queues whose credit they freed. */
   #deferredWakes: Set<string> | null = null;
   #drainTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The send buffer past half of `maxBuffered`: its size when it last shrank, and since when. */
+  #stuck: { bytes: number; since: number } | null = null;
   #authTimer: TimerHandle | null = null;
   #finished = false;
 
@@ -384,50 +400,45 @@ export class Connection implements LeaseHolder {
     this.#close(CLOSE.goingAway, "server shutting down", false);
   }
 
-  /** Pushes claimed jobs; answers false if they cannot be sent (the broker releases them). */
-  push(sub: Subscription, deliveries: Delivery[]): boolean {
-    if (this.#finished || !sub.active) return deliveries.length === 0;
-    if (this.#options.version === 2) return this.#pushAll(sub, deliveries);
-    for (let i = 0; i < deliveries.length; i++) {
-      const d = deliveries[i];
+  /**
+   * Pushes claimed jobs; answers how many of them (the first ones) were sent: the broker puts the
+   * others back at once. A socket whose buffer is already past `maxBuffered` belongs to a client
+   * that is not reading: it is cut (1008) and nothing is sent. Otherwise frames go out until the
+   * buffer reaches half of `maxBuffered`: a claim of large jobs stops there instead of cutting a
+   * consumer that reads, the rest wait for it to catch up (pushes resume below `pauseBuffered`),
+   * and answers to its frames still have room.
+   */
+  push(sub: Subscription, deliveries: Delivery[]): number {
+    if (this.#finished || !sub.active || deliveries.length === 0) return 0;
+    if (this.#socket.bufferedAmount > this.#options.maxBuffered) {
+      this.#close(CLOSE.policy, "consumer is not reading its frames", true);
+      return 0;
+    }
+    const frames = this.#options.version === 2
+      ? jobsFrames(sub.queue, deliveries, largestDeliveryBytes(this.#options.limits.maxPayload))
+      : jobFrames(deliveries);
+    let sent = 0;
+    for (const { frame, count } of frames) {
+      if (sent > 0 && this.#socket.bufferedAmount >= this.#options.maxBuffered / 2) break;
       try {
-        this.#socket.send(jobFrame(d));
+        this.#socket.send(frame);
       } catch {
         // The socket is gone. The frames already sent may have reached the consumer: #finish
-        // releases them (registered below as they went out) with the attempt counted. Answering
-        // false makes the broker release the whole batch as undelivered; its release is queued
-        // after ours, so it finds the sent ones no longer leased and only puts back the rest.
+        // releases their leases (registered below as they went out) with the attempt counted;
+        // the broker puts back the rest, never sent, without.
         this.#finish(true);
-        return false;
+        return sent;
       }
-      this.#leases.set(d.job.id, { token: d.lease.token, sub });
-      sub.inflight++;
+      for (let i = sent; i < sent + count; i++) {
+        this.#leases.set(deliveries[i].job.id, { token: deliveries[i].lease.token, sub });
+      }
+      sub.inflight += count;
+      sent += count;
     }
-    if (this.#socket.bufferedAmount > this.#options.maxBuffered) {
-      this.#close(CLOSE.policy, "consumer is not reading its frames", true);
-    }
-    return true;
-  }
-
-  /** Pushes deliveries in one v2 `jobs` frame. */
-  #pushAll(sub: Subscription, deliveries: Delivery[]): boolean {
-    if (deliveries.length === 0) return true;
-    try {
-      this.#socket.send(jobsFrame(sub.queue, deliveries));
-    } catch {
-      // Nothing was sent: the broker releases the whole batch as undelivered.
-      this.#finish(true);
-      return false;
-    }
-    for (let i = 0; i < deliveries.length; i++) {
-      const d = deliveries[i];
-      this.#leases.set(d.job.id, { token: d.lease.token, sub });
-    }
-    sub.inflight += deliveries.length;
-    if (this.#socket.bufferedAmount > this.#options.maxBuffered) {
-      this.#close(CLOSE.policy, "consumer is not reading its frames", true);
-    }
-    return true;
+    // Stopped half way to maxBuffered: the rest go back, and delivery resumes once the buffer
+    // drains (or the client is cut, if it never does).
+    if (sent < deliveries.length) this.#watchDrain();
+    return sent;
   }
 
   /** The broker's notice that a lease this connection held has ended. */
@@ -601,13 +612,33 @@ export class Connection implements LeaseHolder {
       this.#drainTimer = null;
       if (this.#finished) return;
       if (this.#socket.bufferedAmount >= this.#options.pauseBuffered) {
-        this.#watchDrain();
+        if (this.#notReading()) {
+          this.#close(CLOSE.policy, "consumer is not reading its frames", true);
+        } else this.#watchDrain();
         return;
       }
       for (const sub of this.#subs.values()) {
         if (sub.active) this.#options.broker.wake(sub.queue);
       }
     }, DRAIN_CHECK_MS);
+  }
+
+  /**
+   * True once the send buffer has stayed past half of `maxBuffered` without shrinking for
+   * {@linkcode NOT_READING_MS}: the client does not read what it is sent.
+   */
+  #notReading(): boolean {
+    const bytes = this.#socket.bufferedAmount;
+    if (bytes < this.#options.maxBuffered / 2) {
+      this.#stuck = null;
+      return false;
+    }
+    const now = performance.now();
+    if (this.#stuck === null || bytes < this.#stuck.bytes) {
+      this.#stuck = { bytes, since: now };
+      return false;
+    }
+    return now - this.#stuck.since >= (this.#options.notReadingMs ?? NOT_READING_MS);
   }
 
   #send(text: string): void {
@@ -682,6 +713,11 @@ function tooManyFrames(): TegamiError {
  * in UTF-16 units undercounts non-ASCII text up to threefold. Counted exactly only when the
  * answer could cross `limit`.
  */
+/** The v1 `job` frames pushing `deliveries`, one each, built when asked for. */
+function* jobFrames(deliveries: readonly Delivery[]): Generator<JobsFrame> {
+  for (const delivery of deliveries) yield { frame: jobFrame(delivery), count: 1 };
+}
+
 function frameBytes(data: string | Uint8Array, limit: number): number {
   if (typeof data !== "string") return data.byteLength;
   if (data.length > limit || data.length * 3 <= limit) return data.length;

@@ -20,7 +20,7 @@
 
 import { invalid, TegamiError, toTegamiError } from "../core/errors.ts";
 import { type Delivery, deliveryMembers } from "../core/job.ts";
-import { asObject, jobId, queueName } from "../api/requests.ts";
+import { asObject, jobId, queueName, utf8Length } from "../api/requests.ts";
 import { elementSpans, memberSpan } from "../api/json_spans.ts";
 
 /** Operations a client may send. */
@@ -191,15 +191,47 @@ export function jobFrame(delivery: Delivery): string {
   return `{"op":"job",${deliveryMembers(delivery)}}`;
 }
 
-/** The v2 `jobs` frame pushing every delivery a subscription of `queue` was dealt at once. */
-export function jobsFrame(queue: string, deliveries: readonly Delivery[]): string {
-  let text = `{"op":"jobs","queue":${JSON.stringify(queue)},"jobs":[`;
-  for (let i = 0; i < deliveries.length; i++) {
-    text += i === 0 ? "{" : ",{";
-    text += deliveryMembers(deliveries[i]);
-    text += "}";
+/** Finds a character that takes more than one byte in UTF-8. */
+const NOT_ASCII = /[^\x00-\x7f]/;
+
+/** One v2 `jobs` frame and how many of the deliveries it was built from it carries. */
+export interface JobsFrame {
+  /** The frame's text. */
+  frame: string;
+  /** The deliveries it pushes, the first ones not in an earlier frame. */
+  count: number;
+}
+
+/**
+ * The v2 `jobs` frames pushing, in order, the deliveries a subscription of `queue` was dealt: as
+ * many jobs in each as keep it within `maxBytes` (at least one), so that with the largest `job`
+ * frame's size there (`largestDeliveryBytes`) no `jobs` frame is larger than a `job` frame can be.
+ * Each is built when asked for: a push that stops early builds no more.
+ */
+export function* jobsFrames(
+  queue: string,
+  deliveries: readonly Delivery[],
+  maxBytes: number,
+): Generator<JobsFrame> {
+  const head = `{"op":"jobs","queue":${JSON.stringify(queue)},"jobs":[`;
+  let text = head;
+  let bytes = utf8Length(head) + 2; // and the closing "]}"
+  let count = 0;
+  for (const delivery of deliveries) {
+    const item = `{${deliveryMembers(delivery)}}`;
+    const room = maxBytes - bytes - (count > 0 ? 1 : 0);
+    const size = NOT_ASCII.test(item) ? utf8Length(item) : item.length;
+    if (count > 0 && size > room) {
+      yield { frame: text + "]}", count };
+      text = head;
+      bytes = utf8Length(head) + 2;
+      count = 0;
+    }
+    text += count > 0 ? "," + item : item;
+    bytes += size + (count > 0 ? 1 : 0);
+    count++;
   }
-  return text + "]}";
+  if (count > 0) yield { frame: text + "]}", count };
 }
 
 /** The `cancel` frame: the job this connection holds was cancelled; its ack will fail. */

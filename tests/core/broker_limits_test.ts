@@ -34,14 +34,14 @@ class Holder implements Subscriber, LeaseHolder {
   reserve(n: number): void {
     this.reserved += n;
   }
-  deliver(deliveries: Delivery[], reserved: number): boolean {
+  deliver(deliveries: Delivery[], reserved: number): number {
     this.reserved -= reserved;
     for (const d of deliveries) {
       this.held.set(d.job.id, d);
       this.received.push(d);
       this.onDelivered(d);
     }
-    return true;
+    return deliveries.length;
   }
   leaseEnded(id: number): void {
     this.held.delete(id);

@@ -80,7 +80,7 @@ Deno.test("a pushed claim whose leases ended while it was answered goes back, at
     reserve: () => {},
     deliver: (deliveries) => {
       received.push(...deliveries);
-      return true;
+      return deliveries.length;
     },
   };
   h.control.stalls = 1;

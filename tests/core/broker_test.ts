@@ -49,15 +49,15 @@ class FakeSubscriber implements Subscriber, LeaseHolder {
   reserve(n: number): void {
     this.reserved += n;
   }
-  deliver(deliveries: Delivery[], reserved: number): boolean {
+  deliver(deliveries: Delivery[], reserved: number): number {
     this.reserved -= reserved;
     if (!this.present) {
       this.refused.push(...deliveries);
-      return false;
+      return 0;
     }
     this.received.push(...deliveries);
     this.inflight += deliveries.length;
-    return true;
+    return deliveries.length;
   }
   leaseEnded(id: number, _token: string, why: LeaseNotice): void {
     this.notices.push({ id, why });

@@ -53,11 +53,11 @@ class TestSubscriber implements Subscriber {
   reserve(n: number): void {
     this.reserved += n;
   }
-  deliver(deliveries: Delivery[], reserved: number): boolean {
+  deliver(deliveries: Delivery[], reserved: number): number {
     this.reserved -= reserved;
     this.allowance -= deliveries.length;
     this.received.push(...deliveries);
-    return true;
+    return deliveries.length;
   }
   room(): number {
     return this.roomLeft;

@@ -5,6 +5,7 @@
  */
 
 import assert from "node:assert/strict";
+import { largestDeliveryBytes } from "../../lib/core/limits.ts";
 import { OPEN_ACCESS, type Principal, TokenSet } from "../../lib/auth/tokens.ts";
 import { Broker } from "../../lib/core/broker.ts";
 import { ManualClock } from "../../lib/core/clock.ts";
@@ -394,18 +395,64 @@ Deno.test("Connection resumes pushes once a full buffer drains, without another 
   await eventually(() => socket.frames((f) => f.op === "job").length === 1, "the push after drain");
 });
 
-Deno.test("Connection cuts a reader whose buffer passes maxBuffered with 1008 and releases its jobs", async () => {
+Deno.test("a push stops half way to maxBuffered and gives the rest back, without cutting a reader", async () => {
   await using h = await startHarness();
   const socket = new FakeSocket();
   socket.accumulate = true;
-  const connection = h.connect(socket, { pauseBuffered: 1000, maxBuffered: 3000 });
+  const connection = h.connect(socket, { pauseBuffered: 1000, maxBuffered: 6000 });
   await subscribe(socket, connection, "w", 5);
   const ids = await h.enqueue("w", Array.from({ length: 5 }, () => "x".repeat(1000)));
+  // Frames of about 1 100 bytes: the third takes the buffer past 3 000, and the push stops.
+  await eventually(() => socket.frames((f) => f.op === "job").length === 3, "the first three");
+  await settle();
+  assert.deepEqual(socket.closes, []);
+  assert.deepEqual(
+    await Promise.all(ids.map((id) => h.job(id))),
+    [1, 1, 1, 0, 0].map((attempts, i) => ({ state: i < 3 ? "leased" : "pending", attempts })),
+    "the two not sent are pending again, their attempt not counted",
+  );
+  // The consumer reads what it was sent: the rest follow.
+  socket.bufferedAmount = 0;
+  await eventually(() => socket.frames((f) => f.op === "job").length === 5, "the other two");
+  assert.deepEqual(socket.closes, []);
+});
+
+Deno.test("a v2 push splits its jobs into frames no larger than the largest job frame", async () => {
+  await using h = await startHarness();
+  const socket = new FakeSocket();
+  const limits = { maxPayload: 2000, maxBatch: 1000 };
+  const connection = h.connect(socket, { version: 2, limits });
+  await subscribe(socket, connection, "w", 100);
+  await h.enqueue("w", Array.from({ length: 100 }, () => "é".repeat(900))); // 1 800 bytes each
+  await eventually(
+    () => socket.frames((f) => f.op === "jobs").flatMap((f) => f.jobs as unknown[]).length === 100,
+    "every job",
+  );
+  const frames = socket.sent.filter((text) => text.startsWith(`{"op":"jobs"`));
+  assert.ok(frames.length > 1, `${frames.length} frame(s)`);
+  for (const frame of frames) {
+    const bytes = new TextEncoder().encode(frame).length;
+    assert.ok(bytes <= largestDeliveryBytes(limits.maxPayload), `${bytes} bytes`);
+  }
+});
+
+Deno.test("Connection cuts a consumer whose buffer stays past half of maxBuffered, not shrinking", async () => {
+  await using h = await startHarness();
+  const socket = new FakeSocket();
+  socket.accumulate = true;
+  const connection = h.connect(socket, {
+    pauseBuffered: 1000,
+    maxBuffered: 3000,
+    notReadingMs: 200,
+  });
+  await subscribe(socket, connection, "w", 5);
+  const ids = await h.enqueue("w", Array.from({ length: 5 }, () => "x".repeat(1000)));
+  await eventually(() => socket.frames((f) => f.op === "job").length > 0, "a push");
+  assert.equal(socket.closes.length, 0, "not at once: it may be reading");
   await eventually(() => socket.closes.length > 0, "the cut");
   assert.deepEqual(socket.closes.map((c) => c.code), [1008]);
   for (const id of ids) {
     await eventually(async () => (await h.job(id)).state === "pending", `job ${id} released`);
-    assert.equal((await h.job(id)).attempts, 1);
   }
   assert.equal(h.broker.consumerCount("w"), 0);
 });

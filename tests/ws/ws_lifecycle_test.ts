@@ -103,7 +103,9 @@ Deno.test("a client that answers pings stays connected and keeps its lease while
 const SLOW_MS = 15_000;
 
 Deno.test("a consumer that never reads is cut off and its leases go back to pending", async () => {
-  await using server = await startTestServer();
+  // Its pushes stop half way to the 32 MiB cut; what cuts it then is the heartbeat (no pong for
+  // two intervals) or its buffer not shrinking for 5 s, whichever comes first.
+  await using server = await startTestServer({ config: { pingIntervalMs: 1000 } });
   const big = "x".repeat(900_000);
   const ids: number[] = [];
   for (let i = 0; i < 10; i++) {
@@ -115,7 +117,7 @@ Deno.test("a consumer that never reads is cut off and its leases go back to pend
   await using raw = await RawWs.connect(wsUrl(server.url));
   await raw.send({ op: "subscribe", queue: "w", prefetch: 1000 });
   // The consumer reads nothing; the server must give up on it rather than buffer 90 MB. Claiming
-  // and framing 90 MB takes seconds on a loaded machine, hence the longer waits.
+  // and framing the jobs takes seconds on a loaded machine, hence the longer waits.
   await eventually(
     async () => (await getJob(server, ids[0])).attempts === 1,
     "a delivery",
@@ -130,6 +132,22 @@ Deno.test("a consumer that never reads is cut off and its leases go back to pend
     SLOW_MS,
   );
   assert.equal((await getJob(server, ids[99])).state, "pending");
+});
+
+Deno.test("a consumer that reads gets a claim larger than the 32 MiB cut, without being cut", async () => {
+  await using server = await startTestServer();
+  const big = "x".repeat(900_000);
+  for (let i = 0; i < 5; i++) {
+    const jobs = Array.from({ length: 10 }, () => ({ payload: big }));
+    assert.equal((await server.request("POST", "/v1/queues/w/jobs", { jobs })).status, 201);
+  }
+  // 50 jobs of 900 kB in flight at once: 45 MB, over the 32 MiB a client may leave unread.
+  await using consumer = await WsClient.connect(wsUrl(server.url));
+  await consumer.subscribe("w", 50);
+  const jobs = await consumer.jobs(50, "w", SLOW_MS);
+  assert.equal(new Set(jobs.map((j) => j.id)).size, 50);
+  for (const job of jobs) assert.equal(job.attempt, 1, "each pushed once");
+  assert.equal(consumer.socket.readyState, WebSocket.OPEN);
 });
 
 Deno.test("the connection limit refuses a further upgrade with 503", async () => {
