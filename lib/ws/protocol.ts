@@ -192,7 +192,7 @@ export function jobFrame(delivery: Delivery): string {
 }
 
 /** Finds a character that takes more than one byte in UTF-8. */
-const NOT_ASCII = /[^\x00-\x7f]/;
+const NOT_ASCII = /[\u0080-\uffff]/;
 
 /** One v2 `jobs` frame and how many of the deliveries it was built from it carries. */
 export interface JobsFrame {
