@@ -46,8 +46,7 @@ import {
   decodeFrame,
   errorFrame,
   expiredFrame,
-  jobFrame,
-  type JobsFrame,
+  jobFrames,
   jobsFrames,
   MAX_BATCH_FRAMES,
   okFrame,
@@ -200,7 +199,9 @@ export class Connection implements LeaseHolder {
   /** While a batch's frames are being submitted: the queues whose credit they freed. */
   #deferredWakes: Set<string> | null = null;
   #drainTimer: ReturnType<typeof setTimeout> | null = null;
-  /** The send buffer past half of `maxBuffered`: its size when it last shrank, and since when. */
+  /** Where a push stops: half of `maxBuffered`, so answers to the client's frames keep room. */
+  readonly #pushStop: number;
+  /** The send buffer past where a push stops: its size when it last shrank, and since when. */
   #stuck: { bytes: number; since: number } | null = null;
   #authTimer: TimerHandle | null = null;
   #finished = false;
@@ -209,6 +210,7 @@ export class Connection implements LeaseHolder {
   constructor(socket: SocketLike, options: ConnectionOptions) {
     this.#socket = socket;
     this.#options = options;
+    this.#pushStop = options.maxBuffered / 2;
     this.#principal = options.principal;
     if (options.tokens !== null && options.principal === null) {
       const wait = options.authTimeoutMs ?? AUTH_TIMEOUT_MS;
@@ -419,7 +421,7 @@ export class Connection implements LeaseHolder {
       : jobFrames(deliveries);
     let sent = 0;
     for (const { frame, count } of frames) {
-      if (sent > 0 && this.#socket.bufferedAmount >= this.#options.maxBuffered / 2) break;
+      if (sent > 0 && this.#socket.bufferedAmount >= this.#pushStop) break;
       try {
         this.#socket.send(frame);
       } catch {
@@ -629,7 +631,7 @@ export class Connection implements LeaseHolder {
    */
   #notReading(): boolean {
     const bytes = this.#socket.bufferedAmount;
-    if (bytes < this.#options.maxBuffered / 2) {
+    if (bytes < this.#pushStop) {
       this.#stuck = null;
       return false;
     }
@@ -713,11 +715,6 @@ function tooManyFrames(): TegamiError {
  * in UTF-16 units undercounts non-ASCII text up to threefold. Counted exactly only when the
  * answer could cross `limit`.
  */
-/** The v1 `job` frames pushing `deliveries`, one each, built when asked for. */
-function* jobFrames(deliveries: readonly Delivery[]): Generator<JobsFrame> {
-  for (const delivery of deliveries) yield { frame: jobFrame(delivery), count: 1 };
-}
-
 function frameBytes(data: string | Uint8Array, limit: number): number {
   if (typeof data !== "string") return data.byteLength;
   if (data.length > limit || data.length * 3 <= limit) return data.length;

@@ -191,10 +191,15 @@ export function jobFrame(delivery: Delivery): string {
   return `{"op":"job",${deliveryMembers(delivery)}}`;
 }
 
+/** The v1 `job` frames pushing `deliveries`, one each, built when asked for. */
+export function* jobFrames(deliveries: readonly Delivery[]): Generator<JobsFrame> {
+  for (const delivery of deliveries) yield { frame: jobFrame(delivery), count: 1 };
+}
+
 /** Finds a character that takes more than one byte in UTF-8. */
 const NOT_ASCII = /[\u0080-\uffff]/;
 
-/** One v2 `jobs` frame and how many of the deliveries it was built from it carries. */
+/** One push frame (`job`, or v2 `jobs`) and how many of the deliveries it carries. */
 export interface JobsFrame {
   /** The frame's text. */
   frame: string;
@@ -214,8 +219,9 @@ export function* jobsFrames(
   maxBytes: number,
 ): Generator<JobsFrame> {
   const head = `{"op":"jobs","queue":${JSON.stringify(queue)},"jobs":[`;
+  const empty = utf8Length(head) + 2; // and the closing "]}"
   let text = head;
-  let bytes = utf8Length(head) + 2; // and the closing "]}"
+  let bytes = empty;
   let count = 0;
   for (const delivery of deliveries) {
     const item = `{${deliveryMembers(delivery)}}`;
@@ -224,7 +230,7 @@ export function* jobsFrames(
     if (count > 0 && size > room) {
       yield { frame: text + "]}", count };
       text = head;
-      bytes = utf8Length(head) + 2;
+      bytes = empty;
       count = 0;
     }
     text += count > 0 ? "," + item : item;

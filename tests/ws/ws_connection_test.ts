@@ -451,8 +451,11 @@ Deno.test("Connection cuts a consumer whose buffer stays past half of maxBuffere
   assert.equal(socket.closes.length, 0, "not at once: it may be reading");
   await eventually(() => socket.closes.length > 0, "the cut");
   assert.deepEqual(socket.closes.map((c) => c.code), [1008]);
+  const sent = new Set(socket.frames((f) => f.op === "job").map((f) => f.id));
   for (const id of ids) {
     await eventually(async () => (await h.job(id)).state === "pending", `job ${id} released`);
+    // A job sent counts its attempt; one the push gave back before sending it does not.
+    assert.equal((await h.job(id)).attempts, sent.has(id) ? 1 : 0);
   }
   assert.equal(h.broker.consumerCount("w"), 0);
 });
