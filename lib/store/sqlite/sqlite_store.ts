@@ -186,6 +186,14 @@ export class SqliteStore implements Store {
    * at open; it stays until the store closes.
    */
   readonly #grouped = new Set<string>();
+  /**
+   * Whether the group tracking (GROUP_TRACKING) is known to exist: committed (`#groupsTracked`),
+   * or seen or created in the open transaction, until an undo or a rollback could take it away
+   * (`#groupsTrackedNow`). Asking `sqlite_master` at every grouped enqueue was 6 % of the SQLite
+   * time of W1 over 1 000 groups.
+   */
+  #groupsTracked = false;
+  #groupsTrackedNow = false;
   /** Queues whose last claim its rate held back, and when their next token comes. */
   readonly #heldUntil = new Map<string, number>();
 
@@ -338,12 +346,14 @@ export class SqliteStore implements Store {
         s.begin.run();
         this.#transactions++;
         this.#changesAtBegin = this.#totalChanges();
+        this.#groupsTrackedNow = false;
       },
       commit: () => {
         s.commit.run();
         // A transaction that changed nothing (an empty claim, a refused ack) needs no fsync of
         // its own: its callers still wait for every earlier commit to be durable.
         if (this.#totalChanges() !== this.#changesAtBegin) this.#walSync?.committed();
+        if (this.#groupsTrackedNow) this.#groupsTracked = true;
         for (const [queue, from, to] of this.#moves) {
           const counts = this.#countsOf(queue);
           if (from !== null) counts[from]--;
@@ -362,6 +372,7 @@ export class SqliteStore implements Store {
       rollback: () => {
         this.#moves = [];
         this.#settingsMoves = [];
+        this.#groupsTrackedNow = false;
         if (!this.#db.isTransaction) return;
         try {
           s.rollback.run();
@@ -380,6 +391,8 @@ export class SqliteStore implements Store {
         s.releaseSavepoint.run();
         this.#moves.length = this.#markAt;
         this.#settingsMoves.length = this.#settingsMarkAt;
+        // The undone operation may have been the one that created the group tracking.
+        this.#groupsTrackedNow = false;
       },
     };
   }
@@ -468,8 +481,9 @@ export class SqliteStore implements Store {
    * and every later one; rolled back with it, it is created again by the next.
    */
   #trackGroups(): void {
-    if (this.#statements.groupTracking.get() !== undefined) return;
-    this.#db.exec(GROUP_TRACKING);
+    if (this.#groupsTracked || this.#groupsTrackedNow) return;
+    if (this.#statements.groupTracking.get() === undefined) this.#db.exec(GROUP_TRACKING);
+    this.#groupsTrackedNow = true;
   }
 
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]> {

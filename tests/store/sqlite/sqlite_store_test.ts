@@ -623,6 +623,42 @@ Deno.test("the group tracking is created with the first grouped job and counts i
   }
 });
 
+Deno.test("the group tracking is made again when the transaction that made it is rolled back", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    // One batch: the grouped enqueue creates the tracking, then an ack of no lease fails bare,
+    // the transaction is rolled back (the tracking with it) and run again.
+    const enqueued = store.enqueue("q", [newJob({ group: "g" })], T0);
+    const refused = assert.rejects(store.ack(999, "no-such-token", null, T0), /no such job/);
+    await enqueued;
+    await refused;
+    const [stats] = await store.stats("q");
+    assert.deepEqual(stats.groups, { waiting: 1, leased: 0, full: 0 }, "the job is counted");
+    assert.equal((await store.claim("q", 10, null, T0)).length, 1);
+  } finally {
+    await store.close();
+  }
+});
+
+Deno.test("a grouped enqueue asks for the group tracking only until it is committed", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  const statementsOf = async (write: () => Promise<unknown>) => {
+    const before = store.commitStats().statements!;
+    await write();
+    return store.commitStats().statements! - before;
+  };
+  try {
+    await store.enqueue("q", [newJob({ group: "g" })], T0);
+    const plain = await statementsOf(() => store.enqueue("plain", [newJob({})], T0));
+    const grouped = await statementsOf(() => store.enqueue("q", [newJob({ group: "h" })], T0));
+    assert.equal(grouped, plain);
+  } finally {
+    await store.close();
+  }
+});
+
 /** Bytes this process has caused to be written to storage so far, or null off Linux. */
 async function writtenByThisProcess(): Promise<number | null> {
   try {
