@@ -307,7 +307,7 @@ export function parseEnqueue(
     return { jobs: [parseJob(body, limits, now, "", raw)], batch: false, refused: null };
   }
   rejectUnknown(body, BATCH_FIELDS);
-  if (has(body, "atomic") && typeof body.atomic !== "boolean") {
+  if (has(body, "atomic") && body.atomic !== null && typeof body.atomic !== "boolean") {
     throw invalid("atomic", "expected true or false");
   }
   if (!Array.isArray(body.jobs)) throw invalid("jobs", "expected an array of jobs");
@@ -375,7 +375,7 @@ export interface LeaseRequest {
 
 /** Parses a lease (pull) body; an absent body means the defaults. */
 export function parseLease(value: unknown): LeaseRequest {
-  const body = asObject(value ?? {});
+  const body = asObject(value === undefined ? {} : value);
   rejectUnknown(body, LEASE_FIELDS);
   return {
     max: integer(body, "max", 1, MAX_LEASE_BATCH) ?? 1,
@@ -467,7 +467,7 @@ export function parseProgress(value: unknown): { token: string; progress: string
 
 /** Parses a dead-letter requeue body: `{ids?}`. */
 export function parseRequeue(value: unknown): { ids: number[] | null } {
-  const body = asObject(value ?? {});
+  const body = asObject(value === undefined ? {} : value);
   rejectUnknown(body, REQUEUE_FIELDS);
   if (!has(body, "ids") || body.ids === null) return { ids: null };
   if (!Array.isArray(body.ids)) throw invalid("ids", "expected an array of job ids");

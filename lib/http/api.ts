@@ -91,6 +91,12 @@ interface Route {
   method: string;
   path: string[];
   access: Access;
+  /**
+   * True when the handler reads the query string (and refuses names it does not know); every
+   * other route under /v1 refuses any query parameter, so that `?max=5` on a lease is an error
+   * rather than a silently ignored option.
+   */
+  query?: true;
   handle: (ctx: Context) => Promise<Answer> | Answer;
 }
 
@@ -319,6 +325,7 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       method: "GET",
       path: ["v1", "queues", ":queue", "dead"],
       access: OPERATIONS.deadLetters,
+      query: true,
       handle: async (ctx) => {
         const { limit, after } = parseDeadQuery(ctx.url.searchParams);
         const jobs = await broker.listDead(ctx.params[0], limit, after);
@@ -330,6 +337,7 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       method: "GET",
       path: ["v1", "queues", ":queue", "jobs"],
       access: OPERATIONS.browseJobs,
+      query: true,
       handle: async (ctx) => {
         const page = parseJobsQuery(ctx.url.searchParams);
         const jobs = await broker.listJobs(ctx.params[0], page);
@@ -561,6 +569,9 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       if (r.namesQueue) {
         const queue = queueName(params[0]);
         requireQueue(principal, queue);
+      }
+      if (r.query === undefined && r.path[0] === "v1") {
+        for (const name of url.searchParams.keys()) throw invalid(name, "unknown query parameter");
       }
       return await r.handle({ request, url, principal, params });
     }

@@ -144,6 +144,11 @@ const INVALID: [string, string, string, unknown, string][] = [
   ["a JSON array body", "POST", "/v1/queues/q/jobs", [{ payload: 1 }], "body"],
   ["a JSON string body", "POST", "/v1/queues/q/jobs", '"payload"', "body"],
   ["a JSON null body", "POST", "/v1/queues/q/jobs", "null", "body"],
+  ["a JSON null body on a lease", "POST", "/v1/queues/q/leases", "null", "body"],
+  ["a JSON null body on a requeue", "POST", "/v1/queues/q/dead/requeue", "null", "body"],
+  ["a query parameter on a lease", "POST", "/v1/queues/q/leases?max=5", {}, "max"],
+  ["a query parameter on the queue list", "GET", "/v1/queues?foo=1", undefined, "foo"],
+  ["a query parameter on an enqueue", "POST", "/v1/queues/q/jobs?x=1", { payload: 1 }, "x"],
   ["priority 1.5", "POST", "/v1/queues/q/jobs", { payload: 1, priority: 1.5 }, "priority"],
   ["priority as text", "POST", "/v1/queues/q/jobs", { payload: 1, priority: "1" }, "priority"],
   ["priority true", "POST", "/v1/queues/q/jobs", { payload: 1, priority: true }, "priority"],
@@ -325,6 +330,13 @@ Deno.test("the limits themselves are accepted", async (t) => {
       payload: 1,
     });
     assert.equal(answer.status, 201);
+  });
+  await t.step("a batch with atomic null", async () => {
+    const answer = await server.request("POST", "/v1/queues/other/jobs", {
+      jobs: [{ payload: 1 }],
+      atomic: null,
+    });
+    assert.equal(answer.status, 201, JSON.stringify(answer.body));
   });
   await t.step("lease max 100, wait_ms 0 and lease_ms 12 h", async () => {
     const jobs = await lease(server, "q", { max: 100, wait_ms: 0, lease_ms: 12 * 3600_000 });
