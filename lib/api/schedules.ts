@@ -18,6 +18,7 @@ import {
   type ScheduleDefinition,
 } from "../core/schedule.ts";
 import { asObject, parseJob, queueName, type RequestLimits } from "./requests.ts";
+import { memberSpan } from "./json_spans.ts";
 
 /** The fields a schedule's body may hold. */
 const SCHEDULE_FIELDS = new Set([
@@ -48,13 +49,16 @@ export function scheduleName(value: unknown, field = "name"): string {
 
 /**
  * Parses the body of `PUT /v1/schedules/{name}`. The cron expression and the time zone are only
- * checked for shape here; the scheduler parses them (and names them when they are wrong).
+ * checked for shape here; the scheduler parses them (and names them when they are wrong). With
+ * `source`, the body's text, the payload is kept as the very text sent (as an enqueue keeps it:
+ * integers past 2^53, `1.0` and key order survive), not re-serialised.
  */
 export function parseSchedule(
   name: string,
   value: unknown,
   limits: RequestLimits,
   now: number,
+  source?: string,
 ): ScheduleDefinition {
   const body = asObject(value);
   for (const field of Object.keys(body)) {
@@ -92,7 +96,9 @@ export function parseSchedule(
   }
   const options: Record<string, unknown> = {};
   for (const field of JOB_OPTIONS) if (Object.hasOwn(body, field)) options[field] = body[field];
-  const job = parseJob(options, limits, now);
+  const span = source === undefined ? undefined : memberSpan(source, "payload");
+  const raw = span === undefined ? undefined : source!.slice(span.start, span.end);
+  const job = parseJob(options, limits, now, "", raw);
   return {
     name,
     queue,

@@ -396,7 +396,8 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       access: OPERATIONS.manageSchedules,
       handle: async (ctx) => {
         const name = scheduleName(ctx.params[0]);
-        const definition = parseSchedule(name, await body(ctx), limits, clock.now());
+        const { value, text } = await bodyText(ctx);
+        const definition = parseSchedule(name, value, limits, clock.now(), text);
         requireQueue(ctx.principal, definition.queue);
         if (ctx.principal.limited) {
           // Replacing may move a schedule between queues: the caller must hold the old one too.

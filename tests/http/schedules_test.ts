@@ -72,6 +72,23 @@ Deno.test("PUT /v1/schedules/{name} creates a schedule that enqueues a job at ea
   assert.deepEqual(list.body.schedules.map((s: { name: string }) => s.name), ["heartbeat"]);
 });
 
+Deno.test("a schedule keeps its payload as the very text sent, and so do its jobs", async () => {
+  await using server = await startTestServer({ clock: new ManualClock(START) });
+  // JSON.parse would round the integer and drop ".0"; the key order is kept either way.
+  const payload = '{"n":12345678901234567890,"f":1.0,"b":[1,2]}';
+  const put = await server.request(
+    "PUT",
+    "/v1/schedules/exact",
+    `{"queue":"q","cron":"*/10 * * * * *","payload":${payload}}`,
+  );
+  assert.equal(put.status, 201, JSON.stringify(put.body));
+  const read = await fetch(server.url + "/v1/schedules/exact");
+  assert.ok((await read.text()).includes(`"payload":${payload},`));
+  await advance(server, 10_000);
+  const jobs = await fetch(server.url + "/v1/queues/q/jobs?state=pending");
+  assert.ok((await jobs.text()).includes(`"payload":${payload},`));
+});
+
 Deno.test("PUT /v1/schedules/{name} replaces a schedule: 200, created_at kept", async () => {
   await using server = await startTestServer({ clock: new ManualClock(START) });
   await server.request("PUT", "/v1/schedules/s", { queue: "q", cron: "0 * * * *", payload: 1 });
