@@ -184,7 +184,7 @@ export class Broker {
    */
   async enqueue(queue: string, jobs: NewJob[], tick?: ScheduleTick): Promise<Enqueued[]> {
     this.#refuseIfClosed();
-    this.#refuseNewQueuePastLimit(queue);
+    this.requireQueueRoom(queue);
     // Delivery before intake: while the server cannot deliver as fast as it is fed, the
     // enqueue waits a moment (see intake_gate.ts).
     const held = this.#gate.admit(queue, jobs.length);
@@ -394,6 +394,7 @@ export class Broker {
 
   /** Pauses or resumes delivery from a queue. */
   async setPaused(queue: string, paused: boolean): Promise<void> {
+    if (paused) this.requireQueueRoom(queue);
     await this.#store.setPaused(queue, paused);
     if (!paused) this.wake(queue);
   }
@@ -409,7 +410,7 @@ export class Broker {
    */
   async putSettings(queue: string, settings: QueueSettings): Promise<QueueSettings> {
     this.#refuseIfClosed();
-    if (!isDefaultSettings(settings)) this.#refuseNewQueuePastLimit(queue);
+    if (!isDefaultSettings(settings)) this.requireQueueRoom(queue);
     const stored = await this.#store.putSettings(queue, settings, this.#clock.now());
     this.wake(queue);
     return stored;
@@ -712,7 +713,11 @@ export class Broker {
    * Every queue costs memory and scrape time, so their number is bounded. Concurrent first
    * enqueues to new queues may pass the limit by as many as are in flight together.
    */
-  #refuseNewQueuePastLimit(queue: string): void {
+  /**
+   * Refuses (`conflict`) what would create `queue` when it is new and `--max-queues` queues are
+   * known already: an enqueue, settings, a pause, a schedule.
+   */
+  requireQueueRoom(queue: string): void {
     if (this.#maxQueues === Infinity || this.#store.knownQueues === undefined) return;
     const known = this.#store.knownQueues();
     if (known.has(queue)) return;

@@ -404,6 +404,8 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
           const old = await scheduler(ctx).find(name);
           if (old !== null) requireQueue(ctx.principal, old.queue);
         }
+        // Its ticks would create the queue: refused now rather than failing at every tick.
+        broker.requireQueueRoom(definition.queue);
         const { schedule, created } = await scheduler(ctx).put(definition);
         log.info(created ? "Schedule created" : "Schedule replaced", {
           schedule: name,

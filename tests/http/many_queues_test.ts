@@ -98,6 +98,37 @@ for (const store of STORES) {
   });
 
   Deno.test({
+    name:
+      `${store.name}: past --max-queues a pause or a schedule that would make a new queue answers 409; known queues still take them`,
+    ignore: store.ignore,
+    fn: async () => {
+      await using server = await startTestServer({ config: { ...store.config(), maxQueues: 1 } });
+      assert.equal(
+        (await server.request("POST", "/v1/queues/a/jobs", { payload: 1 })).status,
+        201,
+      );
+      const pause = await server.request("POST", "/v1/queues/b/pause");
+      assert.equal(pause.status, 409, JSON.stringify(pause.body));
+      assert.match(JSON.stringify(pause.body), /"code":"conflict".*--max-queues/);
+      const schedule = { cron: "0 * * * *", payload: 1 };
+      const put = await server.request("PUT", "/v1/schedules/s", { ...schedule, queue: "b" });
+      assert.equal(put.status, 409, JSON.stringify(put.body));
+      assert.equal((await server.request("GET", "/v1/schedules/s")).status, 404);
+      const listed = await server.request("GET", "/v1/queues");
+      assert.deepEqual(
+        (listed.body as { queues: { name: string }[] }).queues.map((q) => q.name),
+        ["a"],
+      );
+      assert.equal((await server.request("POST", "/v1/queues/a/pause")).status, 200);
+      assert.equal(
+        (await server.request("PUT", "/v1/schedules/s", { ...schedule, queue: "a" })).status,
+        201,
+      );
+      assert.equal((await server.request("POST", "/v1/queues/b/resume")).status, 200);
+    },
+  });
+
+  Deno.test({
     name: `${store.name}: a paused queue with no jobs is kept: its setting is state`,
     ignore: store.ignore,
     fn: async () => {
