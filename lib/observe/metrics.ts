@@ -30,8 +30,11 @@ export type SeriesFilter = (names: readonly string[], values: readonly string[])
 
 /** A metric family: one name, one help line, many labelled series, written as text. */
 export interface Family {
-  /** Writes the family's exposition text into `out`, only the series `keep` accepts. */
-  render(out: string[], keep?: SeriesFilter): void;
+  /**
+   * Writes the family's exposition text into `out`, only the series `keep` accepts; `queues`
+   * are the queues a counter by queue alone writes a series for even before it first counts.
+   */
+  render(out: string[], keep?: SeriesFilter, queues?: readonly string[]): void;
 }
 
 /** A monotonically increasing count, by label values. */
@@ -58,12 +61,27 @@ export class Counter implements Family {
     return this.#values.get(labels.join("\u0000"))?.value ?? 0;
   }
 
-  /** Writes the family (the series `keep` accepts, when given). */
-  render(out: string[], keep?: SeriesFilter): void {
+  /**
+   * Writes the family (the series `keep` accepts, when given). A counter that has not counted
+   * yet still writes 0: without labels, its one series; by queue alone, one series for each of
+   * `queues`. A series that first appears at its first count hides that count from `increase()`
+   * and `rate()`, so an alert on the first dead letter or the first failed commit would never
+   * fire.
+   */
+  render(out: string[], keep?: SeriesFilter, queues?: readonly string[]): void {
     out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`);
     for (const { labels, value } of this.#values.values()) {
       if (keep !== undefined && !keep(this.labelNames, labels)) continue;
       out.push(`${this.name}${labelText(this.labelNames, labels)} ${numberText(value)}`);
+    }
+    if (this.labelNames.length === 0) {
+      if (this.#values.size === 0) out.push(`${this.name} 0`);
+    } else if (
+      queues !== undefined && this.labelNames.length === 1 && this.labelNames[0] === "queue"
+    ) {
+      for (const queue of queues) {
+        if (!this.#values.has(queue)) out.push(`${this.name}${labelText(["queue"], [queue])} 0`);
+      }
     }
   }
 }
@@ -125,16 +143,20 @@ export class Histogram implements Family {
   }
 }
 
-/** A gauge whose samples are read when rendering. */
-class CallbackGauge implements Family {
+/**
+ * A family whose samples are read when rendering: a gauge, or a counter kept elsewhere (a count
+ * that only grows, read from where it is counted).
+ */
+class CallbackFamily implements Family {
   constructor(
     readonly name: string,
     readonly help: string,
     readonly read: () => [Labels, number][],
+    readonly type: "gauge" | "counter",
   ) {}
 
   render(out: string[]): void {
-    out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`);
+    out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`);
     for (const [labels, value] of this.read()) {
       const names = Object.keys(labels);
       out.push(`${this.name}${labelText(names, names.map((n) => labels[n]))} ${numberText(value)}`);
@@ -193,13 +215,21 @@ export class Registry {
 
   /** Registers a gauge read at render time. */
   gauge(name: string, help: string, read: () => [Labels, number][]): void {
-    this.#add(new CallbackGauge(name, help, read));
+    this.#add(new CallbackFamily(name, help, read, "gauge"));
   }
 
-  /** The Prometheus text exposition of every family (of the series `keep` accepts). */
-  render(keep?: SeriesFilter): string {
+  /** Registers a counter kept elsewhere, read at render time. */
+  countedElsewhere(name: string, help: string, read: () => [Labels, number][]): void {
+    this.#add(new CallbackFamily(name, help, read, "counter"));
+  }
+
+  /**
+   * The Prometheus text exposition of every family (of the series `keep` accepts); counters by
+   * queue write 0 for each of `queues` they have not counted yet.
+   */
+  render(keep?: SeriesFilter, queues?: readonly string[]): string {
     const out: string[] = [];
-    for (const family of this.#families) family.render(out, keep);
+    for (const family of this.#families) family.render(out, keep, queues);
     return out.join("\n") + "\n";
   }
 }

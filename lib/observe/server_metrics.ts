@@ -163,7 +163,7 @@ export class ServerMetrics implements BrokerObserver {
         ];
       },
     );
-    r.gauge(
+    r.countedElsewhere(
       "tegami_store_statements_total",
       "SQL statements the store has run since start (BEGIN and COMMIT included).",
       () => {
@@ -378,7 +378,7 @@ export class ServerMetrics implements BrokerObserver {
       return at === -1 || names.has(values[at]);
     };
     try {
-      return this.#registry.render(keep);
+      return this.#registry.render(keep, shown.map((s) => s.name));
     } finally {
       this.#scrape = null;
       this.#allQueues = [];

@@ -124,6 +124,22 @@ Deno.test("/metrics exposes queue gauges, job counters, latencies and commit fig
   );
 });
 
+Deno.test("/metrics writes 0 for a counter before its first count, so that increase() sees the first", async () => {
+  await using server = await startTestServer();
+  const before = parseExposition(await (await fetch(server.url + "/metrics")).text());
+  assert.equal(sample(before, "tegami_commit_failures_total"), 0);
+  assert.equal(sample(before, "tegami_clock_jumps_total"), 0);
+  assert.equal(before.get("tegami_dead_lettered_total")!.samples.length, 0, "no queue yet");
+  await server.request("POST", "/v1/queues/z/jobs", { payload: 1 });
+  const after = parseExposition(await (await fetch(server.url + "/metrics")).text());
+  const z = { queue: "z" };
+  assert.equal(sample(after, "tegami_enqueued_total", z), 1);
+  for (const name of ["tegami_dead_lettered_total", "tegami_nacked_total", "tegami_acked_total"]) {
+    assert.equal(sample(after, name, z), 0, name);
+  }
+  assert.equal(after.get("tegami_store_statements_total")!.type, "counter");
+});
+
 Deno.test("/metrics shows how long enqueues waited at the intake gate, per queue", () => {
   const metrics = new ServerMetrics();
   metrics.intakeHeld("q", 12);
