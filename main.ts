@@ -5,7 +5,8 @@
  * reads `Deno.args` or `Deno.env`.
  *
  * Exit codes: 0 after a clean shutdown on SIGINT/SIGTERM, 1 when the server cannot start (with
- * a one-line reason), 2 for a command-line mistake.
+ * a one-line reason: the port is taken, another server holds the database…), 2 for a mistake in
+ * the flags or the `TEGAMI_*` environment (with a one-line reason; restarting will not help).
  *
  * @module
  */

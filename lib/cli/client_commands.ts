@@ -15,9 +15,8 @@ import {
   TegamiError,
 } from "../client/mod.ts";
 import { resolveClientConfig } from "../config/client_config.ts";
-import { ConfigError } from "../config/flags.ts";
+import { ConfigError, durationFlag } from "../config/flags.ts";
 import { JOB_STATES } from "../core/job.ts";
-import { parseDuration } from "../config/units.ts";
 import { enqueueStream } from "./enqueue_stream.ts";
 import { scheduleCommand, ScheduleUsageError } from "./schedule_command.ts";
 
@@ -122,12 +121,10 @@ async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
   const options = {
     priority: integerFlag(values.priority, "priority"),
     key: values.key as string | undefined,
-    keyTtlMs: values["key-ttl"] === undefined
-      ? undefined
-      : parseDuration(String(values["key-ttl"])),
+    keyTtlMs: durationFlag(values["key-ttl"], "key-ttl"),
     onDuplicate: values["on-duplicate"] as JobOptions["onDuplicate"],
     group: values.group as string | undefined,
-    delayMs: values.delay === undefined ? undefined : parseDuration(String(values.delay)),
+    delayMs: durationFlag(values.delay, "delay"),
     maxAttempts: integerFlag(values["max-attempts"], "max-attempts"),
   };
   if (json !== undefined) {
@@ -239,13 +236,7 @@ const SETTING_FLAGS = {
 /** A flag's text as a setting's value; `none` unsets it (null: the default). */
 function settingValue(setting: keyof QueueSettings, flag: string, text: string): unknown {
   if (text === "none") return null;
-  const duration = (value: string) => {
-    try {
-      return parseDuration(value);
-    } catch (error) {
-      throw new UsageError(`--${flag}: ${(error as Error).message}`);
-    }
-  };
+  const duration = (value: string) => durationFlag(value, flag)!;
   switch (setting) {
     case "rate":
       return text; // checked by the server, which names the field
@@ -318,7 +309,7 @@ async function consumeCommand(args: string[], io: CommandIO): Promise<number> {
   }
   const command = values.exec;
   const concurrency = integerFlag(values.concurrency, "concurrency") ?? 1;
-  const leaseMs = values.lease === undefined ? undefined : parseDuration(String(values.lease));
+  const leaseMs = durationFlag(values.lease, "lease");
   const worker = consume(queue, async (payload, ctx) => {
     const child = new Deno.Command("sh", {
       args: ["-c", command],

@@ -9,7 +9,7 @@
 
 import { type MissedPolicy, type ScheduleInfo, TegamiClient } from "../client/mod.ts";
 import { resolveClientConfig } from "../config/client_config.ts";
-import { parseDuration } from "../config/units.ts";
+import { durationFlag } from "../config/flags.ts";
 
 /** What the command needs from its caller (the client commands' IO, in part). */
 export interface ScheduleIO {
@@ -81,7 +81,7 @@ export async function scheduleCommand(args: string[], io: ScheduleIO): Promise<n
         missed: values.missed as MissedPolicy | undefined,
         priority: integer(values.priority, "priority"),
         maxAttempts: integer(values["max-attempts"], "max-attempts"),
-        leaseMs: values.lease === undefined ? undefined : parseDuration(String(values.lease)),
+        leaseMs: durationFlag(values.lease, "lease"),
       });
       io.out(JSON.stringify(schedule, null, 2) + "\n");
       return 0;

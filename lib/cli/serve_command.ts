@@ -6,7 +6,7 @@
  * @module
  */
 
-import { wantsHelp } from "../config/flags.ts";
+import { ConfigError, wantsHelp } from "../config/flags.ts";
 import { serveHelp } from "../config/help.ts";
 import { resolveServeConfig } from "../config/serve_config.ts";
 import { startServer } from "../server.ts";
@@ -57,7 +57,9 @@ export async function serveCommand(
     removeHandlers();
     const message = error instanceof Error ? error.message : String(error);
     console.error(`tegami: ${message.split("\n")[0]}`);
-    return 1;
+    // A mistake in the flags or the environment is not worth restarting for (a service manager
+    // told to stop on exit code 2 stops); anything else may pass.
+    return error instanceof ConfigError ? 2 : 1;
   }
   await stopped;
   await server.close();

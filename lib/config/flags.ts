@@ -54,7 +54,7 @@ export type FlagValues<T extends FlagTable> = {
   -readonly [K in keyof T]: T[K] extends FlagSpec<infer V> ? V : never;
 };
 
-/** A configuration problem, safe to print as the one-line reason for exit code 1. */
+/** A configuration or command-line problem, safe to print as the one-line reason for exit code 2. */
 export class ConfigError extends Error {
   /** The flag at fault, without dashes (`port`); `""` for a stray positional argument. */
   readonly field: string;
@@ -64,6 +64,19 @@ export class ConfigError extends Error {
     super(message);
     this.name = "ConfigError";
     this.field = field;
+  }
+}
+
+/**
+ * A client command's duration flag (`5s`, `250ms`, `1500`), or undefined when it is absent; a
+ * value that does not parse is a {@linkcode ConfigError} naming the flag.
+ */
+export function durationFlag(value: unknown, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseDuration(String(value));
+  } catch (error) {
+    throw new ConfigError(flag, `Invalid --${flag}: ${(error as Error).message}`);
   }
 }
 

@@ -74,9 +74,10 @@ export function serveHelp(): string {
     wrap(
       "Runs the tegami job queue server. It keeps jobs in one SQLite file, or in PostgreSQL " +
         "(--db postgres://…), where any number of servers may share one database; it takes " +
-        "them in over HTTP, and pushes each to one " +
-        "consumer at a time over a WebSocket, under a lease, until the consumer acks it; a job " +
-        "whose lease runs out, or that fails, is retried with exponential backoff. With " +
+        "them in over HTTP or a WebSocket, and hands each to one consumer at a time (pushed " +
+        "over a WebSocket, or leased by an HTTP long-poll) under a lease, until the consumer " +
+        "acks it; a job that fails (nack) is retried with exponential backoff, and one whose " +
+        "lease runs out is pending again at once, until its attempts are used up. With " +
         "--sync full, every acknowledged write is fsynced before the answer. It stops cleanly on SIGINT " +
         "or SIGTERM, and recovers whatever the last stop left on start.",
       "",
@@ -126,9 +127,10 @@ export function topLevelHelp(version: string): string {
     ["", "  rest: --concurrency N --rate 100/1s --group-limit N --max-attempts N"],
     ["", "  --lease 30s --backoff 1s,1h --retain-done 24h --retain-dead 7d"],
     ["", "  (none unsets one); --reset starts from the defaults; --json"],
-    ["consume QUEUE --exec CMD", "run CMD for each job: payload on stdin, TEGAMI_JOB_ID and"],
-    ["", "  TEGAMI_ATTEMPT in its env; exit 0 acks with stdout as the result,"],
-    ["", "  else nacks with stderr's tail (--concurrency N --lease 30s)"],
+    ["consume QUEUE --exec CMD", "run CMD for each job: payload on stdin, TEGAMI_JOB_ID,"],
+    ["", "  TEGAMI_ATTEMPT and TEGAMI_QUEUE in its env; exit 0 acks with stdout"],
+    ["", "  as the result, else nacks with stderr's tail"],
+    ["", "  (--concurrency N --lease 30s)"],
     ["schedule put NAME", "define a recurring job: --queue Q --cron EXPR [--timezone TZ]"],
     ["", "  [--payload JSON] [--missed last|all|none] (see tegami schedule --help)"],
     ["schedule list|get|delete|pause|resume", ""],

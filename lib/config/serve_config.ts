@@ -125,7 +125,7 @@ export const SERVE_FLAGS = {
   backoffBaseMs: flag.duration(
     "backoff-base",
     SECOND,
-    "delay before the first retry; doubles each attempt",
+    "delay before the first retry (50–100 % of it, at random); doubles each attempt",
     { min: 1, max: DAY },
   ),
   /** Longest retry delay in ms. */
@@ -200,7 +200,7 @@ export const SERVE_FLAGS = {
   maxQueues: flag.int(
     "max-queues",
     10_000,
-    "most distinct queues (SQLite); enqueueing to a new queue past it answers 409",
+    "most distinct queues (on PostgreSQL as last counted); making a new queue past it answers 409",
     { min: 1, max: 10_000_000 },
   ),
   /** Most schedules (recurring jobs). */

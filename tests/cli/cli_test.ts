@@ -107,4 +107,20 @@ Deno.test("client commands exit 2 on a usage mistake", async () => {
   const noExec = await runProgram(["consume", "q"]);
   assert.equal(noExec.code, 2);
   assert.match(noExec.stderr, /--exec/);
+  const badDelay = await runProgram(["enqueue", "q", "{}", "--delay", "5x"]);
+  assert.equal(badDelay.code, 2, badDelay.stderr);
+  assert.match(badDelay.stderr, /^tegami enqueue: Invalid --delay: Cannot parse duration "5x"/);
+  const badLease = await runProgram([
+    "schedule",
+    "put",
+    "s",
+    "--queue",
+    "q",
+    "--cron",
+    "* * * * *",
+    "--lease",
+    "zz",
+  ]);
+  assert.equal(badLease.code, 2, badLease.stderr);
+  assert.match(badLease.stderr, /^tegami schedule: Invalid --lease: Cannot parse duration "zz"/);
 });

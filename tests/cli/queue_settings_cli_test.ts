@@ -94,7 +94,7 @@ Deno.test("tegami queue settings reports bad values: usage 2, refused by the ser
   await using server = await startTestServer();
   const bad = await queue(server.url, ["settings", "mail", "--lease", "5x"]);
   assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /tegami queue: --lease: Cannot parse duration "5x"/);
+  assert.match(bad.stderr, /tegami queue: Invalid --lease: Cannot parse duration "5x"/);
   const backoff = await queue(server.url, ["settings", "mail", "--backoff", "1s"]);
   assert.equal(backoff.code, 2);
   assert.match(backoff.stderr, /--backoff expects BASE,MAX/);

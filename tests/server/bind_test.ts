@@ -1,6 +1,6 @@
 /**
  * Refusal to listen beyond loopback without tokens (DESIGN §3, §7 exit codes), through the real
- * program: `tegami serve --host 0.0.0.0` without `--tokens` exits 1 with a one-line reason,
+ * program: `tegami serve --host 0.0.0.0` without `--tokens` exits 2 with a one-line reason,
  * by flag or by env var; with `--insecure` it really starts and serves; with `--tokens` it
  * starts and demands them. The servers bind 0.0.0.0 but the tests only ever connect to
  * 127.0.0.1. (Which host names count as loopback is unit-tested in config_test.ts.)
@@ -22,7 +22,7 @@ function loopbackUrl(url: string): string {
   return `http://127.0.0.1:${port}`;
 }
 
-Deno.test("serve on a non-loopback host without tokens exits 1 with a one-line reason", async () => {
+Deno.test("serve on a non-loopback host without tokens exits 2 with a one-line reason", async () => {
   await withTempDir(async (dir) => {
     const cases: [string, string[], Record<string, string>][] = [
       ["--host 0.0.0.0", ["--host", "0.0.0.0"], {}],
@@ -38,7 +38,7 @@ Deno.test("serve on a non-loopback host without tokens exits 1 with a one-line r
         ["serve", "--port", "0", "--db", `${dir}/t.db`, ...args],
         { env },
       );
-      assert.equal(run.code, 1, `${what}: ${run.stderr}`);
+      assert.equal(run.code, 2, `${what}: ${run.stderr}`);
       const lines = run.stderr.trim().split("\n");
       assert.equal(lines.length, 1, `${what}: one line, got ${run.stderr}`);
       assert.match(lines[0], /^tegami: .*--tokens.*--insecure/, what);

@@ -153,9 +153,9 @@ Deno.test("a second server on the same database exits 1 with a clear message", a
   assert.ok(first.url.startsWith("http://"));
 });
 
-Deno.test("a non-loopback bind without tokens exits 1 unless --insecure", async () => {
+Deno.test("a non-loopback bind without tokens exits 2 unless --insecure", async () => {
   const refused = await runProgram(["serve", "--host", "0.0.0.0", "--db", ":memory:"]);
-  assert.equal(refused.code, 1);
+  assert.equal(refused.code, 2);
   assert.match(refused.stderr, /--tokens|--insecure/);
 });
 
@@ -169,10 +169,21 @@ Deno.test("--help teaches every flag and --version prints the version", async ()
   assert.match(version.stdout, /^tegami \d+\.\d+\.\d+/);
 });
 
-Deno.test("a bad flag exits 1 with a one-line reason naming it", async () => {
-  const bad = await runProgram(["serve", "--port", "nope"]);
-  assert.equal(bad.code, 1);
-  assert.match(bad.stderr, /--port/);
+Deno.test("a mistake in the flags or the environment exits 2 with a one-line reason naming it", async () => {
+  // Exit code 2 tells a service manager that restarting will not help (RestartPreventExitStatus).
+  const mistakes: [string[], Record<string, string>, RegExp][] = [
+    [["--port", "nope"], {}, /--port/],
+    [["--bogus"], {}, /Unknown flag --bogus/],
+    [["extra"], {}, /Unexpected argument "extra"/],
+    [["--max-body", "512KiB"], {}, /--max-body.*at least --max-payload/],
+    [[], { TEGAMI_PORT: "nope" }, /TEGAMI_PORT/],
+  ];
+  for (const [args, env, reason] of mistakes) {
+    const bad = await runProgram(["serve", "--db", ":memory:", ...args], { env });
+    assert.equal(bad.code, 2, `${args.join(" ")}: ${bad.stderr}`);
+    assert.match(bad.stderr, reason);
+    assert.equal(bad.stderr.trim().split("\n").length, 1, "one line");
+  }
 });
 
 Deno.test("SIGTERM the instant the server has started still stops it cleanly", async () => {
