@@ -12,7 +12,8 @@
  *
  * - `hello` (first, once): `{version, started_at, interval_ms, history: [sample…]}`
  * - `snapshot` (then once a second): `{at, connections, queue_count, queues: [stats + totals +
- *   rates]}`, the queues being the busiest `topQueues` (all of them by default)
+ *   rates]}`: how many queues the subscriber may see, and the busiest `topQueues` of them (all
+ *   of them by default)
  *
  * A sample is `{at, queues: {name: {enqueued, acked, failed}}}` holding only the queues that
  * moved in that second.
@@ -22,7 +23,7 @@
 
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { statsView } from "../api/views.ts";
-import { busiestQueues, type QueueTotals } from "./server_metrics.ts";
+import { byLoad, type QueueTotals } from "./server_metrics.ts";
 import type { QueueCounts } from "../store/store.ts";
 
 /** Jobs per interval (one second) of one queue. */
@@ -211,31 +212,43 @@ export class LiveFeed {
     if (this.#closed) return;
     const now = this.#clock.now();
     const latest = this.#history.at(-1);
-    const all = stats.length;
-    // Snapshots are built each second for every reader: with many queues, only the busiest.
-    stats = busiestQueues(stats, this.#topQueues);
-    const entries = stats.map((s) => {
+    // Snapshots are built each second for every reader: with many queues, only the busiest a
+    // reader may see (its token's queues), each queue's JSON made once for all readers.
+    const top = this.#topQueues;
+    const ranked = stats.length <= top ? stats : byLoad(stats);
+    const made = new Map<string, string>();
+    const entry = (s: QueueCounts): string => {
+      let json = made.get(s.name);
+      if (json !== undefined) return json;
       const totals = this.#last.get(s.name);
-      return {
-        name: s.name,
-        json: JSON.stringify({
-          ...(statsView(s, now, this.#sources.consumers(s.name)) as object),
-          totals: {
-            enqueued: totals?.enqueued ?? 0,
-            delivered: totals?.delivered ?? 0,
-            acked: totals?.acked ?? 0,
-            failed: totals?.failed ?? 0,
-          },
-          rates: latest?.queues[s.name] ?? NO_RATES,
-        }),
-      };
-    });
-    const head = `{"at":${latest?.at ?? now},"connections":${this.#sources.connections()}` +
-      `,"queue_count":${all}`;
+      json = JSON.stringify({
+        ...(statsView(s, now, this.#sources.consumers(s.name)) as object),
+        totals: {
+          enqueued: totals?.enqueued ?? 0,
+          delivered: totals?.delivered ?? 0,
+          acked: totals?.acked ?? 0,
+          failed: totals?.failed ?? 0,
+        },
+        rates: latest?.queues[s.name] ?? NO_RATES,
+      });
+      made.set(s.name, json);
+      return json;
+    };
+    const head = `{"at":${latest?.at ?? now},"connections":${this.#sources.connections()}`;
     for (const sink of sinks) {
       if (!this.#sinks.has(sink)) continue;
-      const queues = entries.filter((e) => sink.allows(e.name)).map((e) => e.json);
-      this.#deliver(sink, "snapshot", `${head},"queues":[${queues.join(",")}]}`);
+      const queues: string[] = [];
+      let visible = 0;
+      for (const s of ranked) {
+        if (!sink.allows(s.name)) continue;
+        visible++;
+        if (queues.length < top) queues.push(entry(s));
+      }
+      this.#deliver(
+        sink,
+        "snapshot",
+        `${head},"queue_count":${visible},"queues":[${queues.join(",")}]}`,
+      );
     }
   }
 

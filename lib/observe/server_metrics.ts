@@ -38,11 +38,16 @@ export interface ScrapeInput {
 /** The `n` busiest queues: most pending, delayed, leased and dead jobs, then by name. */
 export function busiestQueues(queues: QueueCounts[], n: number): QueueCounts[] {
   if (queues.length <= n) return queues;
+  return byLoad(queues).slice(0, n);
+}
+
+/** A copy of `queues`, busiest first (jobs pending, delayed, leased and dead), then by name. */
+export function byLoad(queues: readonly QueueCounts[]): QueueCounts[] {
   const load = (s: QueueCounts) =>
     s.counts.pending + s.counts.delayed + s.counts.leased + s.counts.dead;
-  return [...queues]
-    .sort((a, b) => load(b) - load(a) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .slice(0, n);
+  return [...queues].sort((a, b) =>
+    load(b) - load(a) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+  );
 }
 
 /** One queue's job counters since the server started (the dashboard's throughput). */

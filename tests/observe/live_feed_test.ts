@@ -8,6 +8,9 @@ import assert from "node:assert/strict";
 import { type Clock, ManualClock } from "../../lib/core/clock.ts";
 import { type FeedSink, LiveFeed } from "../../lib/observe/live_feed.ts";
 import type { QueueTotals } from "../../lib/observe/server_metrics.ts";
+import type { QueueCounts } from "../../lib/store/store.ts";
+import { zeroCounts } from "../../lib/store/job_row.ts";
+import { DEFAULT_QUEUE_SETTINGS } from "../../lib/core/queue_settings.ts";
 
 /** Fake sources: `email` enqueues `perTick` jobs between samples. */
 function sources(perTick: number) {
@@ -103,4 +106,40 @@ Deno.test("LiveFeed keeps the last historySize samples and refuses subscribers o
   assert.equal(late.ended, true);
   assert.deepEqual(late.events, []);
   assert.equal(clock.pendingTimers, 0);
+});
+
+Deno.test("LiveFeed shows a subscriber the busiest of the queues it may see, and counts only those", async () => {
+  const clock = new ManualClock(1_700_000_000_000);
+  const queue = (name: string, pending: number): QueueCounts => ({
+    name,
+    paused: false,
+    counts: { ...zeroCounts(), pending },
+    oldest_pending_at: null,
+    settings: DEFAULT_QUEUE_SETTINGS,
+    groups: { waiting: 0, leased: 0, full: 0 },
+    rate_held: false,
+  });
+  const stats = [queue("a1", 5), queue("a2", 1), queue("b1", 100), queue("b2", 50)];
+  const feed = new LiveFeed({
+    clock,
+    sources: { ...sources(0).sources, stats: () => Promise.resolve(stats) },
+    topQueues: 1,
+  });
+  feed.start();
+  const limited = { ...recorder(), allows: (name: string) => name.startsWith("a") };
+  const everyone = recorder();
+  feed.subscribe(limited);
+  feed.subscribe(everyone);
+  clock.advance(1000);
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  const snapshot = (sink: ReturnType<typeof recorder>) =>
+    sink.events.find(([event]) => event === "snapshot")![1] as {
+      queue_count: number;
+      queues: { name: string }[];
+    };
+  assert.equal(snapshot(limited).queue_count, 2, "the other token's queues are not counted");
+  assert.deepEqual(snapshot(limited).queues.map((q) => q.name), ["a1"]);
+  assert.equal(snapshot(everyone).queue_count, 4);
+  assert.deepEqual(snapshot(everyone).queues.map((q) => q.name), ["b1"]);
+  feed.close();
 });
