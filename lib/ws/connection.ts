@@ -16,6 +16,7 @@
  * @module
  */
 
+import { nestsDeeperThan } from "../api/json_depth.ts";
 import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
 import { type Principal, requireQueue, type TokenSet } from "../auth/tokens.ts";
 import type { Broker, LeaseHolder, LeaseNotice, Subscriber } from "../core/broker.ts";
@@ -273,9 +274,10 @@ export class Connection implements LeaseHolder {
     try {
       frame = decodeFrame(text);
     } catch (error) {
+      // The frame's ref, if it parses at all (a frame refused for its nesting is not parsed).
       let ref: string | number | undefined;
       try {
-        ref = refOf(JSON.parse(text));
+        ref = nestsDeeperThan(text) ? undefined : refOf(JSON.parse(text));
       } catch {
         ref = undefined;
       }

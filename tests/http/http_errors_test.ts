@@ -85,6 +85,16 @@ Deno.test("a body that is not JSON answers 400 invalid_json", async (t) => {
   assert.equal(await pendingCount(server, "q"), 1);
 });
 
+Deno.test("a body nesting deeper than 1000 levels answers 400 invalid_json unparsed", async () => {
+  await using server = await startTestServer();
+  const body = (depth: number) => `{"payload":${"[".repeat(depth)}1${"]".repeat(depth)}}`;
+  const deep = await sendRaw(server, "POST", "/v1/queues/q/jobs", body(1000));
+  assertError(deep, 400, "invalid_json", /deeper than 1000 levels/);
+  assert.equal(await pendingCount(server, "q"), 0);
+  const fine = await sendRaw(server, "POST", "/v1/queues/q/jobs", body(999));
+  assert.equal(fine.status, 201, JSON.stringify(fine.body));
+});
+
 Deno.test("a body that is not valid UTF-8 answers 400 invalid_json", async () => {
   await using server = await startTestServer();
   const bytes = new Uint8Array([

@@ -26,6 +26,23 @@ Deno.test("a frame that is not JSON gets invalid_json and the connection stays u
   assert.deepEqual(await ws.subscribe("w", 1), { op: "ok", ref: "r1", queue: "w", prefetch: 1 });
 });
 
+Deno.test("a frame nesting deeper than 1000 levels gets invalid_json unparsed, and the connection stays usable", async () => {
+  await using server = await startTestServer();
+  await using ws = await WsClient.connect(wsUrl(server.url));
+  const deep = `{"op":"enqueue","ref":9,"queue":"w","payload":${"[".repeat(1000)}1${
+    "]".repeat(1000)
+  }}`;
+  const error = await errorFor(ws, deep);
+  assert.equal(error.code, "invalid_json");
+  assert.match(String(error.message), /deeper than 1000 levels/);
+  assert.equal(error.ref, undefined, "a frame refused for its nesting is not parsed for its ref");
+  const fine = `{"op":"enqueue","ref":10,"queue":"w","payload":${"[".repeat(998)}1${
+    "]".repeat(998)
+  }}`;
+  ws.send(fine);
+  assert.equal((await ws.next((f) => f.ref === 10)).op, "ok");
+});
+
 Deno.test("a binary frame of garbage gets invalid_json and the connection stays usable", async () => {
   await using server = await startTestServer();
   await using ws = await WsClient.connect(wsUrl(server.url));
