@@ -128,6 +128,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let accepting = true;
   const connections = new Set<Connection>();
   const limits = { maxPayload: config.maxPayload, maxBatch: config.maxBatch };
+  // Request bodies being read and large WebSocket messages being received share one budget.
+  const memoryBudget = new BodyBudget(config.bodyBudget);
   const upgrade = (request: HttpRequest, principal: Principal | null): Response => {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       throw new TegamiError("validation_failed", "Cannot upgrade: expected a WebSocket handshake");
@@ -147,7 +149,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (!accepting) {
       throw new TegamiError("unavailable", "Cannot upgrade: the server is shutting down");
     }
-    const upgradeOptions = { pingIntervalMs: config.pingIntervalMs, maxMessage: config.maxBody };
+    const upgradeOptions = {
+      pingIntervalMs: config.pingIntervalMs,
+      maxMessage: config.maxBody,
+      budget: memoryBudget,
+    };
     return upgradeToWebSocket(request, upgradeOptions, (socket, version) => {
       const connection: Connection = new Connection(socket, {
         broker,
@@ -240,7 +246,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       allowedHosts: config.allowedHosts,
       allowedOrigins: config.allowedOrigins,
     },
-    body: { timeoutMs: config.bodyTimeoutMs, budget: new BodyBudget(config.bodyBudget) },
+    body: { timeoutMs: config.bodyTimeoutMs, budget: memoryBudget },
   });
 
   try {

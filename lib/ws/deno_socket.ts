@@ -13,7 +13,7 @@
 import { TegamiError } from "../core/errors.ts";
 import type { HttpRequest } from "../http/http_request.ts";
 import type { Connection, SocketLike } from "./connection.ts";
-import { upgradeHere } from "./frame_socket.ts";
+import { type MemoryBudget, upgradeHere } from "./frame_socket.ts";
 import { PROTOCOL_V2 } from "./protocol.ts";
 
 /** Settings of an upgrade. */
@@ -22,6 +22,8 @@ export interface UpgradeOptions {
   pingIntervalMs: number;
   /** The largest message the server reads, bytes (the runtime's own limit applies to its sockets). */
   maxMessage: number;
+  /** The memory budget the front door's own sockets hold large messages against. */
+  budget?: MemoryBudget;
 }
 
 /**

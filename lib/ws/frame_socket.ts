@@ -22,7 +22,6 @@
  * @module
  */
 
-import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import {
   closePayload,
@@ -58,6 +57,20 @@ export interface FrameSocketOptions {
   maxMessage: number;
   /** Heartbeat interval, ms: a ping after this long with nothing received, a close after two. */
   pingIntervalMs: number;
+  /**
+   * The memory budget shared with request bodies: a message buffer over 16 KiB is held against
+   * it while it exists, and a socket whose buffer it cannot hold is closed with 1013 (try again
+   * later). @default none
+   */
+  budget?: MemoryBudget;
+}
+
+/** Memory shared by many holders: `take` throws when `bytes` do not fit, taking nothing. */
+export interface MemoryBudget {
+  /** Takes `bytes`, or throws. */
+  take(bytes: number): void;
+  /** Gives back `bytes` taken before. */
+  give(bytes: number): void;
 }
 
 /**
@@ -77,6 +90,14 @@ export const CLOSE_WAIT_MS = 1000;
 const READ_BUFFER_MIN = 2 * 1024;
 /** Frames joined into one write up to this many bytes; a larger frame is written on its own. */
 const WRITE_BATCH = 64 * 1024;
+/** The first buffer of a fragmented message; it at least doubles as the message grows. */
+const FRAGMENTS_MIN = 4 * 1024;
+/**
+ * A socket's read buffer or fragment buffer up to this size is not held against the memory
+ * budget (every socket has such buffers); a larger one is, whole, while it exists.
+ */
+const UNBUDGETED_BYTES = 16 * 1024;
+const NO_BYTES = new Uint8Array(0);
 
 /** The opcode of bytes in the write queue that are written as they are (the `101`). */
 const RAW = -1;
@@ -168,10 +189,20 @@ export class FrameSocket implements SocketLike {
   /** Reading is held (see {@linkcode holdReading}); `#release` resumes the read loop. */
   #holding = false;
   #release: (() => void) | null = null;
-  /** The parts of a fragmented message, and its opcode (0: none in progress). */
-  #fragments: Uint8Array[] = [];
+  /**
+   * A fragmented message so far: its bytes, in one buffer that grows as they come (never a list
+   * of fragments, so empty continuation frames cost nothing held), and its opcode (0: none in
+   * progress).
+   */
+  #fragments: Uint8Array = NO_BYTES;
   #fragmentBytes = 0;
   #fragmentOp = 0;
+  /** Memory held against the budget for the read buffer and for the fragments (see #hold). */
+  #heldRead = 0;
+  #heldFragments = 0;
+  /** Frames taken off `#out` into writes so far, and the place of the pong queued last. */
+  #written = 0;
+  #pongAt = -1;
   #finished!: () => void;
   /** Resolves when the connection has ended. */
   readonly finished: Promise<void> = new Promise((resolve) => this.#finished = resolve);
@@ -288,6 +319,7 @@ export class FrameSocket implements SocketLike {
         }
         if (end - start < whole) {
           if (start + whole > buffer.length) {
+            if (!this.#hold("read", Math.max(whole, READ_BUFFER_MIN))) continue;
             const grown = new Uint8Array(Math.max(whole, READ_BUFFER_MIN));
             grown.set(buffer.subarray(start, end));
             end -= start;
@@ -304,7 +336,10 @@ export class FrameSocket implements SocketLike {
       if (start === end) {
         start = end = 0;
         // An idle socket holds a small buffer, whatever its last frame's size.
-        if (buffer.length > READ_BUFFER_MIN) buffer = new Uint8Array(READ_BUFFER_MIN);
+        if (buffer.length > READ_BUFFER_MIN) {
+          buffer = new Uint8Array(READ_BUFFER_MIN);
+          this.#hold("read", 0);
+        }
       } else if (end === buffer.length) {
         buffer.copyWithin(0, start, end);
         end -= start;
@@ -364,9 +399,7 @@ export class FrameSocket implements SocketLike {
   #frame(fin: boolean, op: number, payload: Uint8Array): void {
     switch (op) {
       case OP.ping:
-        if (!this.#closeSent) {
-          this.#queue(OP.pong, payload.slice());
-        }
+        if (!this.#closeSent) this.#pong(payload);
         return;
       case OP.pong:
         return;
@@ -376,14 +409,11 @@ export class FrameSocket implements SocketLike {
     }
     if (!fin || this.#fragmentOp !== 0) {
       if (op !== OP.continuation) this.#fragmentOp = op;
-      this.#fragments.push(payload.slice());
-      this.#fragmentBytes += payload.length;
+      if (!this.#appendFragment(payload)) return;
       if (!fin) return;
       op = this.#fragmentOp;
-      payload = Buffer.concat(this.#fragments);
-      this.#fragments = [];
-      this.#fragmentBytes = 0;
-      this.#fragmentOp = 0;
+      payload = this.#fragments.subarray(0, this.#fragmentBytes);
+      this.#dropFragments();
     }
     if (this.#closeSent) return; // what follows the server's close is not read
     let data: string | Uint8Array;
@@ -418,14 +448,68 @@ export class FrameSocket implements SocketLike {
   }
 
   /**
+   * Adds a fragment's bytes to the message being assembled; the buffer at least doubles when it
+   * grows (never past the message limit) and is held against the memory budget. False when the
+   * budget cannot hold it: the connection is then failed (1013, try again later).
+   */
+  #appendFragment(payload: Uint8Array): boolean {
+    const needed = this.#fragmentBytes + payload.length;
+    if (needed > this.#fragments.length) {
+      const size = Math.min(
+        Math.max(needed, 2 * this.#fragments.length, FRAGMENTS_MIN),
+        this.#options.maxMessage,
+      );
+      if (!this.#hold("fragments", size)) return false;
+      const grown = new Uint8Array(size);
+      grown.set(this.#fragments.subarray(0, this.#fragmentBytes));
+      this.#fragments = grown;
+    }
+    this.#fragments.set(payload, this.#fragmentBytes);
+    this.#fragmentBytes = needed;
+    return true;
+  }
+
+  #dropFragments(): void {
+    this.#fragments = NO_BYTES;
+    this.#fragmentBytes = 0;
+    this.#fragmentOp = 0;
+    this.#hold("fragments", 0);
+  }
+
+  /**
+   * Holds `bytes` of memory for `what` (the read buffer, the fragments) against the budget shared
+   * with request bodies, giving back what it held before; answers false, holding nothing for it,
+   * when the budget cannot take them, and fails the connection (1013: try again later). Buffers
+   * up to {@linkcode UNBUDGETED_BYTES} are not counted: every socket has one.
+   */
+  #hold(what: "read" | "fragments", bytes: number): boolean {
+    const budget = this.#options.budget;
+    if (budget === undefined) return true;
+    const counted = bytes > UNBUDGETED_BYTES ? bytes : 0;
+    const before = what === "read" ? this.#heldRead : this.#heldFragments;
+    if (counted === before) return true;
+    budget.give(before);
+    if (what === "read") this.#heldRead = 0;
+    else this.#heldFragments = 0;
+    if (counted === 0) return true;
+    try {
+      budget.take(counted);
+    } catch {
+      this.#fail(1013, "the server is holding as many large messages as it can; retry later");
+      return false;
+    }
+    if (what === "read") this.#heldRead = counted;
+    else this.#heldFragments = counted;
+    return true;
+  }
+
+  /**
    * Fails the connection: a close frame with `code` (unless one was sent), then the end once the
    * client answers it or after CLOSE_WAIT_MS. The connection is not cut at once: bytes left
    * unread would reset it, and the client might never see why it was closed.
    */
   #fail(code: number, reason: string): void {
-    this.#fragments = [];
-    this.#fragmentBytes = 0;
-    this.#fragmentOp = 0;
+    this.#dropFragments();
     if (!this.#closeSent) this.#handlers?.onViolation(code, reason); // it may close the socket
     if (!this.#closeSent) this.#sendClose(closePayload(code, reason));
     this.#closeTimer ??= setTimeout(() => this.#end(), CLOSE_WAIT_MS);
@@ -442,6 +526,22 @@ export class FrameSocket implements SocketLike {
     if (!this.#flushing && this.#out.length === 0) this.#end();
     // A client that does not read cannot hold the connection with a close frame it never takes.
     this.#closeTimer ??= setTimeout(() => this.#end(), CLOSE_WAIT_MS);
+  }
+
+  /**
+   * Answers a ping. A pong still waiting to be written takes this ping's payload instead of a
+   * second pong being queued (RFC 6455 §5.5.3 lets a pong answer only the latest ping), so a
+   * client that pings without reading holds one pong here, not one per ping.
+   */
+  #pong(payload: Uint8Array): void {
+    const at = this.#pongAt - this.#written;
+    if (at >= 0 && at < this.#outOps.length && this.#outOps[at] === OP.pong) {
+      this.#queued += payload.length - this.#out[at].length;
+      this.#out[at] = payload.slice();
+      return;
+    }
+    this.#pongAt = this.#written + this.#out.length;
+    this.#queue(OP.pong, payload.slice());
   }
 
   #queue(op: number, payload: Uint8Array): void {
@@ -485,6 +585,7 @@ export class FrameSocket implements SocketLike {
   #joined(take: number, bytes: number): Uint8Array {
     const parts = this.#out.splice(0, take);
     const ops = this.#outOps.splice(0, take);
+    this.#written += take;
     if (take === 1 && ops[0] === RAW) return parts[0];
     const chunk = new Uint8Array(bytes);
     let at = 0;
@@ -525,6 +626,10 @@ export class FrameSocket implements SocketLike {
     this.#out = [];
     this.#outOps = [];
     this.#queued = 0;
+    this.#pongAt = -1;
+    this.#fragments = NO_BYTES;
+    this.#options.budget?.give(this.#heldRead + this.#heldFragments);
+    this.#heldRead = this.#heldFragments = 0;
     try {
       this.#conn?.close();
     } catch {
