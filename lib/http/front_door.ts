@@ -36,7 +36,12 @@ import {
 } from "./http1.ts";
 import { ArrivedRequest, type HttpRequest } from "./http_request.ts";
 import { type Answer, json, toResponse } from "./respond.ts";
-import { type Handover, offerUpgrade, UpgradeAnswer } from "../ws/frame_socket.ts";
+import {
+  type FrameSocket,
+  type Handover,
+  offerUpgrade,
+  UpgradeAnswer,
+} from "../ws/frame_socket.ts";
 
 /** Options of {@linkcode openFrontDoor}. */
 export interface FrontDoorOptions {
@@ -120,6 +125,8 @@ interface Client {
   /** Requests in flight on this connection. */
   busy: number;
   upgraded: boolean;
+  /** The WebSocket it became, when upgraded here. */
+  socket: FrameSocket | null;
   /** Bytes of a request arrived that the private server has not turned into a request yet. */
   partial: boolean;
   /** When the connection last became idle (accepted, or its last response completed). */
@@ -331,11 +338,16 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     throw error;
   }
 
-  /** Closes the longest-idle connection with no request in flight (not `spare`); false if none. */
+  /**
+   * Closes the longest-idle connection with no request in flight (not `spare`), a WebSocket that
+   * has not authenticated counting as idle since it was accepted; false if none. So sockets that
+   * never send their token cannot keep token holders out by holding every slot.
+   */
   const evictIdle = (spare?: Client): boolean => {
     let oldest: Client | null = null;
     for (const client of clients.values()) {
-      if (client.busy > 0 || client.upgraded || client.closed || client === spare) continue;
+      if (client.busy > 0 || client.closed || client === spare) continue;
+      if (client.upgraded && client.socket?.unauthenticated !== true) continue;
       if (oldest === null || client.idleSince < oldest.idleSince) oldest = client;
     }
     if (oldest === null) return false;
@@ -550,6 +562,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       if (response instanceof UpgradeAnswer) {
         // The connection is a WebSocket from here on, served on this socket, not relayed.
         client.upgraded = true;
+        client.socket = response.socket;
         client.busy--;
         await response.socket.serve(conn, response.head, handOver(start));
         return null;
@@ -647,6 +660,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       relay: null,
       busy: 0,
       upgraded: false,
+      socket: null,
       partial: false,
       idleSince: performance.now(),
       deadline: undefined,

@@ -63,6 +63,11 @@ export interface SocketLike {
   /** Bytes queued for sending and not yet written. */
   readonly bufferedAmount: number;
   /**
+   * Set while the client has not authenticated, where the socket can tell its server (the front
+   * door's own WebSocket: such a socket may be closed to make room at the connection limit).
+   */
+  unauthenticated?: boolean;
+  /**
    * Stops (`true`) or resumes (`false`) reading the client's frames, where the socket can (the
    * front door's own WebSocket). Without it, frames past {@linkcode MAX_PENDING_FRAMES} are
    * refused with `rate_limited`.
@@ -81,6 +86,24 @@ export const MAX_PENDING_FRAMES = 4096;
 export const HOLD_READING_AT = MAX_PENDING_FRAMES - MAX_BATCH_FRAMES;
 /** A held socket reads again once this many frames or fewer are being processed. */
 const RESUME_READING_AT = HOLD_READING_AT / 2;
+/** At most one warning per this many ms about sockets closed before they authenticated. */
+const UNAUTHENTICATED_WARN_MS = 10_000;
+const unauthenticatedWarned = new WeakMap<Logger, { at: number; held: number }>();
+
+function warnUnauthenticated(log: Logger, fields: Record<string, unknown>): void {
+  const now = performance.now();
+  const last = unauthenticatedWarned.get(log);
+  if (last !== undefined && now - last.at < UNAUTHENTICATED_WARN_MS) {
+    last.held++;
+    return;
+  }
+  log.warn("WebSocket connection closed by the server", {
+    ...fields,
+    suppressed: last?.held ?? 0,
+  });
+  unauthenticatedWarned.set(log, { at: now, held: 0 });
+}
+
 /** How long a socket may stay open without authenticating when auth is on, ms. */
 export const AUTH_TIMEOUT_MS = 10_000;
 /** How often a connection paused for a full send buffer looks whether it has drained, ms. */
@@ -214,6 +237,7 @@ export class Connection implements LeaseHolder {
     this.#pushStop = options.maxBuffered / 2;
     this.#principal = options.principal;
     if (options.tokens !== null && options.principal === null) {
+      socket.unauthenticated = true;
       const wait = options.authTimeoutMs ?? AUTH_TIMEOUT_MS;
       this.#authTimer = options.clock.setTimer(() => {
         this.#authTimer = null;
@@ -573,6 +597,7 @@ export class Connection implements LeaseHolder {
     }
     this.#principal = principal;
     this.#clearAuthTimer();
+    this.#socket.unauthenticated = false;
     return { name: principal.name };
   }
 
@@ -663,12 +688,13 @@ export class Connection implements LeaseHolder {
   #close(code: number, reason: string, releaseLeases: boolean): void {
     if (this.#finished) return;
     if (code !== CLOSE.goingAway) {
-      // Cut for failing auth, reading too slowly or an oversized frame: worth a look.
-      this.#options.log.warn("WebSocket connection closed by the server", {
-        code,
-        reason,
-        client: this.#principal?.name,
-      });
+      // Cut for failing auth, reading too slowly or an oversized frame: worth a look. Sockets
+      // that never authenticated are told at most once per UNAUTHENTICATED_WARN_MS, with how
+      // many were held back: anyone can open them, and a flood must not flood the log.
+      const fields = { code, reason, client: this.#principal?.name };
+      if (this.#principal === null && this.#options.tokens !== null) {
+        warnUnauthenticated(this.#options.log, fields);
+      } else this.#options.log.warn("WebSocket connection closed by the server", fields);
     }
     this.#finish(releaseLeases);
     try {

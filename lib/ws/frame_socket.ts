@@ -203,6 +203,11 @@ export class FrameSocket implements SocketLike {
   /** Frames taken off `#out` into writes so far, and the place of the pong queued last. */
   #written = 0;
   #pongAt = -1;
+  /**
+   * True while the client has not authenticated (set by the protocol): the front door may close
+   * such a socket to make room at its connection limit, as it does an idle connection.
+   */
+  unauthenticated = false;
   #finished!: () => void;
   /** Resolves when the connection has ended. */
   readonly finished: Promise<void> = new Promise((resolve) => this.#finished = resolve);

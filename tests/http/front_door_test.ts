@@ -8,6 +8,8 @@ import assert from "node:assert/strict";
 import { startTestServer, type TestServer } from "../helpers/test_server.ts";
 import { spawnServer } from "../helpers/process_server.ts";
 import { readToClose } from "../helpers/raw_http.ts";
+import { RawWs } from "../helpers/raw_ws.ts";
+import { wsUrl } from "../helpers/ws_client.ts";
 
 /** A raw TCP connection to a server. */
 async function connect(url: string): Promise<Deno.TcpConn> {
@@ -129,6 +131,31 @@ Deno.test("at --max-connections an idle connection makes room for a new one", as
       c.close();
     } catch { /* closed */ }
   }
+});
+
+Deno.test("at --max-connections a WebSocket that has not authenticated makes room for a token holder", async () => {
+  const token = "admin-token-0123456789abcdef";
+  await using s = await startTestServer({
+    realTime: true,
+    config: { maxConnections: 3 },
+    tokens: [{ name: "ops", token, scopes: ["admin"] }],
+  });
+  // Three sockets that never send their token hold every slot (each would be closed at 10 s).
+  const waiting = [
+    await RawWs.connect(wsUrl(s.url)),
+    await RawWs.connect(wsUrl(s.url)),
+    await RawWs.connect(wsUrl(s.url)),
+  ];
+  const answer = await fetch(`${s.url}/v1/queues`, {
+    headers: { authorization: `Bearer ${token}`, connection: "close" },
+  });
+  await answer.body?.cancel();
+  assert.equal(answer.status, 200, "served, not 503");
+  const ends = await Promise.all(
+    waiting.map((ws) => ws.closed(1000).then(() => "closed", () => "open")),
+  );
+  assert.deepEqual(ends.sort(), ["closed", "open", "open"], "the oldest one made room");
+  for (const ws of waiting) await ws[Symbol.asyncDispose]();
 });
 
 Deno.test({

@@ -33,6 +33,7 @@ class FakeSocket implements SocketLike {
   /** Whether each send adds its length to `bufferedAmount` (a reader that never reads). */
   accumulate = false;
   bufferedAmount = 0;
+  unauthenticated?: boolean;
 
   send(text: string): void {
     if (this.sendsLeft <= 0) throw new Error("fake socket: connection reset");
@@ -325,6 +326,29 @@ Deno.test("Connection closes a socket that sends no auth frame within the auth t
   assert.deepEqual(silent.closes.map((c) => c.code), [1008]);
   assert.equal(silent.frames()[0].code, "unauthorized");
   assert.equal(authed.closes.length, 0, "an authenticated socket was closed");
+});
+
+Deno.test("Connection marks a socket unauthenticated until its auth frame, and warns of a flood of such closes once", async () => {
+  await using h = await startHarness();
+  const tokens = TokenSet.parse(JSON.stringify([{ name: "w", token: TOKEN, scopes: ["admin"] }]));
+  const warned: Record<string, unknown>[] = [];
+  const log = {
+    ...silentLogger,
+    warn: (_: string, fields?: Record<string, unknown>) => warned.push(fields ?? {}),
+  };
+  const authed = new FakeSocket();
+  h.connect(authed, { tokens, principal: null, authTimeoutMs: 5000, log })
+    .onMessage(frame({ op: "auth", ref: 1, token: TOKEN }));
+  assert.equal(authed.unauthenticated, false);
+  const silent = Array.from({ length: 20 }, () => new FakeSocket());
+  for (const socket of silent) {
+    h.connect(socket, { tokens, principal: null, authTimeoutMs: 5000, log });
+  }
+  assert.ok(silent.every((socket) => socket.unauthenticated === true));
+  h.clock.advance(5000);
+  assert.ok(silent.every((socket) => socket.closes.length === 1));
+  assert.equal(warned.length, 1, "one warning for twenty closes within 10 s");
+  assert.equal(warned[0].suppressed, 0);
 });
 
 Deno.test("Connection answers rate_limited past the limit of frames in progress, then recovers", async () => {
