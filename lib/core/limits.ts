@@ -18,6 +18,11 @@ export const MIN_LEASE_MS = 100;
 export const MAX_LEASE_MS = 12 * 60 * 60 * 1000;
 /** Largest WebSocket subscription `prefetch`. */
 export const MAX_PREFETCH = 1000;
+/**
+ * Most subscriptions one WebSocket connection holds at once: each costs memory (about 0.5 KB)
+ * and a place in its queue's consumer list, whether or not the queue exists.
+ */
+export const MAX_SUBSCRIPTIONS = 1000;
 /** The most deliveries a job may allow. */
 export const MAX_ATTEMPTS = 1000;
 /** The default deliveries a job allows. */

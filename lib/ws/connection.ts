@@ -23,7 +23,7 @@ import type { Broker, LeaseHolder, LeaseNotice, Subscriber } from "../core/broke
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { invalid, jobNotFound, TegamiError, toTegamiError } from "../core/errors.ts";
 import type { Delivery } from "../core/job.ts";
-import { largestDeliveryBytes } from "../core/limits.ts";
+import { largestDeliveryBytes, MAX_SUBSCRIPTIONS } from "../core/limits.ts";
 import type { Logger } from "../observe/log.ts";
 import {
   enqueueAnswer,
@@ -86,6 +86,12 @@ export const MAX_PENDING_FRAMES = 4096;
 export const HOLD_READING_AT = MAX_PENDING_FRAMES - MAX_BATCH_FRAMES;
 /** A held socket reads again once this many frames or fewer are being processed. */
 const RESUME_READING_AT = HOLD_READING_AT / 2;
+/**
+ * The largest frame a socket that has not authenticated may send (an `auth` frame, whose token is
+ * at most 256 characters, needs far less), in characters or bytes.
+ */
+export const MAX_AUTH_FRAME_BYTES = 4096;
+
 /** At most one warning per this many ms about sockets closed before they authenticated. */
 const UNAUTHENTICATED_WARN_MS = 10_000;
 const unauthenticatedWarned = new WeakMap<Logger, { at: number; held: number }>();
@@ -272,6 +278,11 @@ export class Connection implements LeaseHolder {
     if (this.#finished) return;
     if (frameBytes(data, this.#options.maxFrame) > this.#options.maxFrame) {
       this.onViolation(CLOSE.tooBig, `frame over ${this.#options.maxFrame} bytes`);
+      return;
+    }
+    // Before auth only an auth frame is taken, and one is small: a larger frame is not parsed.
+    if (this.#principal === null && data.length > MAX_AUTH_FRAME_BYTES) {
+      this.#refuseUnauthenticated(undefined);
       return;
     }
     let text: string;
@@ -517,6 +528,13 @@ export class Connection implements LeaseHolder {
         const { prefetch, leaseMs } = parseSubscribe(body);
         let sub = this.#subs.get(frame.queue);
         if (sub === undefined) {
+          if (this.#subs.size >= MAX_SUBSCRIPTIONS) {
+            throw new TegamiError(
+              "conflict",
+              `Cannot subscribe to "${frame.queue}": a connection holds at most ` +
+                `${MAX_SUBSCRIPTIONS} subscriptions; unsubscribe from one, or open another connection`,
+            );
+          }
           sub = new Subscription(this, frame.queue, prefetch, leaseMs);
           this.#subs.set(frame.queue, sub);
           broker.subscribe(sub);

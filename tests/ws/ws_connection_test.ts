@@ -18,6 +18,7 @@ import {
   MAX_PENDING_FRAMES,
   type SocketLike,
 } from "../../lib/ws/connection.ts";
+import { MAX_SUBSCRIPTIONS } from "../../lib/core/limits.ts";
 import { eventually, type Frame } from "../helpers/ws_client.ts";
 
 const TOKEN = "fake-socket-token-0123456789";
@@ -349,6 +350,38 @@ Deno.test("Connection marks a socket unauthenticated until its auth frame, and w
   assert.ok(silent.every((socket) => socket.closes.length === 1));
   assert.equal(warned.length, 1, "one warning for twenty closes within 10 s");
   assert.equal(warned[0].suppressed, 0);
+});
+
+Deno.test("Connection holds at most MAX_SUBSCRIPTIONS subscriptions; the next is refused with conflict", async () => {
+  await using h = await startHarness();
+  const socket = new FakeSocket();
+  const connection = h.connect(socket);
+  for (let i = 0; i <= MAX_SUBSCRIPTIONS; i++) {
+    connection.onMessage(frame({ op: "subscribe", ref: i, queue: `q${i}`, prefetch: 1 }));
+  }
+  await eventually(() => socket.reply(MAX_SUBSCRIPTIONS) !== undefined, "every reply");
+  assert.equal(socket.reply(MAX_SUBSCRIPTIONS - 1)?.op, "ok");
+  assert.equal(socket.reply(MAX_SUBSCRIPTIONS)?.code, "conflict");
+  // Subscribing again to a queue already held still updates it; one freed makes room.
+  connection.onMessage(frame({ op: "subscribe", ref: "again", queue: "q0", prefetch: 5 }));
+  connection.onMessage(frame({ op: "unsubscribe", ref: "free", queue: "q1" }));
+  connection.onMessage(frame({ op: "subscribe", ref: "room", queue: "new", prefetch: 1 }));
+  await eventually(() => socket.reply("room") !== undefined, "the last reply");
+  assert.equal(socket.reply("again")?.op, "ok");
+  assert.equal(socket.reply("room")?.op, "ok");
+});
+
+Deno.test("Connection refuses a frame over 4 KiB before auth without parsing it", async () => {
+  await using h = await startHarness();
+  const tokens = TokenSet.parse(JSON.stringify([{ name: "w", token: TOKEN, scopes: ["admin"] }]));
+  const socket = new FakeSocket();
+  const connection = h.connect(socket, { tokens, principal: null });
+  connection.onMessage(
+    JSON.stringify({ op: "auth", ref: 1, token: TOKEN, padding: "x".repeat(5000) }),
+  );
+  await eventually(() => socket.closes.length > 0, "the close");
+  assert.deepEqual(socket.closes.map((c) => c.code), [1008]);
+  assert.equal(socket.frames()[0].code, "unauthorized");
 });
 
 Deno.test("Connection answers rate_limited past the limit of frames in progress, then recovers", async () => {
