@@ -117,6 +117,8 @@ const MAX_REFUSING = 64;
 /** A connection's buffer while a request head arrives: the longest head the parser reads. */
 const HEAD_BUFFER = PLAIN_HEAD_MAX + RELAY_BUFFER_MIN;
 const REFUSE_WAIT_MS = 1000;
+/** How long a timed-out connection's 408 may take to be written before the connection closes. */
+const TIMEOUT_ANSWER_WAIT_MS = 1000;
 
 interface Client {
   readonly id: number;
@@ -248,7 +250,10 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         closeClient(client);
         return;
       }
-      client.conn.write(headTimeoutAnswer(ms)).catch(() => {}).finally(() => closeClient(client));
+      // A client that does not read may never take the answer: closed after a moment anyway.
+      const close = () => closeClient(client);
+      deadlinesOf(TIMEOUT_ANSWER_WAIT_MS).set(close);
+      client.conn.write(headTimeoutAnswer(ms)).catch(() => {}).finally(close);
     });
   };
 
@@ -267,6 +272,8 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       );
     }
     client.busy++;
+    // The request the relayed bytes began is here: until more bytes come, none is begun.
+    client.partial = false;
     client.deadline?.cancel();
     client.deadline = undefined;
     let response: Response;

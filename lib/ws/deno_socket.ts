@@ -13,7 +13,7 @@
 import { TegamiError } from "../core/errors.ts";
 import type { HttpRequest } from "../http/http_request.ts";
 import type { Connection, SocketLike } from "./connection.ts";
-import { type MemoryBudget, upgradeHere } from "./frame_socket.ts";
+import { checkHandshake, type MemoryBudget, upgradeHere } from "./frame_socket.ts";
 import { PROTOCOL_V2 } from "./protocol.ts";
 
 /** Settings of an upgrade. */
@@ -49,6 +49,7 @@ export function upgradeToWebSocket(
   if (!(request instanceof Request)) {
     throw new TegamiError("internal", "Cannot upgrade: the request did not come from the runtime");
   }
+  checkHandshake(request.headers);
   let upgraded: { socket: WebSocket; response: Response };
   try {
     upgraded = Deno.upgradeWebSocket(request, {

@@ -136,6 +136,23 @@ export class UpgradeAnswer extends Response {
 }
 
 /**
+ * Checks a WebSocket handshake's headers, wherever it is upgraded (here, or by the runtime, which
+ * is more lenient): `Sec-WebSocket-Version: 13` and a `Sec-WebSocket-Key` of 16 bytes in base64.
+ * Answers the key; throws `validation_failed`.
+ */
+export function checkHandshake(headers: { get(name: string): string | null }): string {
+  const key = headers.get("sec-websocket-key") ?? "";
+  if (!KEY.test(key) || headers.get("sec-websocket-version") !== "13") {
+    throw new TegamiError(
+      "validation_failed",
+      "Cannot upgrade: not a valid WebSocket handshake (it needs Sec-WebSocket-Version: 13 " +
+        "and a Sec-WebSocket-Key of 16 bytes in base64)",
+    );
+  }
+  return key;
+}
+
+/**
  * Accepts the WebSocket handshake of `request` here, if the front door offered it; null when
  * the runtime must upgrade it. `protocol` is the subprotocol the answer names, if any. Throws
  * `validation_failed` for a handshake that is not valid (no 16-byte key, a version other
@@ -147,15 +164,7 @@ export function upgradeHere(
   options: FrameSocketOptions,
 ): UpgradeAnswer | null {
   if (!offered.has(request)) return null;
-  const key = request.headers.get("sec-websocket-key") ?? "";
-  const version = request.headers.get("sec-websocket-version");
-  if (!KEY.test(key) || version !== "13") {
-    throw new TegamiError(
-      "validation_failed",
-      "Cannot upgrade: not a valid WebSocket handshake (it needs Sec-WebSocket-Version: 13 " +
-        "and a Sec-WebSocket-Key of 16 bytes in base64)",
-    );
-  }
+  const key = checkHandshake(request.headers);
   const accept = createHash("sha1").update(key + HANDSHAKE_GUID).digest("base64");
   const head = "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n" +
     `sec-websocket-accept: ${accept}\r\n` +

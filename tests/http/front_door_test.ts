@@ -59,6 +59,44 @@ Deno.test("a kept-alive connection is closed --idle-timeout after its last answe
   assert.ok(ms >= 450 && ms < 2500, `closed ${ms.toFixed(0)} ms after the request`);
 });
 
+Deno.test("a relayed connection idle after its answer is closed at --idle-timeout without a 408", async () => {
+  await using s = await server({ idleTimeoutMs: 500, headerTimeoutMs: 5000 });
+  const conn = await connect(s.url);
+  // A chunked body sends the connection through the relay.
+  const body = JSON.stringify({ payload: 1 });
+  await conn.write(encoder.encode(
+    "POST /v1/queues/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+      `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+  ));
+  const { text, ms } = await readToClose(conn, 4000);
+  assert.match(text, /^HTTP\/1\.1 201 /);
+  assert.doesNotMatch(text, /408/, "no answer to a request nobody began");
+  assert.ok(ms < 3000, `closed ${ms.toFixed(0)} ms after the request`);
+});
+
+Deno.test("a relayed client that never reads is closed soon after --idle-timeout, its 408 unwritten", async () => {
+  await using s = await server({ idleTimeoutMs: 300, headerTimeoutMs: 5000 });
+  const conn = await connect(s.url);
+  // HTTP/1.0 goes through the relay; 64 KiB answers asked for 400 times and never read.
+  await conn.write(encoder.encode(
+    "GET /dashboard.js HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n".repeat(400),
+  ));
+  const open = async () => {
+    const metrics = await (await fetch(`${s.url}/metrics`, { headers: { connection: "close" } }))
+      .text();
+    return Number(metrics.match(/^tegami_connections (\d+)$/m)?.[1]);
+  };
+  const started = performance.now();
+  let count = await open();
+  while (count > 1 && performance.now() - started < 6000) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    count = await open();
+  }
+  assert.equal(count, 1, "only the metrics request's own connection is left");
+  assert.ok(performance.now() - started < 6000);
+  conn.close();
+});
+
 Deno.test("a client that sends requests and never reads the answers is cut after --idle-timeout", async () => {
   await using s = await server({ idleTimeoutMs: 300, headerTimeoutMs: 5000 });
   const conn = await connect(s.url);

@@ -203,6 +203,31 @@ Deno.test("a WebSocket on a connection the front door relays is upgraded by the 
   conn.close();
 });
 
+Deno.test("a relayed handshake, and one on a server without the front door, are held to the same rules", async () => {
+  for (const frontDoor of ["on", "off"] as const) {
+    await using server = await startTestServer({ config: { frontDoor } });
+    const conn = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: Number(new URL(server.url).port),
+    });
+    // A head over 8 KiB goes through the relay when the front door is on.
+    const padding = `X-Padding: ${"p".repeat(9000)}\r\n`;
+    await conn.write(encoder.encode(
+      `GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\n${padding}Upgrade: websocket\r\n` +
+        `Connection: Upgrade\r\nSec-WebSocket-Key: short\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    ));
+    let text = "";
+    const buffer = new Uint8Array(4096);
+    while (!text.includes("\r\n\r\n")) {
+      const n = await conn.read(buffer);
+      if (n === null) break;
+      text += new TextDecoder().decode(buffer.subarray(0, n));
+    }
+    assert.match(text, /^HTTP\/1\.1 400 /, `front door ${frontDoor}: ${text.slice(0, 80)}`);
+    conn.close();
+  }
+});
+
 Deno.test("a push and the answer after it are not held back by Nagle's algorithm", async () => {
   // With Nagle on, the second small write in a row waits for the client's delayed ACK (40 ms on
   // Linux): nearly every round of push, ack and answer took 42 ms before the front door set
