@@ -153,6 +153,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       pingIntervalMs: config.pingIntervalMs,
       maxMessage: config.maxBody,
       budget: memoryBudget,
+      runtimeUpgrades: config.frontDoor === "off",
     };
     return upgradeToWebSocket(request, upgradeOptions, (socket, version) => {
       const connection: Connection = new Connection(socket, {

@@ -23,6 +23,12 @@ export const MAX_PREFETCH = 1000;
  * and a place in its queue's consumer list, whether or not the queue exists.
  */
 export const MAX_SUBSCRIPTIONS = 1000;
+/**
+ * The largest frame a WebSocket that has not authenticated may send (an `auth` frame, whose token
+ * is at most 256 characters, needs far less), in characters or bytes; a larger one is refused
+ * from its head, before it is read.
+ */
+export const MAX_AUTH_FRAME_BYTES = 4096;
 /** The most deliveries a job may allow. */
 export const MAX_ATTEMPTS = 1000;
 /** The default deliveries a job allows. */

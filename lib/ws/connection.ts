@@ -16,14 +16,14 @@
  * @module
  */
 
-import { nestsDeeperThan } from "../api/json_depth.ts";
+import { costlyJson } from "../api/json_depth.ts";
 import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
 import { type Principal, requireQueue, type TokenSet } from "../auth/tokens.ts";
 import type { Broker, LeaseHolder, LeaseNotice, Subscriber } from "../core/broker.ts";
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { invalid, jobNotFound, TegamiError, toTegamiError } from "../core/errors.ts";
 import type { Delivery } from "../core/job.ts";
-import { largestDeliveryBytes, MAX_SUBSCRIPTIONS } from "../core/limits.ts";
+import { largestDeliveryBytes, MAX_AUTH_FRAME_BYTES, MAX_SUBSCRIPTIONS } from "../core/limits.ts";
 import type { Logger } from "../observe/log.ts";
 import {
   enqueueAnswer,
@@ -86,11 +86,6 @@ export const MAX_PENDING_FRAMES = 4096;
 export const HOLD_READING_AT = MAX_PENDING_FRAMES - MAX_BATCH_FRAMES;
 /** A held socket reads again once this many frames or fewer are being processed. */
 const RESUME_READING_AT = HOLD_READING_AT / 2;
-/**
- * The largest frame a socket that has not authenticated may send (an `auth` frame, whose token is
- * at most 256 characters, needs far less), in characters or bytes.
- */
-export const MAX_AUTH_FRAME_BYTES = 4096;
 
 /** At most one warning per this many ms about sockets closed before they authenticated. */
 const UNAUTHENTICATED_WARN_MS = 10_000;
@@ -312,7 +307,7 @@ export class Connection implements LeaseHolder {
       // The frame's ref, if it parses at all (a frame refused for its nesting is not parsed).
       let ref: string | number | undefined;
       try {
-        ref = nestsDeeperThan(text) ? undefined : refOf(JSON.parse(text));
+        ref = costlyJson(text) !== null ? undefined : refOf(JSON.parse(text));
       } catch {
         ref = undefined;
       }
@@ -426,6 +421,12 @@ export class Connection implements LeaseHolder {
    * need not have kept): closes with `code` and `reason`, logged, and gives back the leases.
    */
   onViolation(code: number, reason: string): void {
+    // A frame too large to take before auth is refused by the socket from its head: the client
+    // is told as for any other frame before auth.
+    if (code === CLOSE.policy && this.#principal === null) {
+      this.#refuseUnauthenticated(undefined);
+      return;
+    }
     this.#close(code, reason, true);
   }
 

@@ -24,6 +24,13 @@ export interface UpgradeOptions {
   maxMessage: number;
   /** The memory budget the front door's own sockets hold large messages against. */
   budget?: MemoryBudget;
+  /**
+   * Whether the runtime may upgrade what the front door did not (`--front-door off`). With the
+   * front door on, a handshake it did not take (a head over 8 KiB, HTTP/1.0, a connection it
+   * relays) is refused: the runtime's sockets are outside its connection limit's eviction and
+   * its memory budget, so an unauthenticated client could hold gigabytes through them.
+   */
+  runtimeUpgrades: boolean;
 }
 
 /**
@@ -50,6 +57,13 @@ export function upgradeToWebSocket(
     throw new TegamiError("internal", "Cannot upgrade: the request did not come from the runtime");
   }
   checkHandshake(request.headers);
+  if (!options.runtimeUpgrades) {
+    throw new TegamiError(
+      "validation_failed",
+      "Cannot upgrade: a WebSocket handshake must be a plain HTTP/1.1 request with a head of at " +
+        "most 8 KiB, on a connection that has not sent a chunked body or HTTP/1.0 before",
+    );
+  }
   let upgraded: { socket: WebSocket; response: Response };
   try {
     upgraded = Deno.upgradeWebSocket(request, {

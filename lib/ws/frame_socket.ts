@@ -33,6 +33,7 @@ import {
   writeFrameHead,
 } from "../client/websocket_frames.ts";
 import { TegamiError } from "../core/errors.ts";
+import { MAX_AUTH_FRAME_BYTES } from "../core/limits.ts";
 import { type Deadline, deadlinesOf } from "../http/deadline_queue.ts";
 import type { HttpRequest } from "../http/http_request.ts";
 import type { SocketLike } from "./connection.ts";
@@ -137,16 +138,21 @@ export class UpgradeAnswer extends Response {
 
 /**
  * Checks a WebSocket handshake's headers, wherever it is upgraded (here, or by the runtime, which
- * is more lenient): `Sec-WebSocket-Version: 13` and a `Sec-WebSocket-Key` of 16 bytes in base64.
+ * is more lenient): `Connection: Upgrade`, `Sec-WebSocket-Version: 13` and a `Sec-WebSocket-Key`
+ * of 16 bytes in base64.
  * Answers the key; throws `validation_failed`.
  */
 export function checkHandshake(headers: { get(name: string): string | null }): string {
   const key = headers.get("sec-websocket-key") ?? "";
-  if (!KEY.test(key) || headers.get("sec-websocket-version") !== "13") {
+  const connection = (headers.get("connection") ?? "").toLowerCase().split(",");
+  if (
+    !KEY.test(key) || headers.get("sec-websocket-version") !== "13" ||
+    !connection.some((token) => token.trim() === "upgrade")
+  ) {
     throw new TegamiError(
       "validation_failed",
-      "Cannot upgrade: not a valid WebSocket handshake (it needs Sec-WebSocket-Version: 13 " +
-        "and a Sec-WebSocket-Key of 16 bytes in base64)",
+      "Cannot upgrade: not a valid WebSocket handshake (it needs Connection: Upgrade, " +
+        "Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key of 16 bytes in base64)",
     );
   }
   return key;
@@ -402,6 +408,11 @@ export class FrameSocket implements SocketLike {
     }
     if (op !== OP.continuation && this.#fragmentOp !== 0) {
       return [1002, "new message inside a fragmented one"];
+    }
+    // Before auth only a small auth frame is taken: a larger one is refused from its head, so
+    // sockets without a token cannot fill the memory budget with messages being received.
+    if (this.unauthenticated && this.#fragmentBytes + length > MAX_AUTH_FRAME_BYTES) {
+      return [1008, `frame over ${MAX_AUTH_FRAME_BYTES} bytes before auth`];
     }
     if (this.#fragmentBytes + length > this.#options.maxMessage) {
       return [1009, `frame over ${this.#options.maxMessage} bytes`];

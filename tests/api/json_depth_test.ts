@@ -4,7 +4,12 @@
  */
 
 import assert from "node:assert/strict";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../lib/api/json_depth.ts";
+import {
+  costlyJson,
+  MAX_JSON_CONTAINERS,
+  MAX_JSON_DEPTH,
+  nestsDeeperThan,
+} from "../../lib/api/json_depth.ts";
 
 const nested = (depth: number, inner = "1") => "[".repeat(depth) + inner + "]".repeat(depth);
 
@@ -29,4 +34,12 @@ Deno.test("nestsDeeperThan skips strings, escaped quotes included, and siblings 
 Deno.test("nestsDeeperThan leaves text of at most twice the limit alone", () => {
   assert.equal(nestsDeeperThan("[".repeat(2000), 1000), false);
   assert.equal(nestsDeeperThan("[".repeat(2001), 1000), true);
+});
+
+Deno.test("costlyJson counts arrays and objects however shallow, strings aside", () => {
+  const wide = (n: number) => "[" + Array(n).fill("[]").join(",") + "]";
+  assert.equal(costlyJson(wide(999), 1000, 1000), null);
+  assert.match(costlyJson(wide(1000), 1000, 1000) ?? "", /more than 1000 arrays and objects/);
+  assert.equal(costlyJson(JSON.stringify(["[]".repeat(5000)]), 1000, 10), null);
+  assert.match(costlyJson(wide(MAX_JSON_CONTAINERS)) ?? "", /more than 1000000/);
 });

@@ -127,3 +127,18 @@ Deno.test("large messages being received are held against the budget, and one pa
   b.socket.close(1000, "done");
   first.socket.close(1000, "done");
 });
+
+Deno.test("before auth a frame over 4 KiB is refused from its head, holding nothing of the budget", async () => {
+  const budget = recordingBudget(64 << 20);
+  const head = maskedFrame(OPCODE.text, new Uint8Array(5000)).subarray(0, 100); // 100 bytes of it
+  const { socket, closes } = open([], budget);
+  socket.unauthenticated = true;
+  const late = open([head], budget);
+  late.socket.unauthenticated = true;
+  await turns(5);
+  assert.deepEqual(late.closes, [1008]);
+  assert.equal(budget.most, 0, "nothing held for it");
+  assert.deepEqual(closes, []);
+  socket.close(1000, "done");
+  late.socket.close(1000, "done");
+});

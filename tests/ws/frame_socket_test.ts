@@ -165,13 +165,11 @@ Deno.test("with --front-door off the runtime upgrades sockets, and they speak th
   await pushAndAck(server);
 });
 
-Deno.test("a WebSocket on a connection the front door relays is upgraded by the runtime", async () => {
+Deno.test("a WebSocket handshake on a connection the front door relays is refused with 400", async () => {
+  // The runtime's sockets are outside the connection limit's eviction and the memory budget: an
+  // unauthenticated client held 1.9 GB through 120 of them. A chunked request sends its
+  // connection through the relay; the upgrade after it on the same connection is refused.
   await using server = await startTestServer();
-  await using ws = await RawWs.connect(wsUrl(server.url));
-  await ws.send({ op: "subscribe", ref: 1, queue: "w", prefetch: 1 });
-  await ws.next((f) => f.ref === 1);
-  // A chunked request sends its connection through the relay; the upgrade after it on the same
-  // connection is then `Deno.upgradeWebSocket`'s.
   const conn = await Deno.connect({
     hostname: "127.0.0.1",
     port: Number(new URL(server.url).port),
@@ -186,20 +184,17 @@ Deno.test("a WebSocket on a connection the front door relays is upgraded by the 
   ));
   let text = "";
   const buffer = new Uint8Array(4096);
-  while (!text.includes("101 Switching Protocols")) {
+  while (!/HTTP\/1\.1 [0-9]{3}[\s\S]*HTTP\/1\.1 [0-9]{3}[\s\S]*\r\n\r\n/.test(text)) {
     const n = await conn.read(buffer);
-    assert.notEqual(n, null, `the connection ended: ${text}`);
-    text += new TextDecoder().decode(buffer.subarray(0, n!));
+    if (n === null) break;
+    text += new TextDecoder().decode(buffer.subarray(0, n));
   }
   assert.match(text, /^HTTP\/1\.1 201/);
-  assert.equal((await ws.next((f) => f.op === "job")).payload.relayed, true);
-  // The relayed socket answers frames too.
-  await conn.write(maskedFrame(OPCODE.text, subscribe(5)));
-  while (!text.includes('"ref":5')) {
-    const n = await conn.read(buffer);
-    assert.notEqual(n, null, `the connection ended: ${text}`);
-    text += new TextDecoder().decode(buffer.subarray(0, n!));
-  }
+  assert.match(
+    text,
+    /HTTP\/1\.1 400[\s\S]*a WebSocket handshake must be a plain HTTP\/1\.1 request/,
+  );
+  assert.doesNotMatch(text, /101 Switching Protocols/);
   conn.close();
 });
 
