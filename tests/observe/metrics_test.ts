@@ -85,9 +85,18 @@ Deno.test("/metrics exposes queue gauges, job counters, latencies and commit fig
   const [a] = leased.body.jobs; // the second is left to expire
   await server.request("POST", `/v1/jobs/${a.id}/ack`, { token: a.lease.token });
   await server.advance(2000); // b's lease expires
-  const answer = await fetch(server.url + "/metrics");
+  // The expiry is counted once its transaction is durable: under load, after the clock's turn.
+  let answer: Response;
+  let text: string;
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    answer = await fetch(server.url + "/metrics");
+    text = await answer.text();
+    if (/^tegami_expired_total\{queue="m"\} 1$/m.test(text) || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   assert.match(answer.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/);
-  const families = parseExposition(await answer.text());
+  const families = parseExposition(text);
   const m = { queue: "m" };
   assert.equal(sample(families, "tegami_jobs", { queue: "m", state: "pending" }), 1);
   assert.equal(sample(families, "tegami_jobs", { queue: "m", state: "delayed" }), 1);
