@@ -51,16 +51,11 @@ export function costlyJson(
   return null;
 }
 
-/** Whether `text` nests arrays and objects deeper than `max` levels (see {@linkcode costlyJson}). */
-export function nestsDeeperThan(text: string, max: number = MAX_JSON_DEPTH): boolean {
-  return costlyJson(text, max, Infinity) !== null;
-}
-
 /**
  * Throws `invalid_json` naming `what` (the request body, the frame) when `text` nests too deep or
  * holds too many arrays and objects.
  */
-export function refuseDeepJson(text: string, what: string): void {
+export function refuseCostlyJson(text: string, what: string): void {
   const wrong = costlyJson(text);
   if (wrong !== null) throw new TegamiError("invalid_json", `Cannot parse ${what}: ${wrong}`);
 }

@@ -710,12 +710,10 @@ export class Broker {
   }
 
   /**
-   * Every queue costs memory and scrape time, so their number is bounded. Concurrent first
-   * enqueues to new queues may pass the limit by as many as are in flight together.
-   */
-  /**
    * Refuses (`conflict`) what would create `queue` when it is new and `--max-queues` queues are
-   * known already: an enqueue, settings, a pause, a schedule.
+   * known already: an enqueue, settings, a pause, a schedule. Every queue costs memory and scrape
+   * time, so their number is bounded. Concurrent first enqueues to new queues may pass the limit
+   * by as many as are in flight together.
    */
   requireQueueRoom(queue: string): void {
     if (this.#maxQueues === Infinity || this.#store.knownQueues === undefined) return;

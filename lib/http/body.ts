@@ -9,7 +9,7 @@
 import { type Deadline, deadlinesOf } from "./deadline_queue.ts";
 import { TegamiError } from "../core/errors.ts";
 import type { BodyBudget } from "./body_budget.ts";
-import { refuseDeepJson } from "../api/json_depth.ts";
+import { refuseCostlyJson } from "../api/json_depth.ts";
 import type { HttpRequest } from "./http_request.ts";
 
 function tooLarge(limit: number): TegamiError {
@@ -89,7 +89,7 @@ export async function readJsonBody(
   } catch {
     throw new TegamiError("invalid_json", "Cannot parse the request body: it is not valid UTF-8");
   }
-  refuseDeepJson(text, "the request body");
+  refuseCostlyJson(text, "the request body");
   try {
     return { value: JSON.parse(text), text };
   } catch (error) {

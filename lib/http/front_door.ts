@@ -126,8 +126,10 @@ interface Client {
   relay: Deno.Conn | null;
   /** Requests in flight on this connection. */
   busy: number;
-  upgraded: boolean;
-  /** The WebSocket it became, when upgraded here. */
+  /**
+   * The WebSocket it became, if upgraded (only here: a relayed connection's handshake is
+   * refused, see deno_socket.ts).
+   */
   socket: FrameSocket | null;
   /** Bytes of a request arrived that the private server has not turned into a request yet. */
   partial: boolean;
@@ -242,7 +244,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     client.deadline?.cancel();
     client.deadline = deadlinesOf(ms).set(() => {
       client.deadline = undefined;
-      if (client.busy > 0 || client.upgraded || client.closed) return;
+      if (client.busy > 0 || client.socket !== null || client.closed) return;
       event(why);
       // A request begun but not finished in time can still be told why (as Node does): 408.
       // A connection that sent nothing has nobody waiting for an answer.
@@ -283,14 +285,13 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       client.busy--;
       throw error;
     }
-    if (response.status === 101) client.upgraded = true;
     // An answer that ends the connection (a body that timed out) may leave the body unread:
     // the private server would wait for it, so the relay tells it the client is done.
     const ends = response.headers.get("connection")?.toLowerCase() === "close";
     info.completed.catch(() => {}).finally(() => {
       if (ends) client.relay?.closeWrite().catch(() => {});
       client.busy--;
-      if (client.busy === 0 && !client.upgraded && !client.closed) {
+      if (client.busy === 0 && !client.closed) {
         client.idleSince = performance.now();
         arm(client, options.idleTimeoutMs, "timed_out_idle");
       }
@@ -354,7 +355,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     let oldest: Client | null = null;
     for (const client of clients.values()) {
       if (client.busy > 0 || client.closed || client === spare) continue;
-      if (client.upgraded && client.socket?.unauthenticated !== true) continue;
+      if (client.socket !== null && !client.socket.unauthenticated) continue;
       if (oldest === null || client.idleSince < oldest.idleSince) oldest = client;
     }
     if (oldest === null) return false;
@@ -568,7 +569,6 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       current = null;
       if (response instanceof UpgradeAnswer) {
         // The connection is a WebSocket from here on, served on this socket, not relayed.
-        client.upgraded = true;
         client.socket = response.socket;
         client.busy--;
         await response.socket.serve(conn, response.head, handOver(start));
@@ -666,7 +666,6 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       conn,
       relay: null,
       busy: 0,
-      upgraded: false,
       socket: null,
       partial: false,
       idleSince: performance.now(),
@@ -721,7 +720,9 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         // request in flight close after its answer; WebSockets served here close when the
         // server's close handshake (sent before this) ends.
         for (const client of clients.values()) {
-          if (client.relay === null && client.busy === 0 && !client.upgraded) closeClient(client);
+          if (client.relay === null && client.busy === 0 && client.socket === null) {
+            closeClient(client);
+          }
         }
         // The private server closes idle connections at once and the others after their
         // answer; each relay forwards what it holds before it closes, so no answer is cut.

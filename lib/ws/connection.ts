@@ -16,7 +16,6 @@
  * @module
  */
 
-import { costlyJson } from "../api/json_depth.ts";
 import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
 import { type Principal, requireQueue, type TokenSet } from "../auth/tokens.ts";
 import type { Broker, LeaseHolder, LeaseNotice, Subscriber } from "../core/broker.ts";
@@ -304,18 +303,15 @@ export class Connection implements LeaseHolder {
     try {
       frame = decodeFrame(text);
     } catch (error) {
-      // The frame's ref, if it parses at all (a frame refused for its nesting is not parsed).
-      let ref: string | number | undefined;
-      try {
-        ref = costlyJson(text) !== null ? undefined : refOf(JSON.parse(text));
-      } catch {
-        ref = undefined;
-      }
+      const refused = toTegamiError(error);
+      // A frame refused as invalid_json was not parsed (broken, or refused unparsed for its
+      // nesting): it has no ref to echo. Any other refusal came after the parse.
+      const ref = refused.code === "invalid_json" ? undefined : refOf(JSON.parse(text));
       if (this.#principal === null) {
         this.#refuseUnauthenticated(ref);
         return;
       }
-      this.#send(errorFrame(ref, toTegamiError(error)));
+      this.#send(errorFrame(ref, refused));
       return;
     }
     if (this.#principal === null && frame.op !== "auth") {

@@ -213,8 +213,7 @@ export class FrameSocket implements SocketLike {
   #fragmentBytes = 0;
   #fragmentOp = 0;
   /** Memory held against the budget for the read buffer and for the fragments (see #hold). */
-  #heldRead = 0;
-  #heldFragments = 0;
+  readonly #held = { read: 0, fragments: 0 };
   /** Frames taken off `#out` into writes so far, and the place of the pong queued last. */
   #written = 0;
   #pongAt = -1;
@@ -511,11 +510,9 @@ export class FrameSocket implements SocketLike {
     const budget = this.#options.budget;
     if (budget === undefined) return true;
     const counted = bytes > UNBUDGETED_BYTES ? bytes : 0;
-    const before = what === "read" ? this.#heldRead : this.#heldFragments;
-    if (counted === before) return true;
-    budget.give(before);
-    if (what === "read") this.#heldRead = 0;
-    else this.#heldFragments = 0;
+    if (counted === this.#held[what]) return true;
+    budget.give(this.#held[what]);
+    this.#held[what] = 0;
     if (counted === 0) return true;
     try {
       budget.take(counted);
@@ -523,8 +520,7 @@ export class FrameSocket implements SocketLike {
       this.#fail(1013, "the server is holding as many large messages as it can; retry later");
       return false;
     }
-    if (what === "read") this.#heldRead = counted;
-    else this.#heldFragments = counted;
+    this.#held[what] = counted;
     return true;
   }
 
@@ -653,8 +649,8 @@ export class FrameSocket implements SocketLike {
     this.#queued = 0;
     this.#pongAt = -1;
     this.#fragments = NO_BYTES;
-    this.#options.budget?.give(this.#heldRead + this.#heldFragments);
-    this.#heldRead = this.#heldFragments = 0;
+    this.#options.budget?.give(this.#held.read + this.#held.fragments);
+    this.#held.read = this.#held.fragments = 0;
     try {
       this.#conn?.close();
     } catch {

@@ -18,7 +18,7 @@
  * @module
  */
 
-import { refuseDeepJson } from "../api/json_depth.ts";
+import { refuseCostlyJson } from "../api/json_depth.ts";
 import { invalid, TegamiError, toTegamiError } from "../core/errors.ts";
 import { type Delivery, deliveryMembers } from "../core/job.ts";
 import { asObject, jobId, queueName, utf8Length } from "../api/requests.ts";
@@ -91,7 +91,7 @@ export function refOf(value: unknown): string | number | undefined {
 
 /** Parses a frame's text; throws `invalid_json` or `validation_failed`. */
 export function decodeFrame(text: string): ClientFrame {
-  refuseDeepJson(text, "the frame");
+  refuseCostlyJson(text, "the frame");
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -4,12 +4,11 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  costlyJson,
-  MAX_JSON_CONTAINERS,
-  MAX_JSON_DEPTH,
-  nestsDeeperThan,
-} from "../../lib/api/json_depth.ts";
+import { costlyJson, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH } from "../../lib/api/json_depth.ts";
+
+/** Whether `text` nests deeper than `max` levels, however many arrays and objects it holds. */
+const nestsDeeperThan = (text: string, max = MAX_JSON_DEPTH) =>
+  costlyJson(text, max, Infinity) !== null;
 
 const nested = (depth: number, inner = "1") => "[".repeat(depth) + inner + "]".repeat(depth);
 
