@@ -5,10 +5,12 @@
  * jobs per transaction, the size group commit reaches under W1. Added to the runtime floor's
  * per-job CPU it bounds what a single-threaded server on SQLite can do.
  *
- *     deno run -A bench/sqlite_cost.ts [--jobs N] [--groups N]
+ *     deno run -A bench/sqlite_cost.ts [--jobs N] [--groups N] [--page-size N] [--payload-bytes N]
  *
  * `--groups N` spreads the jobs over N ordering groups (the group tracking on, as after a queue's
- * first grouped job), to show what a grouped job's upkeep costs in each step.
+ * first grouped job), to show what a grouped job's upkeep costs in each step. `--page-size N` makes
+ * the database with pages of N bytes instead of the server's (`PAGE_SIZE`), `--payload-bytes N` sizes each
+ * job's payload (default 100).
  *
  * @module
  */
@@ -16,15 +18,22 @@
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { GROUP_TRACKING, MIGRATIONS } from "../lib/store/sqlite/sqlite_schema.ts";
+import { PAGE_SIZE } from "../lib/store/sqlite/sqlite_store.ts";
 
 const { values } = parseArgs({
-  options: { jobs: { type: "string", default: "64000" }, groups: { type: "string", default: "0" } },
+  options: {
+    jobs: { type: "string", default: "64000" },
+    groups: { type: "string", default: "0" },
+    "page-size": { type: "string", default: String(PAGE_SIZE) },
+    "payload-bytes": { type: "string", default: "100" },
+  },
 });
 const jobs = Number(values.jobs);
 const groups = Number(values.groups);
 const BATCH = 32;
 const dir = await Deno.makeTempDir({ prefix: "tegami-sqlite-cost-" });
 const db = new DatabaseSync(`${dir}/cost.db`);
+db.exec(`PRAGMA page_size = ${Number(values["page-size"])}`);
 db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16384");
 for (const migration of MIGRATIONS) db.exec(migration);
 if (groups > 0) db.exec(GROUP_TRACKING);
@@ -50,7 +59,10 @@ const ack = db.prepare(
 );
 const begin = db.prepare("BEGIN IMMEDIATE");
 const commit = db.prepare("COMMIT");
-const payload = JSON.stringify({ n: 1, pad: "x".repeat(80) });
+const payload = JSON.stringify({
+  n: 1,
+  pad: "x".repeat(Math.max(0, Number(values["payload-bytes"]) - 20)),
+});
 const spent = { insert: 0, claim: 0, lease: 0, ack: 0, commit: 0 };
 const time = (part: keyof typeof spent, work: () => void) => {
   const started = performance.now();

@@ -164,6 +164,12 @@ export const MIGRATIONS: readonly string[] = [
   DROP INDEX jobs_finished;
   CREATE INDEX jobs_finished ON jobs (queue, state, finished_at) WHERE finished_at IS NOT NULL;
   `,
+  // The readiness probe's row carries room: a write of 8 KiB, about what an enqueue or an ack
+  // writes, rather than one small row. With 1 KiB pages a one-row commit still found room in the
+  // log file on a full disk, so /readyz said ready while every job write was refused.
+  `
+  ALTER TABLE probe ADD COLUMN room BLOB;
+  `,
 ];
 
 /**

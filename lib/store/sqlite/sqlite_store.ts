@@ -144,6 +144,16 @@ const LEASED_QUEUES_CAP = 100_000;
 /** WAL bytes after which a commit checkpoints (as pages of the file's own size). */
 const CHECKPOINT_BYTES = 15_000 * 1024;
 
+/**
+ * The page size of a database file this store creates, in bytes. A commit writes each page it
+ * dirtied whole to the log, and most of a commit's pages are the tails of the indexes, where a
+ * few new entries rewrite a page and its neighbours (performance.md, "Pages of 1 KiB"): 1 KiB
+ * pages wrote 1.45 KB per job in W1 against 2.35 KB with SQLite's default of 4 KiB, at the same
+ * throughput and about 5 % more of SQLite's instructions per job. Files made with another size
+ * keep it.
+ */
+export const PAGE_SIZE = 1024;
+
 /** How many finished jobs one sweep transaction deletes at most (keeps each commit short). */
 const SWEEP_CHUNK = 5000;
 /** How many queues one sweep transaction visits at most. */
@@ -303,6 +313,9 @@ export class SqliteStore implements Store {
     try {
       db = new DatabaseSync(options.path);
       db.exec("PRAGMA busy_timeout = 5000");
+      // Before anything is written: a new file takes this page size for good (a WAL database
+      // keeps the one it was made with, so an older file goes on with its own).
+      db.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
       if (!inMemory) {
         const mode = db.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode: string };
         if (mode.journal_mode !== "wal") {
@@ -1591,7 +1604,7 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     deleteSettings: p("DELETE FROM queue_settings WHERE name = ?"),
-    probe: p("INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)"),
+    probe: p("INSERT OR REPLACE INTO probe (id, at, room) VALUES (1, ?, zeroblob(8192))"),
     groupCounts: p(
       `SELECT coalesce(sum(pending > 0), 0) AS waiting, coalesce(sum(leased > 0), 0) AS leased,
          coalesce(sum(pending > 0 AND leased >= ?2), 0) AS full

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { ackRunSql, SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
+import { ackRunSql, PAGE_SIZE, SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
 import { GroupCommit } from "../../../lib/store/group_commit.ts";
 import { GROUP_TRACKING, migrate, MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
 import { PendingPage } from "../../../lib/store/sqlite/pending_page.ts";
@@ -160,6 +160,52 @@ Deno.test("SqliteStore.open() puts the database in WAL mode", async () => {
     }
   } finally {
     await store.close();
+  }
+});
+
+/** The page size a database file was made with, read from its header by another connection. */
+function pageSizeOf(path: string): number {
+  const reader = new DatabaseSync(path, { readOnly: true });
+  try {
+    return (reader.prepare("PRAGMA page_size").get() as { page_size: number }).page_size;
+  } finally {
+    reader.close();
+  }
+}
+
+Deno.test("SqliteStore.open() makes a new database with pages of PAGE_SIZE", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    await store.enqueue("q", [job], T0);
+  } finally {
+    await store.close();
+  }
+  assert.equal(PAGE_SIZE, 1024);
+  assert.equal(pageSizeOf(db.path), PAGE_SIZE);
+});
+
+Deno.test("a database made with 4 KiB pages keeps them and its jobs", async () => {
+  await using db = await tempDb();
+  const older = new DatabaseSync(db.path);
+  older.exec("PRAGMA page_size = 4096; PRAGMA journal_mode = WAL");
+  migrate(older);
+  older.close();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  let id: number;
+  try {
+    [{ id }] = await store.enqueue("q", [job], T0);
+    const [delivery] = await store.claim("q", 1, 60_000, T0);
+    assert.equal(delivery.job.id, id);
+  } finally {
+    await store.close();
+  }
+  assert.equal(pageSizeOf(db.path), 4096);
+  const reopened = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  try {
+    assert.equal((await reopened.get(id))?.state, "leased");
+  } finally {
+    await reopened.close();
   }
 });
 
