@@ -9,7 +9,7 @@
  *
  * `--groups N` spreads the jobs over N ordering groups (the group tracking on, as after a queue's
  * first grouped job), to show what a grouped job's upkeep costs in each step. `--page-size N` makes
- * the database with pages of N bytes instead of the server's (`PAGE_SIZE`), `--payload-bytes N` sizes each
+ * the database with pages of N bytes instead of the server's (`DEFAULT_PAGE_SIZE`), `--payload-bytes N` sizes each
  * job's payload (default 100).
  *
  * @module
@@ -18,13 +18,13 @@
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { GROUP_TRACKING, MIGRATIONS } from "../lib/store/sqlite/sqlite_schema.ts";
-import { PAGE_SIZE } from "../lib/store/sqlite/sqlite_store.ts";
+import { DEFAULT_PAGE_SIZE } from "../lib/store/sqlite/sqlite_store.ts";
 
 const { values } = parseArgs({
   options: {
     jobs: { type: "string", default: "64000" },
     groups: { type: "string", default: "0" },
-    "page-size": { type: "string", default: String(PAGE_SIZE) },
+    "page-size": { type: "string", default: String(DEFAULT_PAGE_SIZE) },
     "payload-bytes": { type: "string", default: "100" },
   },
 });

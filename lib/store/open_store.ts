@@ -84,6 +84,7 @@ export const openStore: StoreFactory = async (config, context): Promise<Store> =
   return SqliteStore.open({
     path: config.db,
     sync: config.sync,
+    pageSize: config.pageSize,
     onCommit: context.onCommit,
     onWalSync: context.onWalSync,
     policy: context.policy,

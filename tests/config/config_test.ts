@@ -134,6 +134,7 @@ Deno.test("resolveServeConfig() fills every default", () => {
     port: 7700,
     tokensFile: null,
     sync: "full",
+    pageSize: 4096,
     maxPayload: 1024 * 1024,
     maxBody: 16 * 1024 * 1024,
     maxBatch: 1000,
@@ -224,6 +225,7 @@ Deno.test("resolveServeConfig() reads every flag from its env var", () => {
     TEGAMI_TLS_CERT: "cert.pem",
     TEGAMI_TLS_KEY: "key.pem",
     TEGAMI_PING_INTERVAL: "2s",
+    TEGAMI_PAGE_SIZE: "2KiB",
   };
   assert.deepEqual(Object.keys(env).sort(), SERVE_FLAGS.map((s) => s.env).sort());
   assert.deepEqual(resolveServeConfig([], env), {
@@ -235,6 +237,7 @@ Deno.test("resolveServeConfig() reads every flag from its env var", () => {
     port: 0,
     tokensFile: "tokens.json",
     sync: "normal",
+    pageSize: 2048,
     maxPayload: 2 * 1024 * 1024,
     maxBody: 4_000_000,
     maxBatch: 10,
@@ -398,6 +401,19 @@ Deno.test("resolveServeConfig() rejects a payload limit above the body limit", (
     "max-body",
     /must be at least --max-payload \(1MiB\)/,
   );
+});
+
+Deno.test("resolveServeConfig() takes a page size that is a power of two from 512 B to 64 KiB", () => {
+  assert.equal(resolveServeConfig(["--page-size", "1KiB"], {}).pageSize, 1024);
+  assert.equal(resolveServeConfig([], { TEGAMI_PAGE_SIZE: "65536" }).pageSize, 65536);
+  assertConfigError(
+    () => resolveServeConfig(["--page-size", "3000"], {}),
+    "page-size",
+    /^Invalid --page-size \(TEGAMI_PAGE_SIZE\): must be a power of two, got "3000"/,
+  );
+  for (const text of ["256", "128KiB"]) {
+    assertConfigError(() => resolveServeConfig(["--page-size", text], {}), "page-size", /./);
+  }
 });
 
 Deno.test("resolveServeConfig() needs both TLS files or neither", () => {

@@ -142,6 +142,30 @@ Deno.test("SIGTERM shuts down cleanly: exit 0 and the WAL checkpointed", async (
   assert.ok(wal === null || wal.size === 0, "the WAL is empty after a clean stop");
 });
 
+Deno.test("serve --page-size makes a new database with that page size, and a file keeps its own", async () => {
+  await using tmp = await tempDir("tegami-pages-");
+  const db = `${tmp.path}/tegami.db`;
+  const pageSize = () => {
+    const reader = new DatabaseSync(db, { readOnly: true });
+    try {
+      return (reader.prepare("PRAGMA page_size").get() as { page_size: number }).page_size;
+    } finally {
+      reader.close();
+    }
+  };
+  for (const args of [["--page-size", "1KiB"], ["--page-size", "8KiB"], []]) {
+    const server = await spawnServer(["--db", db, ...args]);
+    const answer = await send(server.url, "POST", "/v1/queues/t/jobs", { payload: args });
+    assert.equal(answer.status, 201);
+    server.kill("SIGTERM");
+    assert.equal((await server.exited()).code, 0);
+    assert.equal(pageSize(), 1024, `after serve ${args.join(" ")}`);
+  }
+  const refused = await runProgram(["serve", "--port", "0", "--db", db, "--page-size", "1000"]);
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /--page-size.*power of two/);
+});
+
 Deno.test("a second server on the same database exits 1 with a clear message", async () => {
   await using tmp = await tempDir("tegami-lock-");
   const dir = tmp.path;

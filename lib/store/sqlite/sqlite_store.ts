@@ -88,6 +88,11 @@ export interface SqliteStoreOptions {
   path: string;
   /** `full` survives power loss; `normal` may lose the last commits on power loss. @default "full" */
   sync?: "full" | "normal";
+  /**
+   * The page size of the database file if this store creates it (a power of two from 512 to
+   * 65536); a file that exists keeps its own. @default {@linkcode DEFAULT_PAGE_SIZE}
+   */
+  pageSize?: number;
   /** Policy applied inside transactions. */
   policy: LifecyclePolicy;
   /** Sees every commit (batch size, duration, failure). */
@@ -145,14 +150,14 @@ const LEASED_QUEUES_CAP = 100_000;
 const CHECKPOINT_BYTES = 15_000 * 1024;
 
 /**
- * The page size of a database file this store creates, in bytes. A commit writes each page it
- * dirtied whole to the log, and most of a commit's pages are the tails of the indexes, where a
- * few new entries rewrite a page and its neighbours (performance.md, "Pages of 1 KiB"): 1 KiB
- * pages wrote 1.45 KB per job in W1 against 2.35 KB with SQLite's default of 4 KiB, at the same
- * throughput and about 5 % more of SQLite's instructions per job. Files made with another size
- * keep it.
+ * The page size of a database file this store creates unless told otherwise, in bytes: SQLite's
+ * own. Smaller pages write fewer bytes per job, since a commit writes each page it dirtied whole
+ * and most of a commit's pages are index tails changed by a few entries; but SQLite writes the log
+ * one page at a time, so they take more system calls for the same rows, on the main thread.
+ * Measured (performance.md, "Page size"): 1 KiB pages wrote 1.45 KB per job in W1 against
+ * 2.35 KB, at the same W1 and W2 throughput, and cost batch intake (W4) 20–30 %.
  */
-export const PAGE_SIZE = 1024;
+export const DEFAULT_PAGE_SIZE = 4096;
 
 /** How many finished jobs one sweep transaction deletes at most (keeps each commit short). */
 const SWEEP_CHUNK = 5000;
@@ -314,8 +319,8 @@ export class SqliteStore implements Store {
       db = new DatabaseSync(options.path);
       db.exec("PRAGMA busy_timeout = 5000");
       // Before anything is written: a new file takes this page size for good (a WAL database
-      // keeps the one it was made with, so an older file goes on with its own).
-      db.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
+      // keeps the one it was made with, so a file that exists goes on with its own).
+      db.exec(`PRAGMA page_size = ${Math.trunc(options.pageSize ?? DEFAULT_PAGE_SIZE)}`);
       if (!inMemory) {
         const mode = db.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode: string };
         if (mode.journal_mode !== "wal") {

@@ -5,7 +5,11 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { ackRunSql, PAGE_SIZE, SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
+import {
+  ackRunSql,
+  DEFAULT_PAGE_SIZE,
+  SqliteStore,
+} from "../../../lib/store/sqlite/sqlite_store.ts";
 import { GroupCommit } from "../../../lib/store/group_commit.ts";
 import { GROUP_TRACKING, migrate, MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
 import { PendingPage } from "../../../lib/store/sqlite/pending_page.ts";
@@ -173,25 +177,30 @@ function pageSizeOf(path: string): number {
   }
 }
 
-Deno.test("SqliteStore.open() makes a new database with pages of PAGE_SIZE", async () => {
-  await using db = await tempDb();
-  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
-  try {
-    await store.enqueue("q", [job], T0);
-  } finally {
-    await store.close();
+Deno.test("SqliteStore.open() makes a new database with the page size it is given, SQLite's own by default", async () => {
+  for (
+    const [pageSize, expected] of [[undefined, DEFAULT_PAGE_SIZE], [1024, 1024], [16384, 16384]]
+  ) {
+    await using db = await tempDb();
+    const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY, pageSize });
+    try {
+      await store.enqueue("q", [job], T0);
+      assert.equal((await store.claim("q", 1, 60_000, T0)).length, 1);
+    } finally {
+      await store.close();
+    }
+    assert.equal(pageSizeOf(db.path), expected);
   }
-  assert.equal(PAGE_SIZE, 1024);
-  assert.equal(pageSizeOf(db.path), PAGE_SIZE);
+  assert.equal(DEFAULT_PAGE_SIZE, 4096);
 });
 
-Deno.test("a database made with 4 KiB pages keeps them and its jobs", async () => {
+Deno.test("a database made with 4 KiB pages keeps them and its jobs when opened with another size", async () => {
   await using db = await tempDb();
   const older = new DatabaseSync(db.path);
   older.exec("PRAGMA page_size = 4096; PRAGMA journal_mode = WAL");
   migrate(older);
   older.close();
-  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY, pageSize: 1024 });
   let id: number;
   try {
     [{ id }] = await store.enqueue("q", [job], T0);
