@@ -9,8 +9,8 @@
  *
  * `--groups N` spreads the jobs over N ordering groups (the group tracking on, as after a queue's
  * first grouped job), to show what a grouped job's upkeep costs in each step. `--page-size N` makes
- * the database with pages of N bytes instead of the server's (`DEFAULT_PAGE_SIZE`), `--payload-bytes N` sizes each
- * job's payload (default 100).
+ * the database with pages of N bytes instead of the server's default (`DEFAULT_PAGE_SIZE`);
+ * `--payload-bytes N` sizes each job's payload (default 100).
  *
  * @module
  */

@@ -69,101 +69,107 @@ const skipReason = "reason" in probe ? probe.reason : null;
 if ("dir" in probe) await unmount(probe.dir);
 if (skipReason !== null) console.log(`disk_full_test skipped: ${skipReason}`);
 
-Deno.test({
-  name: "a full disk answers 503 to writes, keeps reads, and takes writes again when space returns",
-  ignore: skipReason !== null,
-  sanitizeResources: false, // fetch keeps pooled connections
-  fn: async () => {
-    const mounted = await mountTmpfs("8m");
-    assert.ok("dir" in mounted, "reason" in mounted ? mounted.reason : "");
-    const dir = mounted.dir;
-    const db = `${dir}/tegami.db`;
-    const acknowledged = new Set<number>();
-    try {
-      const server = await spawnServer(["--db", db]);
+// With 1 KiB pages, a one-row commit still found room in the log file on a full disk, so the
+// readiness probe said ready while every job write was refused: the probe now writes 8 KiB.
+for (const pages of [[], ["--page-size", "1KiB"]]) {
+  Deno.test({
+    name:
+      "a full disk answers 503 to writes, keeps reads, and takes writes again when space returns" +
+      (pages.length > 0 ? ` (serve ${pages.join(" ")})` : ""),
+    ignore: skipReason !== null,
+    sanitizeResources: false, // fetch keeps pooled connections
+    fn: async () => {
+      const mounted = await mountTmpfs("8m");
+      assert.ok("dir" in mounted, "reason" in mounted ? mounted.reason : "");
+      const dir = mounted.dir;
+      const db = `${dir}/tegami.db`;
+      const acknowledged = new Set<number>();
       try {
-        const enqueue = async (i: number) => {
-          const answer = await send(server.url, "POST", "/v1/queues/full/jobs", {
-            payload: { i, pad: "x".repeat(2000) },
+        const server = await spawnServer(["--db", db, ...pages]);
+        try {
+          const enqueue = async (i: number) => {
+            const answer = await send(server.url, "POST", "/v1/queues/full/jobs", {
+              payload: { i, pad: "x".repeat(2000) },
+            });
+            if (answer.status >= 200 && answer.status < 300) acknowledged.add(answer.body.id);
+            return answer;
+          };
+          for (let i = 0; i < 40; i++) assert.equal((await enqueue(i)).status, 201);
+          const leased = await send(server.url, "POST", "/v1/queues/full/leases", {
+            lease_ms: 60_000,
           });
-          if (answer.status >= 200 && answer.status < 300) acknowledged.add(answer.body.id);
-          return answer;
-        };
-        for (let i = 0; i < 40; i++) assert.equal((await enqueue(i)).status, 201);
-        const leased = await send(server.url, "POST", "/v1/queues/full/leases", {
-          lease_ms: 60_000,
-        });
-        const [held] = leased.body.jobs;
+          const [held] = leased.body.jobs;
 
-        // ---- the disk fills up ----
-        const filled = await fill(`${dir}/filler`);
-        assert.ok(filled > 0);
-        const answers = [];
-        for (let i = 40; i < 60; i++) answers.push(await enqueue(i));
-        const statuses = answers.map((a) => a.status);
-        assert.ok(statuses.every((s) => s === 201 || s === 503), statuses.join());
-        assert.ok(statuses.includes(503), `no write was refused: ${statuses.join()}`);
-        const refused = answers.find((a) => a.status === 503)!;
-        assert.equal(refused.body.error.code, "unavailable");
-        assert.ok(!/SQLITE|disk I\/O|database or disk/i.test(refused.body.error.message));
+          // ---- the disk fills up ----
+          const filled = await fill(`${dir}/filler`);
+          assert.ok(filled > 0);
+          const answers = [];
+          for (let i = 40; i < 60; i++) answers.push(await enqueue(i));
+          const statuses = answers.map((a) => a.status);
+          assert.ok(statuses.every((s) => s === 201 || s === 503), statuses.join());
+          assert.ok(statuses.includes(503), `no write was refused: ${statuses.join()}`);
+          const refused = answers.find((a) => a.status === 503)!;
+          assert.equal(refused.body.error.code, "unavailable");
+          assert.ok(!/SQLITE|disk I\/O|database or disk/i.test(refused.body.error.message));
 
-        const ack = await send(server.url, "POST", `/v1/jobs/${held.id}/ack`, {
-          token: held.lease.token,
-        });
-        assert.equal(ack.status, 503);
-        await using ws = await WsClient.connect(wsUrl(server.url));
-        const wsEnqueue = await ws.request({ op: "enqueue", queue: "full", payload: 1 });
-        assert.equal(wsEnqueue.op, "error");
-        assert.equal(wsEnqueue.code, "unavailable");
+          const ack = await send(server.url, "POST", `/v1/jobs/${held.id}/ack`, {
+            token: held.lease.token,
+          });
+          assert.equal(ack.status, 503);
+          await using ws = await WsClient.connect(wsUrl(server.url));
+          const wsEnqueue = await ws.request({ op: "enqueue", queue: "full", payload: 1 });
+          assert.equal(wsEnqueue.op, "error");
+          assert.equal(wsEnqueue.code, "unavailable");
 
-        // Reads keep working; readiness says the database does not take writes.
-        assert.equal((await send(server.url, "GET", `/v1/jobs/${held.id}`)).body.state, "leased");
-        const stats = await send(server.url, "GET", "/v1/queues/full");
-        assert.equal(stats.status, 200);
-        assert.equal(stats.body.counts.leased, 1);
-        assert.equal((await send(server.url, "GET", "/healthz")).status, 200);
-        assert.equal((await send(server.url, "GET", "/readyz")).status, 503);
+          // Reads keep working; readiness says the database does not take writes.
+          assert.equal((await send(server.url, "GET", `/v1/jobs/${held.id}`)).body.state, "leased");
+          const stats = await send(server.url, "GET", "/v1/queues/full");
+          assert.equal(stats.status, 200);
+          assert.equal(stats.body.counts.leased, 1);
+          assert.equal((await send(server.url, "GET", "/healthz")).status, 200);
+          assert.equal((await send(server.url, "GET", "/readyz")).status, 503);
 
-        // ---- space returns: no restart ----
-        await Deno.remove(`${dir}/filler`);
-        await eventually(
-          async () => (await send(server.url, "GET", "/readyz")).status === 200,
-          "ready again",
-          5000,
-        );
-        assert.equal((await enqueue(100)).status, 201);
-        const again = await send(server.url, "POST", `/v1/jobs/${held.id}/ack`, {
-          token: held.lease.token,
-        });
-        assert.equal(again.status, 200, JSON.stringify(again.body));
-        assert.equal((await ws.request({ op: "enqueue", queue: "full", payload: 2 })).op, "ok");
+          // ---- space returns: no restart ----
+          await Deno.remove(`${dir}/filler`);
+          await eventually(
+            async () => (await send(server.url, "GET", "/readyz")).status === 200,
+            "ready again",
+            5000,
+          );
+          assert.equal((await enqueue(100)).status, 201);
+          const again = await send(server.url, "POST", `/v1/jobs/${held.id}/ack`, {
+            token: held.lease.token,
+          });
+          assert.equal(again.status, 200, JSON.stringify(again.body));
+          assert.equal((await ws.request({ op: "enqueue", queue: "full", payload: 2 })).op, "ok");
+        } finally {
+          server.kill("SIGTERM");
+          const exit = await server.exited();
+          assert.equal(exit.code, 0, exit.stderr);
+        }
+
+        // ---- nothing acknowledged was lost ----
+        const database = new DatabaseSync(db, { readOnly: true });
+        try {
+          const integrity = database.prepare("PRAGMA integrity_check").get() as Record<
+            string,
+            string
+          >;
+          assert.equal(Object.values(integrity)[0], "ok");
+          const ids = new Set(
+            (database.prepare("SELECT id FROM jobs").all() as { id: number }[]).map((r) => r.id),
+          );
+          for (const id of acknowledged) assert.ok(ids.has(id), `acknowledged job ${id} is stored`);
+          assert.ok(acknowledged.size >= 41);
+        } finally {
+          database.close();
+        }
       } finally {
-        server.kill("SIGTERM");
-        const exit = await server.exited();
-        assert.equal(exit.code, 0, exit.stderr);
+        await unmount(dir);
       }
-
-      // ---- nothing acknowledged was lost ----
-      const database = new DatabaseSync(db, { readOnly: true });
-      try {
-        const integrity = database.prepare("PRAGMA integrity_check").get() as Record<
-          string,
-          string
-        >;
-        assert.equal(Object.values(integrity)[0], "ok");
-        const ids = new Set(
-          (database.prepare("SELECT id FROM jobs").all() as { id: number }[]).map((r) => r.id),
-        );
-        for (const id of acknowledged) assert.ok(ids.has(id), `acknowledged job ${id} is stored`);
-        assert.ok(acknowledged.size >= 41);
-      } finally {
-        database.close();
-      }
-    } finally {
-      await unmount(dir);
-    }
-  },
-});
+    },
+  });
+}
 
 Deno.test({
   name: "a disk that fills under concurrent load, then a SIGKILL, loses nothing acknowledged",
