@@ -648,9 +648,8 @@ export class FrameSocket implements SocketLike {
     this.#outOps = [];
     this.#queued = 0;
     this.#pongAt = -1;
-    this.#fragments = NO_BYTES;
-    this.#options.budget?.give(this.#held.read + this.#held.fragments);
-    this.#held.read = this.#held.fragments = 0;
+    this.#dropFragments();
+    this.#hold("read", 0); // gives back what the read buffer held
     try {
       this.#conn?.close();
     } catch {

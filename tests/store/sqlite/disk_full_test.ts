@@ -64,6 +64,19 @@ async function fill(path: string): Promise<number> {
   return written;
 }
 
+/** The ids of the jobs in the database file at `path`, once SQLite finds the file intact. */
+function storedJobIds(path: string): Set<number> {
+  const database = new DatabaseSync(path, { readOnly: true });
+  try {
+    const integrity = database.prepare("PRAGMA integrity_check").get() as Record<string, string>;
+    assert.equal(Object.values(integrity)[0], "ok");
+    const rows = database.prepare("SELECT id FROM jobs").all() as { id: number }[];
+    return new Set(rows.map((row) => row.id));
+  } finally {
+    database.close();
+  }
+}
+
 const probe = await mountTmpfs("1m");
 const skipReason = "reason" in probe ? probe.reason : null;
 if ("dir" in probe) await unmount(probe.dir);
@@ -149,21 +162,9 @@ for (const pages of [[], ["--page-size", "1KiB"]]) {
         }
 
         // ---- nothing acknowledged was lost ----
-        const database = new DatabaseSync(db, { readOnly: true });
-        try {
-          const integrity = database.prepare("PRAGMA integrity_check").get() as Record<
-            string,
-            string
-          >;
-          assert.equal(Object.values(integrity)[0], "ok");
-          const ids = new Set(
-            (database.prepare("SELECT id FROM jobs").all() as { id: number }[]).map((r) => r.id),
-          );
-          for (const id of acknowledged) assert.ok(ids.has(id), `acknowledged job ${id} is stored`);
-          assert.ok(acknowledged.size >= 41);
-        } finally {
-          database.close();
-        }
+        const ids = storedJobIds(db);
+        for (const id of acknowledged) assert.ok(ids.has(id), `acknowledged job ${id} is stored`);
+        assert.ok(acknowledged.size >= 41);
       } finally {
         await unmount(dir);
       }
@@ -227,22 +228,10 @@ Deno.test({
       again.kill("SIGTERM");
       assert.equal((await again.exited()).code, 0);
 
-      const database = new DatabaseSync(db, { readOnly: true });
-      try {
-        const integrity = database.prepare("PRAGMA integrity_check").get() as Record<
-          string,
-          string
-        >;
-        assert.equal(Object.values(integrity)[0], "ok");
-        const ids = new Set(
-          (database.prepare("SELECT id FROM jobs").all() as { id: number }[]).map((r) => r.id),
-        );
-        const missing = [...acknowledged].filter((id) => !ids.has(id));
-        assert.deepEqual(missing, [], "every acknowledged job is stored");
-        assert.ok(acknowledged.size > 20, `only ${acknowledged.size} jobs acknowledged`);
-      } finally {
-        database.close();
-      }
+      const ids = storedJobIds(db);
+      const missing = [...acknowledged].filter((id) => !ids.has(id));
+      assert.deepEqual(missing, [], "every acknowledged job is stored");
+      assert.ok(acknowledged.size > 20, `only ${acknowledged.size} jobs acknowledged`);
     } finally {
       await unmount(dir);
     }
