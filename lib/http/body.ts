@@ -10,6 +10,7 @@ import { type Deadline, deadlinesOf } from "./deadline_queue.ts";
 import { TegamiError } from "../core/errors.ts";
 import type { BodyBudget } from "./body_budget.ts";
 import { refuseCostlyJson } from "../api/json_depth.ts";
+import { strictUtf8Decoder } from "../api/utf8.ts";
 import type { HttpRequest } from "./http_request.ts";
 
 function tooLarge(limit: number): TegamiError {
@@ -85,7 +86,7 @@ export async function readJsonBody(
   if (!typeOk) throw unsupported(contentType!);
   let text: string;
   try {
-    text = strictUtf8.decode(bytes);
+    text = strictUtf8(bytes);
   } catch {
     throw new TegamiError("invalid_json", "Cannot parse the request body: it is not valid UTF-8");
   }
@@ -157,7 +158,7 @@ function unsupported(contentType: string): TegamiError {
   );
 }
 
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+const strictUtf8 = strictUtf8Decoder();
 const EMPTY: JsonBody = { value: undefined, text: "" };
 
 function truncated(error: unknown): TegamiError {

@@ -32,6 +32,7 @@ import {
   unmask,
   writeFrameHead,
 } from "../client/websocket_frames.ts";
+import { strictUtf8Decoder } from "../api/utf8.ts";
 import { TegamiError } from "../core/errors.ts";
 import { MAX_AUTH_FRAME_BYTES } from "../core/limits.ts";
 import { type Deadline, deadlinesOf } from "../http/deadline_queue.ts";
@@ -105,7 +106,7 @@ const RAW = -1;
 
 const encoder = new TextEncoder();
 // A leading BOM is part of the message (a decoder would drop it by default).
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const utf8 = strictUtf8Decoder(true);
 const KEY = /^[A-Za-z0-9+/]{21}[AQgw]==$/;
 
 /** Requests whose connection the front door can hand to a {@linkcode FrameSocket}. */
@@ -443,7 +444,7 @@ export class FrameSocket implements SocketLike {
     let data: string | Uint8Array;
     if (op === OP.text) {
       try {
-        data = utf8.decode(payload);
+        data = utf8(payload);
       } catch {
         this.#fail(1007, "text frame not UTF-8");
         return;
@@ -462,7 +463,7 @@ export class FrameSocket implements SocketLike {
       answer = closePayload(1002, "");
     } else if (payload.length > 2) {
       try {
-        utf8.decode(payload.subarray(2));
+        utf8(payload.subarray(2));
       } catch {
         answer = closePayload(1007, "");
       }

@@ -198,9 +198,6 @@ export function* jobFrames(deliveries: readonly Delivery[]): Generator<JobsFrame
   for (const delivery of deliveries) yield { frame: jobFrame(delivery), count: 1 };
 }
 
-/** Finds a character that takes more than one byte in UTF-8. */
-const NOT_ASCII = /[\u0080-\uffff]/;
-
 /** One push frame (`job`, or v2 `jobs`) and how many of the deliveries it carries. */
 export interface JobsFrame {
   /** The frame's text. */
@@ -228,7 +225,7 @@ export function* jobsFrames(
   for (const delivery of deliveries) {
     const item = `{${deliveryMembers(delivery)}}`;
     const room = maxBytes - bytes - (count > 0 ? 1 : 0);
-    const size = NOT_ASCII.test(item) ? utf8Length(item) : item.length;
+    const size = utf8Length(item);
     if (count > 0 && size > room) {
       yield { frame: text + "]}", count };
       text = head;
