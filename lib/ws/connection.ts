@@ -16,6 +16,7 @@
  * @module
  */
 
+import { strictUtf8Decoder } from "../api/utf8.ts";
 import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
 import { type Principal, requireQueue, type TokenSet } from "../auth/tokens.ts";
 import type { Broker, LeaseHolder, LeaseNotice, Subscriber } from "../core/broker.ts";
@@ -87,6 +88,9 @@ export const HOLD_READING_AT = MAX_PENDING_FRAMES - MAX_BATCH_FRAMES;
 const RESUME_READING_AT = HOLD_READING_AT / 2;
 
 /** At most one warning per this many ms about sockets closed before they authenticated. */
+/** Decodes a binary frame that must hold UTF-8 JSON. */
+const strictUtf8 = strictUtf8Decoder();
+
 const UNAUTHENTICATED_WARN_MS = 10_000;
 const unauthenticatedWarned = new WeakMap<Logger, { at: number; held: number }>();
 
@@ -283,7 +287,7 @@ export class Connection implements LeaseHolder {
     if (typeof data === "string") text = data;
     else {
       try {
-        text = new TextDecoder("utf-8", { fatal: true }).decode(data);
+        text = strictUtf8(data);
       } catch {
         // Before auth, nothing but a good auth frame is taken: garbage too ends the socket.
         if (this.#principal === null) {
@@ -602,11 +606,25 @@ export class Connection implements LeaseHolder {
       if (name !== "token") throw invalid(name, "unknown field");
     }
     const tokens = this.#options.tokens;
-    if (tokens === null) return { name: this.#principal?.name ?? "anonymous" };
-    if (typeof body.token !== "string") {
-      throw new TegamiError("unauthorized", "Cannot authenticate: the auth frame needs a token");
+    // Before a socket has authenticated (auth on), a frame without a usable token fails the auth
+    // and ends the socket, as any failed auth does then. After, or with auth off, it is just a
+    // malformed frame, refused like any other.
+    const before = tokens !== null && this.#principal === null;
+    const token = body.token ?? null;
+    if (token !== null && typeof token !== "string") {
+      if (before) {
+        throw new TegamiError("unauthorized", "Cannot authenticate: the token is not a string");
+      }
+      throw invalid("token", "expected a string");
     }
-    const principal = tokens.authenticate(body.token);
+    if (tokens === null) return { name: this.#principal?.name ?? "anonymous" };
+    if (token === null) {
+      if (before) {
+        throw new TegamiError("unauthorized", "Cannot authenticate: the auth frame needs a token");
+      }
+      throw invalid("token", "expected the token to authenticate with");
+    }
+    const principal = tokens.authenticate(token);
     if (principal === null) {
       throw new TegamiError("unauthorized", "Cannot authenticate: the token is not valid");
     }

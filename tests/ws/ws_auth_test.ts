@@ -199,6 +199,75 @@ Deno.test("a token on the upgrade is not needed again, and a later auth frame is
   assert.equal(ws.socket.readyState, WebSocket.OPEN);
 });
 
+Deno.test("after auth, a malformed auth frame is refused as validation_failed and the socket stays", async () => {
+  await using server = await startAuthServer();
+  for (const opened of ["upgrade", "frame"]) {
+    await using ws = await WsClient.connect(
+      wsUrl(server.url),
+      opened === "upgrade" ? { headers: bearer(BILLING) } : {},
+    );
+    if (opened === "frame") await ws.ok({ op: "auth", token: BILLING });
+    const queue = `billing.${opened}`;
+    await ws.subscribe(queue, 1);
+    const frames = [
+      { op: "auth", ref: 1 },
+      { op: "auth", ref: 2, token: null },
+      { op: "auth", ref: 3, token: 5 },
+      { op: "auth", ref: 4, token: ["x"] },
+    ];
+    for (const frame of frames) {
+      const error = await ws.request(frame);
+      assert.equal(error.code, "validation_failed", `${opened}: ${JSON.stringify(frame)}`);
+      assert.equal(error.ref, frame.ref);
+      assert.match(error.message, /"token"/);
+    }
+    // Still the same socket, with the same name and subscription.
+    const id = await enqueueAs(server, ADMIN, queue, opened);
+    const job = await ws.nextJob();
+    assert.equal(job.id, id);
+    assert.equal((await ws.ok({ op: "auth", token: BILLING })).name, "billing-workers");
+    assert.equal(ws.socket.readyState, WebSocket.OPEN);
+  }
+});
+
+Deno.test("before auth, an auth frame whose token is not a string ends the socket", async () => {
+  await using server = await startAuthServer();
+  for (const frame of [{ op: "auth", ref: 1, token: 5 }, { op: "auth", ref: 2, token: null }]) {
+    await using ws = await WsClient.connect(wsUrl(server.url));
+    const error = await ws.request(frame);
+    assert.equal(error.code, "unauthorized", JSON.stringify(frame));
+    assert.equal((await ws.closedWithin()).code, 1008);
+  }
+});
+
+Deno.test("an auth frame with another valid token switches the socket to that token", async () => {
+  await using server = await startAuthServer();
+  await using ws = await WsClient.connect(wsUrl(server.url), { headers: bearer(PRODUCER) });
+  assert.equal(
+    (await ws.request({ op: "subscribe", ref: 1, queue: "billing.eu", prefetch: 1 })).code,
+    "forbidden",
+  );
+  assert.equal((await ws.ok({ op: "auth", token: BILLING })).name, "billing-workers");
+  await ws.subscribe("billing.eu", 1);
+  assert.equal(
+    (await ws.request({ op: "enqueue", ref: 2, queue: "billing.eu", payload: 1 })).code,
+    "forbidden",
+    "the producer's scope went with its token",
+  );
+});
+
+Deno.test("with auth off, an auth frame is accepted with or without a token, but types are strict", async () => {
+  await using server = await startTestServer();
+  await using ws = await WsClient.connect(wsUrl(server.url));
+  assert.equal((await ws.ok({ op: "auth", token: "anything" })).name, "anonymous");
+  assert.equal((await ws.ok({ op: "auth" })).name, "anonymous");
+  assert.equal((await ws.ok({ op: "auth", token: null })).name, "anonymous");
+  const refused = await ws.request({ op: "auth", ref: 7, token: 5 });
+  assert.equal(refused.code, "validation_failed");
+  assert.equal(refused.ref, 7);
+  assert.equal(ws.socket.readyState, WebSocket.OPEN);
+});
+
 Deno.test("an upgrade from the same origin is accepted", async () => {
   await using server = await startTestServer();
   const answer = await upgradeStatus(wsUrl(server.url), { headers: { Origin: server.url } });
