@@ -299,7 +299,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     url,
     db: redactUrl(config.db),
     sync: config.sync,
-    auth: tokens === null ? "off" : `${tokens.size} tokens`,
+    auth: tokens === null ? "off" : `${tokens.size} token${tokens.size === 1 ? "" : "s"}`,
     engine: store.engine,
     // The limit in force: --max-connections, lowered to what the descriptor limit allows.
     front_door: config.frontDoor,

@@ -45,7 +45,7 @@ export function resolveClientConfig(
   env: Record<string, string | undefined>,
   extra: ParseArgsOptionsConfig = {},
 ): ClientArgs {
-  const resolved = resolveFlags(CLIENT_FLAGS, args, env, "tegami help", extra);
+  const resolved = resolveFlags(CLIENT_FLAGS, args, env, "tegami", extra);
   const { url, token } = resolved.values;
   let parsedUrl: URL | null = null;
   try {

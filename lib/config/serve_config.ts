@@ -10,6 +10,7 @@
  */
 
 import { MAX_LEASE_MS, MIN_LEASE_MS } from "../core/limits.ts";
+import { isPostgresUrl, postgresUrlProblem } from "../store/postgres/pg_url.ts";
 import {
   ConfigError,
   flag,
@@ -338,6 +339,11 @@ export function resolveServeConfig(
   }
   if (values.tlsKey !== null && values.tlsCert === null) {
     throw invalidFlag(SERVE_FLAGS.tlsCert, "missing; --tls-key needs it");
+  }
+
+  if (isPostgresUrl(values.db)) {
+    const problem = postgresUrlProblem(values.db);
+    if (problem !== null) throw invalidFlag(SERVE_FLAGS.db, problem);
   }
 
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(values.pgSchema)) {

@@ -121,7 +121,10 @@ export const silentLogger: Logger = createLogger({ write: () => {} });
 /** A one-line description of an internal failure's cause, for the log. */
 export function describeCause(cause: unknown): string {
   if (cause instanceof Error) {
-    const inner = cause.cause instanceof Error ? `: ${cause.cause.message}` : "";
+    // An inner error's message is added unless the outer one already ends with it.
+    const inner = cause.cause instanceof Error && !cause.message.endsWith(cause.cause.message)
+      ? `: ${cause.cause.message}`
+      : "";
     return `${cause.name}: ${cause.message}${inner}`.slice(0, 500);
   }
   return String(cause).slice(0, 500);

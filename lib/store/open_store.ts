@@ -9,6 +9,7 @@ import type { ServeConfig } from "../config/serve_config.ts";
 import { retryDelayMs } from "../core/backoff.ts";
 import type { LifecyclePolicy } from "../core/lifecycle.ts";
 import type { CommitObserver } from "./group_commit.ts";
+import { isPostgresUrl } from "./postgres/pg_url.ts";
 import { SqliteStore } from "./sqlite/sqlite_store.ts";
 import type { Store } from "./store.ts";
 
@@ -39,11 +40,6 @@ export function policyOf(config: ServeConfig): LifecyclePolicy {
 /** A database URL without its password, for messages and logs. */
 export function redactUrl(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
-}
-
-/** Whether `db` names a PostgreSQL database rather than a SQLite file. */
-export function isPostgresUrl(db: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(db);
 }
 
 /** The command that installs the PostgreSQL driver next to a source checkout. */

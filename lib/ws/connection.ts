@@ -87,10 +87,10 @@ export const HOLD_READING_AT = MAX_PENDING_FRAMES - MAX_BATCH_FRAMES;
 /** A held socket reads again once this many frames or fewer are being processed. */
 const RESUME_READING_AT = HOLD_READING_AT / 2;
 
-/** At most one warning per this many ms about sockets closed before they authenticated. */
 /** Decodes a binary frame that must hold UTF-8 JSON. */
 const strictUtf8 = strictUtf8Decoder();
 
+/** At most one warning per this many ms about sockets closed before they authenticated. */
 const UNAUTHENTICATED_WARN_MS = 10_000;
 const unauthenticatedWarned = new WeakMap<Logger, { at: number; held: number }>();
 

@@ -416,6 +416,40 @@ Deno.test("resolveServeConfig() takes a page size that is a power of two from 51
   }
 });
 
+Deno.test("resolveServeConfig() refuses a PostgreSQL URL that cannot work, without its password", () => {
+  const good =
+    "postgres://tegami:secret@db.internal:5432/jobs?sslmode=verify-ca&sslrootcert=/ca.pem";
+  assert.equal(resolveServeConfig(["--db", good], {}).db, good);
+  assert.equal(
+    resolveServeConfig([], { TEGAMI_DB: "postgresql://h/db?sslmode=require" }).db,
+    "postgresql://h/db?sslmode=require",
+  );
+  const refused: [string, RegExp][] = [
+    ["postgres://tegami:secret@127.0.0.1:99999/jobs", /: not a valid URL/],
+    [
+      "postgres://tegami:secret@h/jobs?sslmode=bogus",
+      /: sslmode=bogus is not one of disable, allow, prefer, require, verify-ca, verify-full$/,
+    ],
+    [
+      "postgres://tegami:secret@h/jobs?sslmode=require&sslrootcert=/ca.pem",
+      /: sslrootcert needs sslmode=verify-full or sslmode=verify-ca \(sslmode=require checks no certificate\)$/,
+    ],
+  ];
+  for (const [url, message] of refused) {
+    assertConfigError(() => resolveServeConfig(["--db", url], {}), "db", message);
+    try {
+      resolveServeConfig(["--db", url], {});
+    } catch (error) {
+      assert.ok(!(error as Error).message.includes("secret"), "the message shows the password");
+    }
+  }
+  // A SQLite path is not a URL and is not looked at.
+  assert.equal(
+    resolveServeConfig(["--db", "jobs.db?sslmode=bogus"], {}).db,
+    "jobs.db?sslmode=bogus",
+  );
+});
+
 Deno.test("resolveServeConfig() needs both TLS files or neither", () => {
   assertConfigError(
     () => resolveServeConfig(["--tls-cert", "cert.pem"], {}),
@@ -637,7 +671,11 @@ Deno.test("resolveClientConfig() returns positionals and the values of extra fla
 });
 
 Deno.test("resolveClientConfig() rejects unknown flags, bad URLs and clashing extras", () => {
-  assertConfigError(() => resolveClientConfig(["--verbose"], {}), "verbose", /^Unknown flag/);
+  assertConfigError(
+    () => resolveClientConfig(["--verbose"], {}),
+    "verbose",
+    /^Unknown flag --verbose: see tegami --help$/,
+  );
   assertConfigError(
     () => resolveClientConfig(["--url", "localhost:7700"], {}),
     "url",

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { resolveServeConfig } from "../../lib/config/serve_config.ts";
-import { createLogger } from "../../lib/observe/log.ts";
+import { createLogger, describeCause } from "../../lib/observe/log.ts";
 import { startServer } from "../../lib/server.ts";
 import { send } from "../helpers/test_server.ts";
 
@@ -191,4 +191,42 @@ Deno.test("createLogger() json format writes parseable lines that keep time, lev
       code: 1008,
     },
   ]);
+});
+
+Deno.test("describeCause() names an inner error once, not again when the outer message ends with it", () => {
+  const inner = new Error("the connection ended before the body was complete");
+  const wrapped = new Error(`Cannot read the request body: ${inner.message}`, { cause: inner });
+  assert.equal(
+    describeCause(wrapped),
+    "Error: Cannot read the request body: the connection ended before the body was complete",
+  );
+  const other = new Error("Cannot commit", { cause: new Error("database or disk is full") });
+  assert.equal(describeCause(other), "Error: Cannot commit: database or disk is full");
+});
+
+Deno.test("the startup line counts one token in the singular", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tegami-log-test-" });
+  const tokensFile = `${dir}/tokens.json`;
+  await Deno.writeTextFile(
+    tokensFile,
+    JSON.stringify([{ name: "ops", token: ADMIN, scopes: ["admin"] }]),
+  );
+  const lines: string[] = [];
+  const server = await startServer({
+    config: {
+      ...resolveServeConfig([], {}),
+      db: `${dir}/t.db`,
+      port: 0,
+      tokensFile,
+      logFormat: "json",
+    },
+    log: createLogger({ format: "json", level: "info", write: (line) => lines.push(line) }),
+  });
+  try {
+    const started = lines.map((line) => JSON.parse(line)).find((l) => l.msg === "tegami started");
+    assert.equal(started?.auth, "1 token");
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

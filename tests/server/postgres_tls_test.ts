@@ -246,10 +246,19 @@ Deno.test({
       await refusedLine(`${pg.url}?sslmode=verify-full`),
       /^tegami: Cannot connect to PostgreSQL at 127\.0\.0\.1:\d+\/postgres: .*(certificate|CERT)/i,
     );
-    // sslrootcert with a mode that checks nothing is a mistake, said so before connecting.
+    // sslrootcert with a mode that checks nothing is a mistake in the flags: exit 2, before
+    // connecting.
+    const mistake = await runProgram([
+      "serve",
+      "--port",
+      "0",
+      "--db",
+      `${pg.url}?sslmode=require&sslrootcert=${encodeURIComponent(ca.path)}`,
+    ]);
+    assert.equal(mistake.code, 2, mistake.stderr);
     assert.match(
-      await refusedLine(`${pg.url}?sslmode=require&sslrootcert=${encodeURIComponent(ca.path)}`),
-      /^tegami: Cannot use sslrootcert with sslmode=require: /,
+      mistake.stderr,
+      /^tegami: Invalid --db \(TEGAMI_DB\): sslrootcert needs sslmode=verify-full or sslmode=verify-ca \(sslmode=require checks no certificate\)\n$/,
     );
     assert.match(
       await refusedLine(`${pg.url}?sslmode=verify-full&sslrootcert=/nonexistent/ca.crt`),

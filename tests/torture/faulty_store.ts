@@ -28,7 +28,8 @@ import type {
   CommitterFactory,
   Transactor,
 } from "../../lib/store/group_commit.ts";
-import { isPostgresUrl, openStore, type StoreFactory } from "../../lib/store/open_store.ts";
+import { openStore, type StoreFactory } from "../../lib/store/open_store.ts";
+import { isPostgresUrl } from "../../lib/store/postgres/pg_url.ts";
 import { SqliteStore } from "../../lib/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../lib/store/store.ts";
 import type { Delivery } from "../../lib/core/job.ts";

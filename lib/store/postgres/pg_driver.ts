@@ -21,6 +21,7 @@ import * as tls from "node:tls";
 import postgres from "postgres";
 import type { Options, Sql as DriverSql, TransactionSql } from "postgres";
 import { TegamiError } from "../../core/errors.ts";
+import { postgresUrlProblem } from "./pg_url.ts";
 
 /** A connection pool (the driver's tagged-template `sql`). */
 export type Sql = DriverSql<{ bigint: number }>;
@@ -129,15 +130,11 @@ export function tlsChoice(url: string): TlsChoice {
   } catch {
     return { url, ssl: undefined };
   }
+  const problem = postgresUrlProblem(url);
+  if (problem !== null) throw new Error(`Cannot use the PostgreSQL URL: ${problem}`);
   const root = parsed.searchParams.get("sslrootcert");
   if (root === null || root === "system") return { url, ssl: undefined };
   const mode = parsed.searchParams.get("sslmode") ?? "verify-full";
-  if (mode !== "verify-full" && mode !== "verify-ca") {
-    throw new Error(
-      `Cannot use sslrootcert with sslmode=${mode}: it needs sslmode=verify-full or ` +
-        `sslmode=verify-ca (${mode} checks no certificate)`,
-    );
-  }
   let ca: string;
   try {
     ca = Deno.readTextFileSync(root);
