@@ -85,7 +85,8 @@ function integer(
   return value;
 }
 
-const NOT_ASCII = /[^\x00-\x7f]/;
+/** Finds a character that takes more than one byte in UTF-8. */
+const NOT_ASCII = /[\u0080-\uffff]/;
 
 /** The UTF-8 length of a string, without allocating. */
 export function utf8Length(text: string): number {
