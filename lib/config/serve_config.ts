@@ -11,6 +11,7 @@
 
 import { MAX_LEASE_MS, MIN_LEASE_MS } from "../core/limits.ts";
 import { isPostgresUrl, postgresUrlProblem } from "../store/postgres/pg_url.ts";
+import { DEFAULT_PAGE_SIZE } from "../store/sqlite/sqlite_store.ts";
 import {
   ConfigError,
   flag,
@@ -102,7 +103,7 @@ export const SERVE_FLAGS = {
   /** SQLite: the page size, in bytes, of a database file the server creates (a power of two). */
   pageSize: flag.size(
     "page-size",
-    4 * KiB,
+    DEFAULT_PAGE_SIZE,
     "SQLite: page size (a power of two) of a database file it creates; 1KiB writes 40 % fewer bytes per job but slows batch enqueues",
     { min: 512, max: 64 * KiB },
   ),

@@ -23,18 +23,14 @@ const SECRETS = [ADMIN, PRODUCER, WRONG, PAYLOAD, CHECKPOINT, RESULT, NACK_ERROR
 // deno-lint-ignore no-explicit-any
 type Entry = Record<string, any>;
 
-Deno.test("server logs one JSON line per event that matters, never a token or a payload", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "tegami-log-test-" });
+/**
+ * A server on a database in `dir` with a tokens file holding `tokens`, logging JSON lines from
+ * debug up into `lines`.
+ */
+async function startLoggedServer(dir: string, tokens: unknown[], lines: string[]) {
   const tokensFile = `${dir}/tokens.json`;
-  await Deno.writeTextFile(
-    tokensFile,
-    JSON.stringify([
-      { name: "ops", token: ADMIN, scopes: ["admin"] },
-      { name: "shop", token: PRODUCER, scopes: ["produce"] },
-    ]),
-  );
-  const lines: string[] = [];
-  const server = await startServer({
+  await Deno.writeTextFile(tokensFile, JSON.stringify(tokens));
+  return await startServer({
     config: {
       ...resolveServeConfig([], {}),
       db: `${dir}/tegami.db`,
@@ -46,6 +42,15 @@ Deno.test("server logs one JSON line per event that matters, never a token or a 
     log: createLogger({ level: "debug", format: "json", write: (line) => lines.push(line) }),
     version: "9.9.9",
   });
+}
+
+Deno.test("server logs one JSON line per event that matters, never a token or a payload", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tegami-log-test-" });
+  const lines: string[] = [];
+  const server = await startLoggedServer(dir, [
+    { name: "ops", token: ADMIN, scopes: ["admin"] },
+    { name: "shop", token: PRODUCER, scopes: ["produce"] },
+  ], lines);
   const call = (method: string, path: string, body?: unknown, token = ADMIN) =>
     send(server.url, method, path, body, { authorization: `Bearer ${token}` });
   try {
@@ -206,22 +211,12 @@ Deno.test("describeCause() names an inner error once, not again when the outer m
 
 Deno.test("the startup line counts one token in the singular", async () => {
   const dir = await Deno.makeTempDir({ prefix: "tegami-log-test-" });
-  const tokensFile = `${dir}/tokens.json`;
-  await Deno.writeTextFile(
-    tokensFile,
-    JSON.stringify([{ name: "ops", token: ADMIN, scopes: ["admin"] }]),
-  );
   const lines: string[] = [];
-  const server = await startServer({
-    config: {
-      ...resolveServeConfig([], {}),
-      db: `${dir}/t.db`,
-      port: 0,
-      tokensFile,
-      logFormat: "json",
-    },
-    log: createLogger({ format: "json", level: "info", write: (line) => lines.push(line) }),
-  });
+  const server = await startLoggedServer(
+    dir,
+    [{ name: "ops", token: ADMIN, scopes: ["admin"] }],
+    lines,
+  );
   try {
     const started = lines.map((line) => JSON.parse(line)).find((l) => l.msg === "tegami started");
     assert.equal(started?.auth, "1 token");

@@ -4,6 +4,7 @@ import { ManualClock } from "../../lib/core/clock.ts";
 import { runProgram, spawnServer } from "../helpers/process_server.ts";
 import { send, startTestServer } from "../helpers/test_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { pageSizeOf } from "../helpers/sqlite_file.ts";
 
 Deno.test("a restarted server keeps every job, and a lease taken before the stop still acks", async () => {
   await using tmp = await tempDir("tegami-restart-");
@@ -145,21 +146,13 @@ Deno.test("SIGTERM shuts down cleanly: exit 0 and the WAL checkpointed", async (
 Deno.test("serve --page-size makes a new database with that page size, and a file keeps its own", async () => {
   await using tmp = await tempDir("tegami-pages-");
   const db = `${tmp.path}/tegami.db`;
-  const pageSize = () => {
-    const reader = new DatabaseSync(db, { readOnly: true });
-    try {
-      return (reader.prepare("PRAGMA page_size").get() as { page_size: number }).page_size;
-    } finally {
-      reader.close();
-    }
-  };
   for (const args of [["--page-size", "1KiB"], ["--page-size", "8KiB"], []]) {
     const server = await spawnServer(["--db", db, ...args]);
     const answer = await send(server.url, "POST", "/v1/queues/t/jobs", { payload: args });
     assert.equal(answer.status, 201);
     server.kill("SIGTERM");
     assert.equal((await server.exited()).code, 0);
-    assert.equal(pageSize(), 1024, `after serve ${args.join(" ")}`);
+    assert.equal(pageSizeOf(db), 1024, `after serve ${args.join(" ")}`);
   }
   const refused = await runProgram(["serve", "--port", "0", "--db", db, "--page-size", "1000"]);
   assert.equal(refused.code, 2);

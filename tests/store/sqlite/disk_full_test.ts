@@ -32,6 +32,13 @@ async function mountTmpfs(size: string): Promise<{ dir: string } | { reason: str
   return { reason: `cannot mount a tmpfs: ${mounted.error || "mount failed"}` };
 }
 
+/** A tmpfs of `size` for a test that runs only where one can be mounted (see skipReason). */
+async function mountedDir(size: string): Promise<string> {
+  const mounted = await mountTmpfs(size);
+  assert.ok("dir" in mounted, "reason" in mounted ? mounted.reason : "");
+  return mounted.dir;
+}
+
 async function unmount(dir: string): Promise<void> {
   const out = await run("umount", [dir]);
   if (!out.ok) await run("umount", ["-l", dir]);
@@ -92,9 +99,7 @@ for (const pages of [[], ["--page-size", "1KiB"]]) {
     ignore: skipReason !== null,
     sanitizeResources: false, // fetch keeps pooled connections
     fn: async () => {
-      const mounted = await mountTmpfs("8m");
-      assert.ok("dir" in mounted, "reason" in mounted ? mounted.reason : "");
-      const dir = mounted.dir;
+      const dir = await mountedDir("8m");
       const db = `${dir}/tegami.db`;
       const acknowledged = new Set<number>();
       try {
@@ -177,9 +182,7 @@ Deno.test({
   ignore: skipReason !== null,
   sanitizeResources: false,
   fn: async () => {
-    const mounted = await mountTmpfs("8m");
-    assert.ok("dir" in mounted, "reason" in mounted ? mounted.reason : "");
-    const dir = mounted.dir;
+    const dir = await mountedDir("8m");
     const db = `${dir}/tegami.db`;
     const acknowledged = new Set<number>();
     const statuses = new Map<number, number>();

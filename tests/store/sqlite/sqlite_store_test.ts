@@ -11,6 +11,7 @@ import {
   SqliteStore,
 } from "../../../lib/store/sqlite/sqlite_store.ts";
 import { GroupCommit } from "../../../lib/store/group_commit.ts";
+import { pageSizeOf } from "../../helpers/sqlite_file.ts";
 import { GROUP_TRACKING, migrate, MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
 import { PendingPage } from "../../../lib/store/sqlite/pending_page.ts";
 import { CountedStatement } from "../../../lib/store/sqlite/counted_statement.ts";
@@ -166,16 +167,6 @@ Deno.test("SqliteStore.open() puts the database in WAL mode", async () => {
     await store.close();
   }
 });
-
-/** The page size a database file was made with, read from its header by another connection. */
-function pageSizeOf(path: string): number {
-  const reader = new DatabaseSync(path, { readOnly: true });
-  try {
-    return (reader.prepare("PRAGMA page_size").get() as { page_size: number }).page_size;
-  } finally {
-    reader.close();
-  }
-}
 
 Deno.test("SqliteStore.open() makes a new database with the page size it is given, SQLite's own by default", async () => {
   for (
