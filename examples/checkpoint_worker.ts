@@ -7,7 +7,10 @@
  *   - "invoked" with a task id → the call happened: just ack with it;
  *   - "invoking" → we may or may not have called: ask the service by our reference first.
  *
- *   deno run -A examples/checkpoint_worker.ts   (runs a fake payment service in-process)
+ *   npx --yes deno@2.9.6 run -A examples/checkpoint_worker.ts
+ *
+ * It runs a fake payment service in-process and takes its jobs from the queue `payments` (the
+ * producer example's invoices go to `charges`, so the two can share a server).
  */
 import { consume, TegamiClient } from "../lib/client/mod.ts";
 
@@ -32,7 +35,7 @@ export class FakePaymentService {
 /** Starts the worker; `crashAfterCall` simulates a crash right after the external call. */
 export function startWorker(url: string, service: FakePaymentService, crashAfterCall = false) {
   let crashed = false;
-  return consume<Charge>("charges", async (charge, ctx) => {
+  return consume<Charge>("payments", async (charge, ctx) => {
     const reference = `tegami-job-${ctx.id}`;
     const progress = ctx.checkpoint as Progress;
     if (progress?.stage === "invoked") return { taskId: progress.taskId }; // done before
@@ -58,7 +61,7 @@ if (import.meta.main) {
   const url = Deno.env.get("TEGAMI_URL") ?? "http://127.0.0.1:7700";
   const client = new TegamiClient({ url });
   const service = new FakePaymentService();
-  const { id } = await client.enqueue("charges", { invoice: "INV-7", cents: 700 }, {
+  const { id } = await client.enqueue("payments", { invoice: "INV-7", cents: 700 }, {
     backoff: { baseMs: 100, maxMs: 1000 },
   });
   const worker = startWorker(url, service, true);

@@ -1,7 +1,8 @@
 /**
- * A producer: enqueues invoices to charge, with every kind of job option.
+ * A producer: enqueues invoices to charge, with the common job options: a dedup key, a priority,
+ * attempts and backoff, a delay, a batch, and an error answered for a bad job.
  *
- *   deno run -A examples/producer.ts        (TEGAMI_URL / TEGAMI_TOKEN to point elsewhere)
+ *   npx --yes deno@2.9.6 run -A examples/producer.ts   (TEGAMI_URL / TEGAMI_TOKEN to point elsewhere)
  */
 import { TegamiClient, TegamiError } from "../lib/client/mod.ts";
 

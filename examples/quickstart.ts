@@ -1,4 +1,4 @@
-// deno run -A examples/quickstart.ts   (with a server running: deno task start)
+// npx --yes deno@2.9.6 run -A examples/quickstart.ts   (with a server running: see the README)
 import { consume, TegamiClient } from "../lib/client/mod.ts";
 
 const url = Deno.env.get("TEGAMI_URL") ?? "http://127.0.0.1:7700";

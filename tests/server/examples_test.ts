@@ -27,7 +27,7 @@ Deno.test("the README quickstart runs as written", async () => {
   assert.match(result.stdout, /done: 2/);
 });
 
-Deno.test("the producer example enqueues with every option", async () => {
+Deno.test("the producer example enqueues with its options and shows a refusal", async () => {
   await using server = await startTestServer({ realTime: true });
   const result = await runExample("producer.ts", server.url);
   assert.equal(result.code, 0, result.stderr);
@@ -43,7 +43,7 @@ Deno.test("the checkpoint worker calls the external service once per job across 
   const ids = [];
   for (let i = 0; i < 5; i++) {
     ids.push(
-      (await client.enqueue("charges", { invoice: `INV-${i}`, cents: i }, {
+      (await client.enqueue("payments", { invoice: `INV-${i}`, cents: i }, {
         backoff: { baseMs: 10, maxMs: 20 },
       })).id,
     );
