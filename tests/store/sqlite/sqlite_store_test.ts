@@ -340,6 +340,120 @@ Deno.test("acks submitted together are settled in a few statements, not one each
   await store.close();
 });
 
+Deno.test("enqueues submitted together are inserted in a few statements, ids in their order", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  await store.putSettings("b", queueSettings({ max_attempts: 9, lease_ms: 7_000 }), T0);
+  const before = store.commitStats().statements!;
+  // One job per enqueue, as one request per job brings them; two queues, one with defaults.
+  const answers = await Promise.all(
+    Array.from({ length: 64 }, (_, i) =>
+      store.enqueue(i % 2 === 0 ? "a" : "b", [
+        newJob({ payload: `{"n":${i}}`, max_attempts: null, run_at: i === 5 ? T0 + 60_000 : T0 }),
+      ], T0)),
+  );
+  const run = store.commitStats().statements! - before;
+  // BEGIN, one 64-row INSERT, COMMIT, and the change counts around them.
+  assert.ok(run <= 6, `64 enqueues took ${run} statements`);
+  const ids = answers.map(([e]) => e.id);
+  assert.deepEqual(ids, ids.map((_, i) => ids[0] + i), "ids follow the order of submission");
+  for (let i = 0; i < 64; i++) {
+    const stored = (await store.get(ids[i]))!;
+    assert.equal(stored.queue, i % 2 === 0 ? "a" : "b");
+    assert.equal(stored.payload, `{"n":${i}}`);
+    assert.equal(stored.max_attempts, i % 2 === 0 ? 5 : 9, "each queue's own defaults");
+    assert.equal(stored.lease_ms, i % 2 === 0 ? null : 7_000);
+    assert.equal(stored.state, i === 5 ? "delayed" : "pending");
+    assert.equal(answers[i][0].state, stored.state);
+  }
+  const counts = Object.fromEntries((await store.stats()).map((q) => [q.name, q.counts]));
+  assert.equal(counts.a.pending, 32);
+  assert.deepEqual([counts.b.pending, counts.b.delayed], [31, 1]);
+  await store.close();
+});
+
+Deno.test("a keyed enqueue between enqueues without keys ends their run; ids keep their order", async () => {
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  const [first] = await store.enqueue("q", [newJob({ key: "k" })], T0);
+  const answers = await Promise.all([
+    store.enqueue("q", [newJob({ payload: "1" }), newJob({ payload: "2" })], T0),
+    store.enqueue("q", [newJob({ payload: "3", key: "k" }), newJob({ payload: "4" })], T0),
+    store.enqueue("q", [newJob({ payload: "5" })], T0),
+    store.enqueue("q", [newJob({ payload: "6" })], T0),
+  ]);
+  const [[one, two], [dup, four], [five], [six]] = answers;
+  assert.equal(dup.id, first.id);
+  assert.equal(dup.deduplicated, true);
+  const ids = [one, two, four, five, six].map((e) => e.id);
+  assert.deepEqual(ids, ids.map((_, i) => ids[0] + i));
+  const payloads = await Promise.all(ids.map(async (id) => (await store.get(id))!.payload));
+  assert.deepEqual(payloads, ["1", "2", "4", "5", "6"]);
+  assert.equal((await store.stats("q"))[0]?.counts.pending, 6);
+  await store.close();
+});
+
+Deno.test("a run of enqueues is inserted once when its transaction runs again", async () => {
+  // An ack with a stale token throws in the same flush: group commit rolls the transaction back
+  // and runs it again with a savepoint around the ack; the run's rows go in once, in the rerun.
+  await using db = await tempDb();
+  const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
+  await store.enqueue("q", [job], T0);
+  const [lease] = await store.claim("q", 1, null, T0);
+  const settled = await Promise.allSettled([
+    store.enqueue("r", [newJob({ payload: "1" })], T0),
+    store.enqueue("r", [newJob({ payload: "2" })], T0),
+    store.ack(lease.job.id, "not-the-token", null, T0),
+    store.enqueue("r", [newJob({ payload: "3" })], T0),
+  ]);
+  assert.deepEqual(settled.map((r) => r.status), [
+    "fulfilled",
+    "fulfilled",
+    "rejected",
+    "fulfilled",
+  ]);
+  const ids = [settled[0], settled[1], settled[3]].map((r) =>
+    r.status === "fulfilled" ? (r.value as { id: number }[])[0].id : 0
+  );
+  const payloads = await Promise.all(ids.map(async (id) => (await store.get(id))!.payload));
+  assert.deepEqual(payloads, ["1", "2", "3"]);
+  assert.equal((await store.stats("r"))[0]?.counts.pending, 3, "each row once");
+  await store.close();
+});
+
+Deno.test("the enqueues of a flush that failed are not inserted by a later enqueue", async () => {
+  let failBegin = false;
+  const store = SqliteStore.open({
+    path: ":memory:",
+    policy: SUITE_POLICY,
+    committer: (db, observer, schedule) =>
+      new GroupCommit(
+        {
+          ...db,
+          begin: () => {
+            if (failBegin) {
+              failBegin = false;
+              throw new Error("database is locked");
+            }
+            db.begin();
+          },
+        },
+        observer,
+        { schedule },
+      ),
+  });
+  failBegin = true;
+  const refused = await Promise.allSettled([
+    store.enqueue("q", [newJob({ payload: "1" })], T0),
+    store.enqueue("q", [newJob({ payload: "2" })], T0),
+  ]);
+  assert.deepEqual(refused.map((r) => r.status), ["rejected", "rejected"]);
+  const [later] = await store.enqueue("q", [newJob({ payload: "3" })], T0);
+  assert.equal((await store.get(later.id))?.payload, "3");
+  assert.equal((await store.stats("q"))[0]?.counts.pending, 1);
+  await store.close();
+});
+
 Deno.test("the acks of a flush that failed are not settled by a later ack", async () => {
   // BEGIN refused once (the file locked by another program past busy_timeout, an I/O error):
   // its acks are answered unavailable and must stay undone, whatever a later ack settles.
