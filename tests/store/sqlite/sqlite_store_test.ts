@@ -340,6 +340,34 @@ Deno.test("acks submitted together are settled in a few statements, not one each
   await store.close();
 });
 
+/**
+ * An in-memory store whose next BEGIN is refused once `failNextBegin()` was called (the file
+ * locked by another program past busy_timeout, an I/O error).
+ */
+function storeWithFailingBegin(): { store: SqliteStore; failNextBegin: () => void } {
+  let failBegin = false;
+  const store = SqliteStore.open({
+    path: ":memory:",
+    policy: SUITE_POLICY,
+    committer: (db, observer, schedule) =>
+      new GroupCommit(
+        {
+          ...db,
+          begin: () => {
+            if (failBegin) {
+              failBegin = false;
+              throw new Error("database is locked");
+            }
+            db.begin();
+          },
+        },
+        observer,
+        { schedule },
+      ),
+  });
+  return { store, failNextBegin: () => failBegin = true };
+}
+
 Deno.test("enqueues submitted together are inserted in a few statements, ids in their order", async () => {
   await using db = await tempDb();
   const store = SqliteStore.open({ path: db.path, policy: SUITE_POLICY });
@@ -422,27 +450,8 @@ Deno.test("a run of enqueues is inserted once when its transaction runs again", 
 });
 
 Deno.test("the enqueues of a flush that failed are not inserted by a later enqueue", async () => {
-  let failBegin = false;
-  const store = SqliteStore.open({
-    path: ":memory:",
-    policy: SUITE_POLICY,
-    committer: (db, observer, schedule) =>
-      new GroupCommit(
-        {
-          ...db,
-          begin: () => {
-            if (failBegin) {
-              failBegin = false;
-              throw new Error("database is locked");
-            }
-            db.begin();
-          },
-        },
-        observer,
-        { schedule },
-      ),
-  });
-  failBegin = true;
+  const { store, failNextBegin } = storeWithFailingBegin();
+  failNextBegin();
   const refused = await Promise.allSettled([
     store.enqueue("q", [newJob({ payload: "1" })], T0),
     store.enqueue("q", [newJob({ payload: "2" })], T0),
@@ -457,29 +466,10 @@ Deno.test("the enqueues of a flush that failed are not inserted by a later enque
 Deno.test("the acks of a flush that failed are not settled by a later ack", async () => {
   // BEGIN refused once (the file locked by another program past busy_timeout, an I/O error):
   // its acks are answered unavailable and must stay undone, whatever a later ack settles.
-  let failBegin = false;
-  const store = SqliteStore.open({
-    path: ":memory:",
-    policy: SUITE_POLICY,
-    committer: (db, observer, schedule) =>
-      new GroupCommit(
-        {
-          ...db,
-          begin: () => {
-            if (failBegin) {
-              failBegin = false;
-              throw new Error("database is locked");
-            }
-            db.begin();
-          },
-        },
-        observer,
-        { schedule },
-      ),
-  });
+  const { store, failNextBegin } = storeWithFailingBegin();
   await store.enqueue("q", [job, job, job], T0);
   const leases = await store.claim("q", 3, null, T0);
-  failBegin = true;
+  failNextBegin();
   const refused = await Promise.allSettled(
     leases.slice(0, 2).map((d) => store.ack(d.job.id, d.lease.token, null, T0 + 1)),
   );
