@@ -51,6 +51,7 @@ import {
   DEFAULT_QUEUE_SETTINGS,
   isDefaultSettings,
   type QueueSettings,
+  type ResolvedJob,
   withQueueDefaults,
 } from "../../core/queue_settings.ts";
 import { rowToSettings, type SettingsRow, settingsToRow } from "../settings_row.ts";
@@ -549,10 +550,10 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Adds the row of new job `job` (its queue's defaults applied) to `values` and takes note of it;
-   * answers its {@linkcode Enqueued}, whose id is set once the row is in.
+   * Adds the row of new job `job`, its queue's defaults already applied, to `values` and takes
+   * note of it; answers its {@linkcode Enqueued}, whose id is set once the row is in.
    */
-  #newRow(queue: string, job: NewJob, now: number, values: SQLInputValue[]): Enqueued {
+  #newRow(queue: string, job: ResolvedJob, now: number, values: SQLInputValue[]): Enqueued {
     const state = initialState(job.run_at, now);
     if (job.group != null) this.#grouped.add(queue);
     const runAt = state === "delayed" ? job.run_at : now;
