@@ -11,6 +11,7 @@ import { consume, TegamiClient } from "../../lib/client/mod.ts";
 import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../helpers/pg.ts";
 import { type ServerProcess, spawnServer } from "../helpers/process_server.ts";
 import { WsClient, wsUrl } from "../helpers/ws_client.ts";
+import { send } from "../helpers/test_server.ts";
 import { PRESENCE_TTL_MS } from "../../lib/store/postgres/pg_events.ts";
 
 const db = await pgTestDatabase();
@@ -18,21 +19,6 @@ const db = await pgTestDatabase();
 /** Starts a `tegami serve` process on the schema. */
 function serveOn(schema: string, ...args: string[]): Promise<ServerProcess> {
   return spawnServer(["--db", db!.url, "--pg-schema", schema, "--pg-pool", "4", ...args]);
-}
-
-/** `method path` on `server`, with a JSON body if given; answers status and parsed body. */
-async function call(
-  server: ServerProcess,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(server.url + path, {
-    method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: await response.json() };
 }
 
 Deno.test({
@@ -113,14 +99,14 @@ Deno.test({
       try {
         const ws = await WsClient.connect(wsUrl(doomed.url));
         await ws.subscribe("work", 1);
-        const first = await call(survivor, "POST", "/v1/queues/work/jobs", { payload: 1 });
+        const first = await send(survivor.url, "POST", "/v1/queues/work/jobs", { payload: 1 });
         assert.equal(first.status, 201);
         const job = await ws.nextJob("work");
         assert.equal(job.id, first.body.id);
         // A write the doomed server answered, made while its consumer holds the lease.
-        const answered = await call(doomed, "POST", "/v1/queues/other/jobs", { payload: 2 });
+        const answered = await send(doomed.url, "POST", "/v1/queues/other/jobs", { payload: 2 });
         assert.equal(answered.status, 201);
-        assert.equal((await call(survivor, "GET", "/v1/queues/work")).body.consumers, 1);
+        assert.equal((await send(survivor.url, "GET", "/v1/queues/work")).body.consumers, 1);
 
         doomed.kill("SIGKILL");
         killed = true;
@@ -132,14 +118,14 @@ Deno.test({
         while (state !== "pending") {
           assert.ok(Date.now() - diedAt < 10_000, `job still ${state} 10 s after the kill`);
           await new Promise((resolve) => setTimeout(resolve, 100));
-          state = (await call(survivor, "GET", `/v1/jobs/${job.id}`)).body.state as string;
+          state = (await send(survivor.url, "GET", `/v1/jobs/${job.id}`)).body.state;
         }
         // The dead server's token is refused wherever it goes.
-        const late = await call(survivor, "POST", `/v1/jobs/${job.id}/ack`, {
+        const late = await send(survivor.url, "POST", `/v1/jobs/${job.id}/ack`, {
           token: job.lease.token,
         });
         assert.equal(late.status, 409);
-        assert.equal((late.body.error as { code: string }).code, "lease_lost");
+        assert.equal(late.body.error.code, "lease_lost");
         // Its consumer ages out of the survivor's stats within the presence TTL (and a poll).
         let consumers = 1;
         while (consumers !== 0) {
@@ -148,10 +134,10 @@ Deno.test({
             `the dead server's consumer still counted ${Date.now() - diedAt} ms after the kill`,
           );
           await new Promise((resolve) => setTimeout(resolve, 200));
-          consumers = (await call(survivor, "GET", "/v1/queues/work")).body.consumers as number;
+          consumers = (await send(survivor.url, "GET", "/v1/queues/work")).body.consumers;
         }
         // What it answered before dying is there.
-        const kept = await call(survivor, "GET", `/v1/jobs/${answered.body.id}`);
+        const kept = await send(survivor.url, "GET", `/v1/jobs/${answered.body.id}`);
         assert.equal(kept.status, 200);
         assert.equal(kept.body.state, "pending");
         ws.close();

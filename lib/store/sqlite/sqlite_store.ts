@@ -129,6 +129,7 @@ interface PendingAck {
  * in one transaction: the first to run settles them all at once when it can (see #ackOf).
  */
 interface AckRun {
+  kind: "ack";
   acks: PendingAck[];
   /** The committer's waiting operations right after the run's last ack was submitted. */
   waitingAfter: number;
@@ -155,12 +156,19 @@ interface PendingEnqueue {
  * statement of its own.
  */
 interface InsertRun {
+  kind: "insert";
   enqueues: PendingEnqueue[];
   /** The committer's waiting operations right after the run's last enqueue was submitted. */
   waitingAfter: number;
   /** The transaction (#transactions) in which the run's rows were last inserted, or -1. */
   triedIn: number;
 }
+
+/**
+ * A run of writes still open to the next one of its kind. At most one is open: the last write
+ * submitted belongs to it, since any other write, and the flush that takes the run, ends it.
+ */
+type OpenRun = AckRun | InsertRun;
 
 /** States a job never leaves (but by removal, or a requeue of the dead). */
 const FINISHED: ReadonlySet<JobState> = new Set(["done", "cancelled"]);
@@ -242,10 +250,8 @@ export class SqliteStore implements Store {
   #changesAtBegin = 0;
   /** Transactions begun, retries included: tells an ack run whether it was tried in this one. */
   #transactions = 0;
-  /** The acks submitted since the last other write, or null (see AckRun). */
-  #ackRun: AckRun | null = null;
-  /** The enqueues without keys submitted since the last other write, or null (see InsertRun). */
-  #insertRun: InsertRun | null = null;
+  /** The run the last write submitted belongs to, or null (see OpenRun). */
+  #run: OpenRun | null = null;
   /** Set when close() starts: new writes are refused from then on. */
   #closed = false;
   /** Set once the database is closed: reads are refused from then on. */
@@ -477,8 +483,7 @@ export class SqliteStore implements Store {
       const values: SQLInputValue[] = [];
       const fresh: Enqueued[] = [];
       const insertWaiting = () => {
-        const first = s.insertJobs.insert(values);
-        for (let k = 0; k < fresh.length; k++) fresh[k].id = first + k;
+        this.#insertRows(values, fresh);
         values.length = 0;
         fresh.length = 0;
       };
@@ -511,11 +516,10 @@ export class SqliteStore implements Store {
   #enqueueInRun(queue: string, jobs: NewJob[], now: number): Promise<Enqueued[]> {
     const refused = this.#writeRefusal();
     if (refused !== null) return Promise.reject(refused);
-    this.#ackRun = null;
-    const open = this.#insertRun;
-    const run = open !== null && open.waitingAfter === this.#commits.waiting
-      ? open
-      : { enqueues: [], waitingAfter: 0, triedIn: -1 };
+    const run = this.#joinRun<InsertRun>(
+      "insert",
+      () => ({ kind: "insert", enqueues: [], waitingAfter: 0, triedIn: -1 }),
+    );
     const enqueue: PendingEnqueue = { queue, jobs, now, out: [] };
     run.enqueues.push(enqueue);
     const stored = this.#submit(() => {
@@ -526,8 +530,21 @@ export class SqliteStore implements Store {
       return enqueue.out;
     });
     run.waitingAfter = this.#commits.waiting;
-    this.#insertRun = run;
     return stored;
+  }
+
+  /**
+   * The open run if it is of `kind` and nothing was submitted since its last write (a flush
+   * empties the committer's queue, so a run it took is never joined), else `fresh()`; either way
+   * it becomes the open run. The caller records `waitingAfter` once its write is submitted.
+   */
+  #joinRun<R extends OpenRun>(kind: R["kind"], fresh: () => R): R {
+    const open = this.#run;
+    const run = open !== null && open.kind === kind && open.waitingAfter === this.#commits.waiting
+      ? open as R
+      : fresh();
+    this.#run = run;
+    return run;
   }
 
   /** Inserts the jobs of every one of `enqueues`, in order, and makes each one's answer. */
@@ -544,7 +561,11 @@ export class SqliteStore implements Store {
         fresh.push(enqueue.out[i]);
       }
     }
-    if (fresh.length === 0) return;
+    if (fresh.length > 0) this.#insertRows(values, fresh);
+  }
+
+  /** Inserts the rows in `values` and gives each of `fresh`, their answers in order, its id. */
+  #insertRows(values: SQLInputValue[], fresh: Enqueued[]): void {
     const first = this.#statements.insertJobs.insert(values);
     for (let k = 0; k < fresh.length; k++) fresh[k].id = first + k;
   }
@@ -788,18 +809,14 @@ export class SqliteStore implements Store {
   ): Promise<AckResult> {
     const refused = this.#writeRefusal();
     if (refused !== null) return Promise.reject(refused);
-    // Acks submitted one after another join one run, settled together (see AckRun); a run
-    // ends at any other write (#write) and at the flush that takes it: the committer's queue
-    // then no longer holds what it held after the run's last ack.
-    const open = this.#ackRun;
-    const run = open !== null && open.waitingAfter === this.#commits.waiting
-      ? open
-      : { acks: [], triedIn: -1, settledAll: false, waitingAfter: 0 };
-    this.#insertRun = null;
+    // Acks submitted one after another join one run, settled together (see AckRun).
+    const run = this.#joinRun<AckRun>(
+      "ack",
+      () => ({ kind: "ack", acks: [], triedIn: -1, settledAll: false, waitingAfter: 0 }),
+    );
     const index = run.acks.push({ id, token, result, now }) - 1;
     const acked = this.#submit(() => this.#ackOf(run, index));
     run.waitingAfter = this.#commits.waiting;
-    this.#ackRun = run;
     return acked;
   }
 
@@ -1266,9 +1283,7 @@ export class SqliteStore implements Store {
   #write<T>(operation: () => T): Promise<T> {
     const refused = this.#writeRefusal();
     if (refused !== null) return Promise.reject(refused);
-    // Another write between acks, or between enqueues without keys, ends their run.
-    this.#ackRun = null;
-    this.#insertRun = null;
+    this.#run = null; // another write ends the open run (see OpenRun)
     return this.#submit(operation);
   }
 
