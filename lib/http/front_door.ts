@@ -24,6 +24,7 @@
  * @module
  */
 
+import { type PeerGroup, PeerGroups } from "./peer_groups.ts";
 import type { Logger } from "../observe/log.ts";
 import { type Deadline, deadlinesOf } from "./deadline_queue.ts";
 import {
@@ -135,6 +136,8 @@ interface Client {
   partial: boolean;
   /** When the connection last became idle (accepted, or its last response completed). */
   idleSince: number;
+  /** The address group it came from, which the connection limit's eviction weighs. */
+  readonly group: PeerGroup;
   /** The header or idle timeout armed for it, if any. */
   deadline: Deadline | undefined;
   closed: boolean;
@@ -199,6 +202,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
   const { log } = options;
   const event = options.onEvent ?? (() => {});
   const clients = new Map<number, Client>();
+  const peers = new PeerGroups();
   // The private server finds a request's client by the relay's local port.
   const byRelayPort = new Map<number, Client>();
   let nextId = 1;
@@ -347,20 +351,22 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
   }
 
   /**
-   * Closes the longest-idle connection with no request in flight (not `spare`), a WebSocket that
-   * has not authenticated counting as idle since it was accepted; false if none. So sockets that
-   * never send their token cannot keep token holders out by holding every slot.
+   * Closes an idle connection (no request in flight, not `spare`; a WebSocket that has not
+   * authenticated counts as idle since it was accepted): the longest idle of the address group
+   * holding the most idle connections (peer_groups.ts). False if none. So sockets that never send
+   * their token cannot keep token holders out by holding every slot, and a flood of them from one
+   * address closes its own before anyone else's.
    */
   const evictIdle = (spare?: Client): boolean => {
-    let oldest: Client | null = null;
-    for (const client of clients.values()) {
-      if (client.busy > 0 || client.closed || client === spare) continue;
-      if (client.socket !== null && !client.socket.unauthenticated) continue;
-      if (oldest === null || client.idleSince < oldest.idleSince) oldest = client;
-    }
-    if (oldest === null) return false;
+    const victim = peers.pick(
+      clients,
+      (client) =>
+        client.busy === 0 && !client.closed && client !== spare &&
+        (client.socket === null || client.socket.unauthenticated),
+    );
+    if (victim === null) return false;
     event("evicted_idle");
-    closeClient(oldest);
+    closeClient(victim);
     return true;
   };
 
@@ -669,6 +675,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       socket: null,
       partial: false,
       idleSince: performance.now(),
+      group: peers.join(conn.remoteAddr),
       deadline: undefined,
       closed: false,
       done: Promise.resolve(),
@@ -678,6 +685,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     client.done = serveClient(client).finally(() => {
       closeClient(client);
       clients.delete(client.id);
+      peers.leave(client.group);
     });
   };
 

@@ -5,6 +5,7 @@
  */
 
 import assert from "node:assert/strict";
+import net from "node:net";
 import { startTestServer, type TestServer } from "../helpers/test_server.ts";
 import { spawnServer } from "../helpers/process_server.ts";
 import { readToClose } from "../helpers/raw_http.ts";
@@ -169,6 +170,53 @@ Deno.test("at --max-connections an idle connection makes room for a new one", as
       c.close();
     } catch { /* closed */ }
   }
+});
+
+Deno.test({
+  name: "at --max-connections a flood from one address closes its own connections, not another's",
+  // node:net's sockets, used for their source address, keep runtime resources past close.
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await using s = await server({ maxConnections: 4, headerTimeoutMs: 60_000 });
+    const { hostname, port } = new URL(s.url);
+    const open = (localAddress: string) =>
+      new Promise<net.Socket>((resolve, reject) => {
+        const socket = net.connect({ host: hostname, port: Number(port), localAddress }, () => {
+          socket.off("error", reject);
+          resolve(socket);
+        });
+        socket.once("error", reject);
+      });
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // A client about to send its request (or a browser its auth frame): idle longest of all.
+    const client = await open("127.0.0.2");
+    let clientClosed = false;
+    client.on("close", () => clientClosed = true);
+    const answer = new Promise<string>((resolve) => {
+      let text = "";
+      client.on("data", (chunk: Uint8Array) => text += new TextDecoder().decode(chunk));
+      client.on("close", () => resolve(text));
+    });
+    await pause(50);
+    // Twice the limit of connections that send nothing, from another address.
+    const flood: net.Socket[] = [];
+    let floodClosed = 0;
+    for (let i = 0; i < 8; i++) {
+      const socket = await open("127.0.0.3");
+      socket.on("error", () => {});
+      socket.once("end", () => floodClosed++);
+      socket.resume();
+      flood.push(socket);
+      await pause(10);
+    }
+    await pause(100);
+    assert.equal(clientClosed, false, "the other address's connection is still open");
+    assert.ok(floodClosed >= 4, `the flood's own made room (${floodClosed} closed)`);
+    client.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    assert.match(await answer, /^HTTP\/1\.1 200 /, "and its request is answered");
+    for (const socket of flood) socket.destroy();
+  },
 });
 
 Deno.test("at --max-connections a WebSocket that has not authenticated makes room for a token holder", async () => {
