@@ -366,7 +366,14 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     );
     if (victim === null) return false;
     event("evicted_idle");
-    closeClient(victim);
+    if (victim.socket === null) closeClient(victim);
+    else {
+      // A socket that has not sent its token is told why, with a close frame the moment before
+      // its connection ends (1013: try again later), rather than seeing the connection cut.
+      victim.closed = true;
+      victim.deadline?.cancel();
+      victim.socket.closeAtOnce(1013, "Connection limit reached: connect again later");
+    }
     return true;
   };
 

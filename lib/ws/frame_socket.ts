@@ -273,6 +273,18 @@ export class FrameSocket implements SocketLike {
   }
 
   /**
+   * Sends a close frame with `code` and `reason` and ends the connection as soon as it is
+   * written, without waiting for the client's own close frame: for a socket that must give up
+   * its connection now (the connection limit's eviction). A client that does not read holds it
+   * for CLOSE_WAIT_MS at most.
+   */
+  closeAtOnce(code: number, reason: string): void {
+    if (this.#ended) return;
+    if (!this.#closeSent) this.#sendClose(closePayload(code, reason));
+    this.#endAfterClose();
+  }
+
+  /**
    * Serves the socket on `conn`: writes `head` (the `101`) with what was sent meanwhile, then
    * reads frames, `handover`'s bytes first; resolves when the connection has ended.
    */

@@ -238,9 +238,13 @@ Deno.test("at --max-connections a WebSocket that has not authenticated makes roo
   await answer.body?.cancel();
   assert.equal(answer.status, 200, "served, not 503");
   const ends = await Promise.all(
-    waiting.map((ws) => ws.closed(1000).then(() => "closed", () => "open")),
+    waiting.map((ws) => ws.closed(1000).then(({ code }) => `closed ${code}`, () => "open")),
   );
-  assert.deepEqual(ends.sort(), ["closed", "open", "open"], "the oldest one made room");
+  assert.deepEqual(
+    ends.sort(),
+    ["closed 1013", "open", "open"],
+    "the oldest one made room, told why with a close frame (1013: try again later)",
+  );
   for (const ws of waiting) await ws[Symbol.asyncDispose]();
 });
 
