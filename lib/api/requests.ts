@@ -500,6 +500,51 @@ function queryReader(params: URLSearchParams, allowed: ReadonlySet<string>) {
 }
 
 const DEAD_QUERY = new Set(["limit", "after"]);
+const NAME_PAGE_QUERY = new Set(["limit", "after"]);
+
+/** A page of a list sorted by name (queues, schedules). */
+export interface NamePage {
+  /** Most entries on the page; null for all of them. */
+  limit: number | null;
+  /** Only entries whose names sort after this one (the cursor); null from the first. */
+  after: string | null;
+}
+
+/**
+ * Parses the query string of a list sorted by name: `limit` (1–1000; absent for the whole list)
+ * and `after` (a name, checked by `checkName`, which the listed names must sort after).
+ */
+export function parseNamePage(
+  params: URLSearchParams,
+  checkName: (value: unknown, field: string) => string,
+): NamePage {
+  const read = queryReader(params, NAME_PAGE_QUERY);
+  const limit = read("limit", 0, 1, MAX_LIST_LIMIT);
+  const after = params.get("after");
+  return {
+    limit: limit === 0 ? null : limit,
+    after: after === null || after === "" ? null : checkName(after, "after"),
+  };
+}
+
+/**
+ * The page of `entries` that `page` asks for, in name order (UTF-16 code units, which for the
+ * names' ASCII is byte order, whatever the database's collation), and the cursor for the next:
+ * the page's last name when the page is full, else null.
+ */
+export function pageByName<T>(
+  entries: readonly T[],
+  page: NamePage,
+  nameOf: (entry: T) => string,
+): { entries: T[]; nextAfter: string | null } {
+  const after = page.after;
+  const sorted = entries
+    .filter((entry) => after === null || nameOf(entry) > after)
+    .sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0));
+  const shown = page.limit === null ? sorted : sorted.slice(0, page.limit);
+  const full = page.limit !== null && shown.length === page.limit;
+  return { entries: shown, nextAfter: full ? nameOf(shown[shown.length - 1]) : null };
+}
 const JOBS_QUERY = new Set(["state", "order", "limit", "after"]);
 const ORDERS = new Set(["oldest", "newest"]);
 

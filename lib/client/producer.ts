@@ -238,6 +238,17 @@ interface WireOutcome {
   error?: { code?: unknown; message?: unknown; id?: unknown };
 }
 
+/** The most entries one page of a list holds (the server's limit). */
+const MAX_PAGE = 1000;
+
+/** A list's query string for `limit` and the cursor `after` ("" when neither is set). */
+function pageQuery(options: { limit?: number; after?: number | string }): string {
+  const query = new URLSearchParams();
+  if (options.limit !== undefined) query.set("limit", String(options.limit));
+  if (options.after !== undefined) query.set("after", String(options.after));
+  return query.size > 0 ? `?${query}` : "";
+}
+
 /** A client for the HTTP API. */
 export class TegamiClient {
   /** The server's base URL, without a trailing slash. */
@@ -380,9 +391,26 @@ export class TegamiClient {
     return this.request("GET", `/v1/queues/${encodeURIComponent(queue)}`);
   }
 
-  /** Every queue's stats. */
+  /** Every queue's stats, by name (read 1 000 queues a request). */
   async queues(): Promise<QueueStats[]> {
-    return (await this.request<{ queues: QueueStats[] }>("GET", "/v1/queues")).queues;
+    const all: QueueStats[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.listQueues({ limit: MAX_PAGE, after });
+      all.push(...page.queues);
+      if (page.next_after === null) return all;
+      after = page.next_after;
+    }
+  }
+
+  /**
+   * Queues' stats by name, `limit` at a time (all without it) after the cursor `after`: pass a
+   * page's `next_after` to read the next one.
+   */
+  listQueues(
+    options: { limit?: number; after?: string } = {},
+  ): Promise<{ queues: QueueStats[]; next_after: string | null }> {
+    return this.request("GET", `/v1/queues${pageQuery(options)}`);
   }
 
   /** Dead jobs of a queue by id, `limit` at a time after the cursor `after`. */
@@ -390,11 +418,7 @@ export class TegamiClient {
     queue: string,
     options: { limit?: number; after?: number } = {},
   ): Promise<{ jobs: JobInfo<T>[]; next_after: number | null }> {
-    const query = new URLSearchParams();
-    if (options.limit !== undefined) query.set("limit", String(options.limit));
-    if (options.after !== undefined) query.set("after", String(options.after));
-    const suffix = query.size > 0 ? `?${query}` : "";
-    return this.request("GET", `/v1/queues/${encodeURIComponent(queue)}/dead${suffix}`);
+    return this.request("GET", `/v1/queues/${encodeURIComponent(queue)}/dead${pageQuery(options)}`);
   }
 
   /** Makes dead jobs pending again (all of the queue's when `ids` is absent). */
@@ -457,9 +481,26 @@ export class TegamiClient {
     return this.request("GET", `/v1/schedules/${encodeURIComponent(name)}`);
   }
 
-  /** Every schedule, by name. */
+  /** Every schedule, by name (read 1 000 schedules a request). */
   async schedules(): Promise<ScheduleInfo[]> {
-    return (await this.request<{ schedules: ScheduleInfo[] }>("GET", "/v1/schedules")).schedules;
+    const all: ScheduleInfo[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.listSchedules({ limit: MAX_PAGE, after });
+      all.push(...page.schedules);
+      if (page.next_after === null) return all;
+      after = page.next_after;
+    }
+  }
+
+  /**
+   * Schedules by name, `limit` at a time (all without it) after the cursor `after`: pass a page's
+   * `next_after` to read the next one.
+   */
+  listSchedules(
+    options: { limit?: number; after?: string } = {},
+  ): Promise<{ schedules: ScheduleInfo[]; next_after: string | null }> {
+    return this.request("GET", `/v1/schedules${pageQuery(options)}`);
   }
 
   /** Deletes a schedule (the jobs it enqueued stay); throws `not_found` if there is none. */

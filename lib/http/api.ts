@@ -23,6 +23,7 @@ import { deliveryJson, jobJson } from "../core/job.ts";
 import { describeCause, type Logger } from "../observe/log.ts";
 import {
   enqueueAnswer,
+  pageByName,
   parseAck,
   parseCheckpoint,
   parseDeadQuery,
@@ -32,6 +33,7 @@ import {
   parseJobsQuery,
   parseLease,
   parseNack,
+  parseNamePage,
   parseProgress,
   parseRequeue,
   pathJobId,
@@ -268,12 +270,16 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       method: "GET",
       path: ["v1", "queues"],
       access: OPERATIONS.readQueues,
+      query: true,
       handle: async (ctx) => {
+        const page = parseNamePage(ctx.url.searchParams, queueName);
         const now = clock.now();
         const all = await broker.stats();
         const visible = all.filter((s) => ctx.principal.allowsQueue(s.name));
+        const { entries, nextAfter } = pageByName(visible, page, (s) => s.name);
         return json(200, {
-          queues: visible.map((s) => statsView(s, now, broker.consumerCount(s.name))),
+          queues: entries.map((s) => statsView(s, now, broker.consumerCount(s.name))),
+          next_after: nextAfter,
         });
       },
     },
@@ -378,10 +384,18 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       method: "GET",
       path: ["v1", "schedules"],
       access: OPERATIONS.readSchedules,
+      query: true,
       handle: async (ctx) => {
+        const page = parseNamePage(ctx.url.searchParams, scheduleName);
         const all = await scheduler(ctx).list();
         const visible = all.filter((s) => ctx.principal.allowsQueue(s.queue));
-        return jsonText(200, `{"schedules":[${visible.map(scheduleJson).join(",")}]}`);
+        const { entries, nextAfter } = pageByName(visible, page, (s) => s.name);
+        return jsonText(
+          200,
+          `{"schedules":[${entries.map(scheduleJson).join(",")}],"next_after":${
+            JSON.stringify(nextAfter)
+          }}`,
+        );
       },
     },
     {

@@ -184,6 +184,8 @@ export async function driveTraffic(
 
   // Operate: stats, browse every state both ways, run now, requeue, cancel, remove, pause.
   await call("/v1/queues", "GET", "/v1/queues");
+  await call("/v1/queues", "GET", "/v1/queues?limit=1");
+  await call("/v1/queues", "GET", `/v1/queues?limit=2&after=${q}`);
   await call("/v1/queues/{queue}", "GET", `/v1/queues/${q}`, undefined, consume);
   await call("/v1/queues/{queue}", "GET", "/v1/queues/contract.nothing");
   for (const state of ["pending", "delayed", "leased", "done", "dead", "cancelled"]) {
@@ -266,6 +268,7 @@ export async function driveTraffic(
   await call("/v1/schedules/{name}", "GET", sched("contract.tick"), undefined, consume);
   await call("/v1/schedules/{name}", "GET", sched("contract.none"));
   await call("/v1/schedules", "GET", "/v1/schedules", undefined, consume);
+  await call("/v1/schedules", "GET", "/v1/schedules?limit=1", undefined, consume);
   await call("/v1/schedules/{name}/pause", "POST", `${sched("contract.tick")}/pause`);
   await call("/v1/schedules/{name}/resume", "POST", `${sched("contract.tick")}/resume`, {});
   await call("/v1/schedules/{name}/pause", "POST", `${sched("contract.none")}/pause`);

@@ -360,7 +360,7 @@ Deno.test("GET /v1/queues lists every known queue's stats", async () => {
   await server.request("POST", "/v1/queues/c/pause");
   const answer = await server.request("GET", "/v1/queues");
   assert.equal(answer.status, 200);
-  assert.deepEqual(Object.keys(answer.body), ["queues"]);
+  assert.deepEqual(Object.keys(answer.body), ["queues", "next_after"]);
   const byName = new Map(answer.body.queues.map((s: { name: string }) => [s.name, s]));
   assert.deepEqual([...byName.keys()].sort(), ["a", "b", "c"]);
   assert.deepEqual(byName.get("a"), {
@@ -379,7 +379,7 @@ Deno.test("GET /v1/queues lists every known queue's stats", async () => {
 Deno.test("GET /v1/queues answers an empty list on a new server", async () => {
   await using server = await startTestServer();
   const answer = await server.request("GET", "/v1/queues");
-  assert.deepEqual([answer.status, answer.body], [200, { queues: [] }]);
+  assert.deepEqual([answer.status, answer.body], [200, { queues: [], next_after: null }]);
 });
 
 Deno.test("POST /v1/queues/{q}/pause stops delivery but not enqueue, and resume restarts it", async () => {

@@ -145,7 +145,10 @@ Deno.test("DELETE /v1/schedules/{name} removes it; unknown names answer 404", as
     assert.equal(answer.body.error.code, "not_found");
     assert.match(answer.body.error.message, /Cannot find schedule "s"/);
   }
-  assert.deepEqual((await server.request("GET", "/v1/schedules")).body, { schedules: [] });
+  assert.deepEqual((await server.request("GET", "/v1/schedules")).body, {
+    schedules: [],
+    next_after: null,
+  });
 });
 
 Deno.test("PUT /v1/schedules/{name} refuses bad input with validation_failed naming the field", async () => {
@@ -167,7 +170,10 @@ Deno.test("PUT /v1/schedules/{name} refuses bad input with validation_failed nam
   invalidField(await put("s", { ...ok, lease_ms: 1 }), "lease_ms", /from 100/);
   invalidField(await put("-bad", ok), "name", /expected 1–128/);
   invalidField(await put("x".repeat(129), ok), "name", /expected 1–128/);
-  assert.deepEqual((await server.request("GET", "/v1/schedules")).body, { schedules: [] });
+  assert.deepEqual((await server.request("GET", "/v1/schedules")).body, {
+    schedules: [],
+    next_after: null,
+  });
 });
 
 Deno.test("/v1/schedules: reads need any token, writes admin; a token sees only its queues", async () => {
