@@ -249,6 +249,23 @@ function pageQuery(options: { limit?: number; after?: number | string }): string
   return query.size > 0 ? `?${query}` : "";
 }
 
+/**
+ * Every entry of a list sorted by name: `page` reads the one after a cursor (none for the first)
+ * and answers its entries and the next cursor, null after the last.
+ */
+async function everyPage<T>(
+  page: (after: string | undefined) => Promise<[entries: T[], next: string | null]>,
+): Promise<T[]> {
+  const all: T[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const [entries, next] = await page(after);
+    all.push(...entries);
+    if (next === null) return all;
+    after = next;
+  }
+}
+
 /** A client for the HTTP API. */
 export class TegamiClient {
   /** The server's base URL, without a trailing slash. */
@@ -392,15 +409,11 @@ export class TegamiClient {
   }
 
   /** Every queue's stats, by name (read 1 000 queues a request). */
-  async queues(): Promise<QueueStats[]> {
-    const all: QueueStats[] = [];
-    let after: string | undefined;
-    for (;;) {
+  queues(): Promise<QueueStats[]> {
+    return everyPage(async (after) => {
       const page = await this.listQueues({ limit: MAX_PAGE, after });
-      all.push(...page.queues);
-      if (page.next_after === null) return all;
-      after = page.next_after;
-    }
+      return [page.queues, page.next_after];
+    });
   }
 
   /**
@@ -482,15 +495,11 @@ export class TegamiClient {
   }
 
   /** Every schedule, by name (read 1 000 schedules a request). */
-  async schedules(): Promise<ScheduleInfo[]> {
-    const all: ScheduleInfo[] = [];
-    let after: string | undefined;
-    for (;;) {
+  schedules(): Promise<ScheduleInfo[]> {
+    return everyPage(async (after) => {
       const page = await this.listSchedules({ limit: MAX_PAGE, after });
-      all.push(...page.schedules);
-      if (page.next_after === null) return all;
-      after = page.next_after;
-    }
+      return [page.schedules, page.next_after];
+    });
   }
 
   /**
