@@ -500,7 +500,39 @@ function queryReader(params: URLSearchParams, allowed: ReadonlySet<string>) {
 }
 
 const DEAD_QUERY = new Set(["limit", "after"]);
+const JOBS_QUERY = new Set(["state", "order", "limit", "after"]);
+const ORDERS = new Set(["oldest", "newest"]);
 const NAME_PAGE_QUERY = new Set(["limit", "after"]);
+
+/** Parses the dead-letter list's query string. */
+export function parseDeadQuery(params: URLSearchParams): { limit: number; after: number } {
+  const read = queryReader(params, DEAD_QUERY);
+  return {
+    limit: read("limit", 100, 1, MAX_LIST_LIMIT),
+    after: read("after", 0, 0, Number.MAX_SAFE_INTEGER),
+  };
+}
+
+/**
+ * Parses the job browser's query string: `state` (required), `order` (`oldest`, the default, or
+ * `newest`), `limit` (1–1000, default 100) and `after` (an id cursor in the listing's order).
+ */
+export function parseJobsQuery(params: URLSearchParams): JobPage {
+  const read = queryReader(params, JOBS_QUERY);
+  const state = params.get("state");
+  if (state === null || !(JOB_STATES as readonly string[]).includes(state)) {
+    throw invalid("state", `expected one of ${JOB_STATES.join(", ")}`);
+  }
+  const order = params.get("order") ?? "oldest";
+  if (!ORDERS.has(order)) throw invalid("order", "expected oldest or newest");
+  const after = read("after", 0, 0, Number.MAX_SAFE_INTEGER);
+  return {
+    state: state as JobState,
+    order: order as JobPage["order"],
+    after: after === 0 ? null : after,
+    limit: read("limit", 100, 1, MAX_LIST_LIMIT),
+  };
+}
 
 /** A page of a list sorted by name (queues, schedules). */
 export interface NamePage {
@@ -544,38 +576,6 @@ export function pageByName<T>(
   const shown = page.limit === null ? sorted : sorted.slice(0, page.limit);
   const full = page.limit !== null && shown.length === page.limit;
   return { entries: shown, nextAfter: full ? nameOf(shown[shown.length - 1]) : null };
-}
-const JOBS_QUERY = new Set(["state", "order", "limit", "after"]);
-const ORDERS = new Set(["oldest", "newest"]);
-
-/** Parses the dead-letter list's query string. */
-export function parseDeadQuery(params: URLSearchParams): { limit: number; after: number } {
-  const read = queryReader(params, DEAD_QUERY);
-  return {
-    limit: read("limit", 100, 1, MAX_LIST_LIMIT),
-    after: read("after", 0, 0, Number.MAX_SAFE_INTEGER),
-  };
-}
-
-/**
- * Parses the job browser's query string: `state` (required), `order` (`oldest`, the default, or
- * `newest`), `limit` (1–1000, default 100) and `after` (an id cursor in the listing's order).
- */
-export function parseJobsQuery(params: URLSearchParams): JobPage {
-  const read = queryReader(params, JOBS_QUERY);
-  const state = params.get("state");
-  if (state === null || !(JOB_STATES as readonly string[]).includes(state)) {
-    throw invalid("state", `expected one of ${JOB_STATES.join(", ")}`);
-  }
-  const order = params.get("order") ?? "oldest";
-  if (!ORDERS.has(order)) throw invalid("order", "expected oldest or newest");
-  const after = read("after", 0, 0, Number.MAX_SAFE_INTEGER);
-  return {
-    state: state as JobState,
-    order: order as JobPage["order"],
-    after: after === 0 ? null : after,
-    limit: read("limit", 100, 1, MAX_LIST_LIMIT),
-  };
 }
 
 /** Checks a body that takes no fields (absent, or `{}`). */
