@@ -15,10 +15,12 @@ export interface PeerGroup {
   readonly key: string;
   /** Connections of the group open now. */
   open: number;
-  /** The pick that last counted {@linkcode idle} (an idle count of an older pick is stale). */
+  /** The pick that last counted {@linkcode idle} (what an older pick counted is stale). */
   pick: number;
   /** Idle connections of the group, as the pick {@linkcode pick} counted them. */
   idle: number;
+  /** The longest idle of them, as that pick found it. */
+  oldest: PeerConnection | null;
 }
 
 /** A connection as the pick sees it. */
@@ -67,7 +69,7 @@ export class PeerGroups {
     const key = peerKey(addr);
     let group = this.#groups.get(key);
     if (group === undefined) {
-      group = { key, open: 0, pick: 0, idle: 0 };
+      group = { key, open: 0, pick: 0, idle: 0, oldest: null };
       this.#groups.set(key, group);
     }
     group.open++;
@@ -86,32 +88,32 @@ export class PeerGroups {
 
   /**
    * The connection to close to make room: of those `idle` says may be closed, the longest idle of
-   * the group holding the most of them; null when none may be. Two passes over
-   * `connections.values()` (a map's, a set's or an array's), neither allocating, so a flood at
-   * the limit costs about what one pass did.
+   * the group holding the most of them; null when none may be. One pass over
+   * `connections.values()` (a map's, a set's or an array's), allocating nothing, so a flood at
+   * the limit costs what choosing the longest idle alone did.
    */
   pick<C extends PeerConnection>(
     connections: { values(): Iterable<C> },
     idle: (c: C) => boolean,
   ): C | null {
     const pick = ++this.#picks;
+    // The best group so far: only the group just counted can overtake it, so comparing that one
+    // with it after each count keeps it the best of all at the end.
+    let best: PeerGroup | null = null;
     for (const c of connections.values()) {
       if (!idle(c)) continue;
       const group = c.group;
       if (group.pick !== pick) {
         group.pick = pick;
         group.idle = 0;
-      }
+        group.oldest = c;
+      } else if (c.idleSince < group.oldest!.idleSince) group.oldest = c;
       group.idle++;
-    }
-    let chosen: C | null = null;
-    for (const c of connections.values()) {
-      if (!idle(c)) continue;
       if (
-        chosen === null || c.group.idle > chosen.group.idle ||
-        (c.group.idle === chosen.group.idle && c.idleSince < chosen.idleSince)
-      ) chosen = c;
+        best === null || group.idle > best.idle ||
+        (group.idle === best.idle && group.oldest!.idleSince < best.oldest!.idleSince)
+      ) best = group;
     }
-    return chosen;
+    return best === null ? null : best.oldest as C;
   }
 }

@@ -60,3 +60,34 @@ Deno.test("the pick closes the longest idle of the group holding the most idle c
   assert.equal(peers.pick([browser, flood[0], pair[1]], idle)?.name, "browser");
   assert.equal(peers.pick([floodBusy], idle), null, "none idle: nothing to close");
 });
+
+Deno.test("the pick in one pass agrees with counting every group first, on random connections", () => {
+  let seed = 7;
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  for (let round = 0; round < 500; round++) {
+    const peers = new PeerGroups();
+    type Conn = PeerConnection & { idle: boolean };
+    const conns: Conn[] = Array.from({ length: 1 + Math.floor(random() * 40) }, () => ({
+      group: peers.join(tcp(`192.0.2.${Math.floor(random() * 5)}`)),
+      idleSince: Math.floor(random() * 20), // ties on purpose
+      idle: random() < 0.7,
+    }));
+    const idle = conns.filter((c) => c.idle);
+    const count = (c: Conn) => idle.filter((o) => o.group === c.group).length;
+    // The reference: most idle in its group, then longest idle, then first in the order given.
+    let expected: Conn | null = null;
+    for (const c of idle) {
+      if (
+        expected === null || count(c) > count(expected) ||
+        (count(c) === count(expected) && c.idleSince < expected.idleSince)
+      ) expected = c;
+    }
+    const chosen = peers.pick(conns, (c) => c.idle);
+    if (expected === null) assert.equal(chosen, null);
+    else {
+      assert.ok(chosen !== null);
+      assert.equal(count(chosen), count(expected), `round ${round}: a group holding the most`);
+      assert.equal(chosen.idleSince, expected.idleSince, `round ${round}: its longest idle`);
+    }
+  }
+});
