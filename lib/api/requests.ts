@@ -499,14 +499,14 @@ function queryReader(params: URLSearchParams, allowed: ReadonlySet<string>) {
   };
 }
 
-const DEAD_QUERY = new Set(["limit", "after"]);
+/** The query of a paged list: the dead letters, queues, schedules. */
+const PAGE_QUERY = new Set(["limit", "after"]);
 const JOBS_QUERY = new Set(["state", "order", "limit", "after"]);
 const ORDERS = new Set(["oldest", "newest"]);
-const NAME_PAGE_QUERY = new Set(["limit", "after"]);
 
 /** Parses the dead-letter list's query string. */
 export function parseDeadQuery(params: URLSearchParams): { limit: number; after: number } {
-  const read = queryReader(params, DEAD_QUERY);
+  const read = queryReader(params, PAGE_QUERY);
   return {
     limit: read("limit", 100, 1, MAX_LIST_LIMIT),
     after: read("after", 0, 0, Number.MAX_SAFE_INTEGER),
@@ -550,7 +550,7 @@ export function parseNamePage(
   params: URLSearchParams,
   checkName: (value: unknown, field: string) => string,
 ): NamePage {
-  const read = queryReader(params, NAME_PAGE_QUERY);
+  const read = queryReader(params, PAGE_QUERY);
   const limit = read("limit", 0, 1, MAX_LIST_LIMIT);
   const after = params.get("after");
   return {
@@ -560,9 +560,9 @@ export function parseNamePage(
 }
 
 /**
- * The page of `entries` that `page` asks for, in name order (UTF-16 code units, which for the
- * names' ASCII is byte order, whatever the database's collation), and the cursor for the next:
- * the page's last name when the page is full, else null.
+ * The page of `entries` (in name order, as both stores list them: byte order, which for the names'
+ * ASCII is JavaScript's string order) that `page` asks for, and the cursor for the next: the
+ * page's last name when the page is full, else null.
  */
 export function pageByName<T>(
   entries: readonly T[],
@@ -570,10 +570,8 @@ export function pageByName<T>(
   nameOf: (entry: T) => string,
 ): { entries: T[]; nextAfter: string | null } {
   const after = page.after;
-  const sorted = entries
-    .filter((entry) => after === null || nameOf(entry) > after)
-    .sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0));
-  const shown = page.limit === null ? sorted : sorted.slice(0, page.limit);
+  const past = after === null ? entries : entries.filter((entry) => nameOf(entry) > after);
+  const shown = page.limit === null ? [...past] : past.slice(0, page.limit);
   const full = page.limit !== null && shown.length === page.limit;
   return { entries: shown, nextAfter: full ? nameOf(shown[shown.length - 1]) : null };
 }

@@ -365,7 +365,10 @@ export interface Store {
    * keep the defaults they were given; every claim from the commit on applies the new limits.
    */
   putSettings(queue: string, settings: QueueSettings, now: number): Promise<QueueSettings>;
-  /** Counts for one queue (zeros if unknown), or for all known queues (with jobs or settings). */
+  /**
+   * Counts for one queue (zeros if unknown), or for all known queues (with jobs or settings), by
+   * name in byte order (the lists' pages rely on it).
+   */
   stats(queue?: string): Promise<QueueCounts[]>;
   /** A page of a queue's jobs in one state, ordered by id (the job browser). */
   listJobs(queue: string, page: JobPage): Promise<Job[]>;
@@ -434,7 +437,7 @@ export interface Store {
   countSchedules(): Promise<ScheduleCounts>;
   /** Reads a schedule, or null. */
   getSchedule(name: string): Promise<Schedule | null>;
-  /** Every schedule, by name. */
+  /** Every schedule, by name in byte order (the lists' pages rely on it). */
   listSchedules(): Promise<Schedule[]>;
   /** Deletes a schedule (its jobs stay); answers false if there was none. */
   deleteSchedule(name: string): Promise<boolean>;

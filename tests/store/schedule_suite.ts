@@ -83,6 +83,12 @@ export function scheduleCases(test: Test, sharedTest: SharedTest): void {
     assert.equal(await store.getSchedule("missing"), null);
   });
 
+  test("listSchedules() lists by name in byte order, whatever the database's collation", async (store) => {
+    const names = ["b", "a_b", "A", "a-b", "a:b", "Z9", "0x"];
+    for (const name of names) await store.putSchedule(definition({ name }), null, T0);
+    assert.deepEqual((await store.listSchedules()).map((x) => x.name), [...names].sort());
+  });
+
   test("putSchedule() replaces a definition, keeping created_at and the last tick", async (store) => {
     const first = await store.putSchedule(definition(), T0 + 1000, T0);
     const [job] = [tickJob(first, T0 + 1000)];

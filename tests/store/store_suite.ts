@@ -1528,6 +1528,12 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.equal(byName.has("nobody"), false);
   });
 
+  test("stats() without a queue lists by name in byte order", async (store) => {
+    const names = ["b", "a_b", "A", "a-b", "a:b", "Z9", "0x"];
+    for (const name of names) await enqueueOne(store, name);
+    assert.deepEqual((await store.stats()).map((s) => s.name), [...names].sort());
+  });
+
   test("setPaused() pauses and resumes a queue, as stats() shows", async (store) => {
     await enqueueOne(store, "q");
     await store.setPaused("q", true);

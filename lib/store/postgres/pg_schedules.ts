@@ -79,9 +79,9 @@ export async function getSchedule(sql: Sql, name: string): Promise<Schedule | nu
   return rows.length === 0 ? null : rowToSchedule(rows[0]);
 }
 
-/** Every schedule, by name. */
+/** Every schedule, by name in byte order (whatever the database's collation). */
 export async function listSchedules(sql: Sql): Promise<Schedule[]> {
-  const rows = await sql<ScheduleRow[]>`SELECT * FROM schedules ORDER BY name`;
+  const rows = await sql<ScheduleRow[]>`SELECT * FROM schedules ORDER BY name COLLATE "C"`;
   return rows.map(rowToSchedule);
 }
 
