@@ -568,10 +568,10 @@ export function pageByName<T>(
   entries: readonly T[],
   page: NamePage,
   nameOf: (entry: T) => string,
-): { entries: T[]; nextAfter: string | null } {
+): { entries: readonly T[]; nextAfter: string | null } {
   const after = page.after;
   const past = after === null ? entries : entries.filter((entry) => nameOf(entry) > after);
-  const shown = page.limit === null ? [...past] : past.slice(0, page.limit);
+  const shown = page.limit === null ? past : past.slice(0, page.limit);
   const full = page.limit !== null && shown.length === page.limit;
   return { entries: shown, nextAfter: full ? nameOf(shown[shown.length - 1]) : null };
 }
