@@ -37,6 +37,7 @@ import { ClockJumpWatch } from "./observe/clock_jump.ts";
 import { tokensFileWarning } from "./auth/tokens_file.ts";
 import { TegamiError } from "./core/errors.ts";
 import type { Store } from "./store/store.ts";
+import { createSqsApi } from "./sqs/sqs_api.ts";
 
 /** Options of {@linkcode startServer}. */
 export interface ServerOptions {
@@ -249,6 +250,29 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     body: { timeoutMs: config.bodyTimeoutMs, budget: memoryBudget },
   });
+  // The Amazon SQS API shares the port: POST / and POST /ACCOUNT/QUEUE are its (docs/sqs.md).
+  const sqs = config.sqs === "off" ? null : createSqsApi({
+    broker,
+    clock,
+    identity: { account: config.sqsAccount, region: config.sqsRegion },
+    defaultLeaseMs: config.leaseMs,
+    maxPayload: config.maxPayload,
+    maxMessageBytes: Math.min(1024 * 1024, config.maxPayload - 2),
+    tokens,
+    maxBody: config.maxBody,
+    log,
+    accepting: () => accepting,
+    crossSite: {
+      listenHost: config.host,
+      allowedHosts: config.allowedHosts,
+      allowedOrigins: config.allowedOrigins,
+    },
+    body: { timeoutMs: config.bodyTimeoutMs, budget: memoryBudget },
+    onRequest: (route, status, ms) => metrics.request(route, status, ms),
+  });
+  const handler = sqs === null
+    ? api
+    : (request: HttpRequest) => sqs.matches(request) ? sqs.handle(request) : api(request);
 
   try {
     const tls = config.tlsCert !== null && config.tlsKey !== null
@@ -262,7 +286,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         hostname: config.host,
         port: config.port,
         tls,
-        handler: async (request) => toResponse(await api(request)),
+        handler: async (request) => toResponse(await handler(request)),
         log,
         onEvent: (event) => metrics.connectionEvent(event),
       })
@@ -270,7 +294,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         hostname: config.host,
         port: config.port,
         tls,
-        handler: api,
+        handler,
         maxConnections,
         headerTimeoutMs: config.headerTimeoutMs,
         idleTimeoutMs: config.idleTimeoutMs,

@@ -34,7 +34,7 @@ export const LAYERS: readonly (readonly string[])[] = [
     "lib/config/",
     "lib/observe/",
   ],
-  ["lib/http/", "lib/ws/", "lib/dashboard/"], // the transports and the page
+  ["lib/http/", "lib/ws/", "lib/dashboard/", "lib/sqs/"], // the transports and the page
   ["lib/server.ts", "lib/store/open_store.ts"], // composition: what is built from the config
   ["lib/cli/"],
   ["main.ts"],

@@ -9,8 +9,10 @@
  * ```
  *
  * Each entry has exactly one of `token` (the secret itself, at least 16 characters) or `sha256`
- * (the lowercase hex digest of the secret). Plain tokens are hashed at load time and dropped, so
- * a {@linkcode TokenSet} holds only digests and every check compares digest against digest.
+ * (the lowercase hex digest of the secret). Every bearer check compares digest against digest.
+ * A plain token is also kept in memory (never shown), because an AWS Signature Version 4 is an
+ * HMAC keyed by the secret itself: the SQS API checks one with the entry's name as the access
+ * key id and its token as the secret access key. A `sha256` entry cannot sign SQS requests.
  * `queues` is a list of globs where `*` matches any characters (dots included) and everything
  * else is literal; absent means every queue.
  *
@@ -88,6 +90,16 @@ export const OPEN_ACCESS: Principal = Object.freeze(
 interface Entry {
   readonly digest: Uint8Array;
   readonly principal: Principal;
+  /** The token itself for an entry given as `token` (signatures need it); null for `sha256`. */
+  readonly secret: string | null;
+}
+
+/** An entry as a request signature needs it: who it is, and its secret if the server has it. */
+export interface SigningEntry {
+  /** The entry's principal. */
+  readonly principal: Principal;
+  /** The token, or null for an entry given only as a `sha256` digest. */
+  readonly secret: string | null;
 }
 
 function sha256(text: string): Uint8Array {
@@ -119,6 +131,7 @@ function parseEntry(raw: unknown, index: number): { name: string; entry: Entry }
 
   const { token, sha256: hex } = fields;
   let digest: Uint8Array;
+  let secret: string | null = null;
   if (token !== undefined && hex !== undefined) {
     fail(`${label} has both token and sha256; give exactly one`);
   } else if (token !== undefined) {
@@ -131,6 +144,7 @@ function parseEntry(raw: unknown, index: number): { name: string; entry: Entry }
     if (token.trim() !== token) fail(`${label} token has leading or trailing whitespace`);
     if (CONTROL.test(token)) fail(`${label} token contains control characters`);
     digest = sha256(token);
+    secret = token;
   } else if (hex !== undefined) {
     if (typeof hex !== "string" || !SHA256_HEX.test(hex)) {
       fail(`${label} sha256 must be 64 lowercase hex characters`);
@@ -175,16 +189,18 @@ function parseEntry(raw: unknown, index: number): { name: string; entry: Entry }
   // A glob of stars alone matches every queue, so a list holding one limits nothing.
   const limited = Array.isArray(globs) && !globs.some((glob) => /^\*+$/.test(glob));
   const principal = Object.freeze(new TokenPrincipal(name, scopeSet, queues, limited));
-  return { name, entry: { digest, principal } };
+  return { name, entry: { digest, principal, secret } };
 }
 
 /** The tokens loaded from a `--tokens` file, checked in constant time. */
 export class TokenSet {
   // Private, so inspecting a TokenSet shows no digests.
   readonly #entries: readonly Entry[];
+  readonly #byName: ReadonlyMap<string, Entry>;
 
   private constructor(entries: readonly Entry[]) {
     this.#entries = entries;
+    this.#byName = new Map(entries.map((entry) => [entry.principal.name, entry]));
   }
 
   /** Parses and validates a tokens file; throws an `Error` naming the first bad entry. */
@@ -228,6 +244,15 @@ export class TokenSet {
       match = equal ? entry.principal : match;
     }
     return match;
+  }
+
+  /**
+   * The entry named `name`, for checking a request signature whose access key id is that name;
+   * null when there is none. Names are not secret, so this lookup need not be constant-time.
+   */
+  signingEntry(name: string): SigningEntry | null {
+    const entry = this.#byName.get(name);
+    return entry === undefined ? null : { principal: entry.principal, secret: entry.secret };
   }
 
   /** How many entries the file held. */

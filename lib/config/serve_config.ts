@@ -272,6 +272,24 @@ export const SERVE_FLAGS = {
     "WebSocket ping interval; two unanswered pings close the connection",
     { min: 10, max: HOUR },
   ),
+  /** Whether the Amazon SQS API answers on the server's port (`POST /`, `POST /ACCOUNT/QUEUE`). */
+  sqs: flag.choice(
+    "sqs",
+    ["on", "off"],
+    "on",
+    "on answers the Amazon SQS API (JSON and query protocols) on the same port; see docs/sqs.md",
+  ),
+  /** The account id in SQS queue URLs and ARNs: 12 digits. */
+  sqsAccount: flag.string(
+    "sqs-account",
+    "000000000000",
+    "account id (12 digits) in SQS queue URLs (/ACCOUNT/QUEUE) and ARNs",
+    { placeholder: "ID" },
+  ),
+  /** The region in SQS queue ARNs. */
+  sqsRegion: flag.string("sqs-region", "us-east-1", "region in SQS queue ARNs", {
+    placeholder: "REGION",
+  }),
 };
 
 /** The settings of `tegami serve`, validated; sizes in bytes, durations in ms. */
@@ -351,6 +369,16 @@ export function resolveServeConfig(
     throw invalidFlag(
       SERVE_FLAGS.pgSchema,
       `expected a plain identifier (letters, digits, _; at most 63), got "${values.pgSchema}"`,
+    );
+  }
+
+  if (!/^[0-9]{12}$/.test(values.sqsAccount)) {
+    throw invalidFlag(SERVE_FLAGS.sqsAccount, `expected 12 digits, got "${values.sqsAccount}"`);
+  }
+  if (!/^[a-z0-9-]{1,32}$/.test(values.sqsRegion)) {
+    throw invalidFlag(
+      SERVE_FLAGS.sqsRegion,
+      `expected a region name such as us-east-1, got "${values.sqsRegion}"`,
     );
   }
 

@@ -161,6 +161,9 @@ Deno.test("resolveServeConfig() fills every default", () => {
     tlsCert: null,
     tlsKey: null,
     pingIntervalMs: 10_000,
+    sqs: "on",
+    sqsAccount: "000000000000",
+    sqsRegion: "us-east-1",
   };
   assert.deepEqual(resolveServeConfig([], {}), expected);
 });
@@ -226,6 +229,9 @@ Deno.test("resolveServeConfig() reads every flag from its env var", () => {
     TEGAMI_TLS_KEY: "key.pem",
     TEGAMI_PING_INTERVAL: "2s",
     TEGAMI_PAGE_SIZE: "2KiB",
+    TEGAMI_SQS: "off",
+    TEGAMI_SQS_ACCOUNT: "123456789012",
+    TEGAMI_SQS_REGION: "eu-west-3",
   };
   assert.deepEqual(Object.keys(env).sort(), SERVE_FLAGS.map((s) => s.env).sort());
   assert.deepEqual(resolveServeConfig([], env), {
@@ -264,6 +270,9 @@ Deno.test("resolveServeConfig() reads every flag from its env var", () => {
     tlsCert: "cert.pem",
     tlsKey: "key.pem",
     pingIntervalMs: 2000,
+    sqs: "off",
+    sqsAccount: "123456789012",
+    sqsRegion: "eu-west-3",
   });
 });
 

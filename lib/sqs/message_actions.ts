@@ -1,0 +1,434 @@
+/**
+ * The SQS actions on messages: SendMessage(Batch), ReceiveMessage, DeleteMessage(Batch) and
+ * ChangeMessageVisibility(Batch), over the broker's enqueue, long-poll lease, ack, extend and
+ * release.
+ *
+ * A message is a job whose payload is the body as a JSON string; a job whose payload is any
+ * other JSON is received with that JSON's text as its body. The message id is the job's id, the
+ * receipt handle its lease (`receipt_handle.ts`). A FIFO queue's message group is the job's group
+ * (one in flight per group, in order), its deduplication id the job's key, held 5 minutes.
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import { TegamiError } from "../core/errors.ts";
+import type { Delivery, NewJob } from "../core/job.ts";
+import { MIN_LEASE_MS } from "../core/limits.ts";
+import {
+  type Action,
+  type ActionCall,
+  batchEntries,
+  callQueue,
+  existingQueue,
+  failedEntry,
+  type SqsServices,
+  stringInput,
+} from "./action_context.ts";
+import { parseMessageAttributes } from "./message_attributes.ts";
+import { md5OfBody } from "./message_md5.ts";
+import { MAX_VISIBILITY_SECONDS } from "./queue_attributes.ts";
+import { isFifo } from "./queue_url.ts";
+import { parseReceiptHandle, receiptHandle } from "./receipt_handle.ts";
+import { invalidParameter, missingParameter, notYet, SqsError, toSqsError } from "./sqs_error.ts";
+import type { WireMap, WireStruct } from "./wire_values.ts";
+
+/** How long a FIFO message's deduplication id holds, ms (AWS's 5-minute window). */
+export const DEDUP_WINDOW_MS = 5 * 60 * 1000;
+/** The longest per-message delay, seconds. */
+export const MAX_DELAY_SECONDS = 900;
+/** The most bytes of bodies in one SendMessageBatch. */
+export const MAX_BATCH_BYTES = 1024 * 1024;
+/** The most messages one ReceiveMessage answers. */
+export const MAX_RECEIVE = 10;
+/** The longest long poll, seconds. */
+export const MAX_WAIT_SECONDS = 20;
+
+// deno-lint-ignore no-control-regex
+const NOT_SQS_TEXT = /[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/u;
+/** Message group and deduplication ids: 1 to 128 printable ASCII characters. */
+const ID_TEXT = /^[\x21-\x7e]{1,128}$/;
+
+const encoder = new TextEncoder();
+
+/** The body a job's payload is received as: a JSON string's text, else the JSON itself. */
+export function bodyOf(payload: string): string {
+  if (payload.charCodeAt(0) === 0x22) {
+    const value = JSON.parse(payload);
+    if (typeof value === "string") return value;
+  }
+  return payload;
+}
+
+/** The zero-padded sequence number of a FIFO message (its job id). */
+export function sequenceNumber(id: number): string {
+  return String(id).padStart(20, "0");
+}
+
+/** A message ready to store, and what the answer says about it. */
+interface Prepared {
+  job: NewJob;
+  md5: string;
+  bodyBytes: number;
+}
+
+/** Reads and checks one message of SendMessage(Batch) into the job that stores it. */
+function prepare(
+  services: SqsServices,
+  queue: string,
+  entry: WireStruct,
+  now: number,
+): Prepared {
+  const body = stringInput(entry, "MessageBody");
+  if (body === undefined || body === "") throw missingParameter("MessageBody");
+  if (NOT_SQS_TEXT.test(body)) {
+    throw new SqsError(
+      "InvalidMessageContents",
+      "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to " +
+        "#xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF",
+    );
+  }
+  const bodyBytes = encoder.encode(body).length;
+  const payload = JSON.stringify(body);
+  if (
+    bodyBytes > services.maxMessageBytes || encoder.encode(payload).length > services.maxPayload
+  ) {
+    throw invalidParameter(
+      "MessageBody",
+      `Message must be shorter than ${services.maxMessageBytes + 1} bytes (its JSON text within ` +
+        `${services.maxPayload}).`,
+    );
+  }
+  const attributes = parseMessageAttributes(entry.MessageAttributes as WireMap | undefined);
+  if (attributes.size > 0) {
+    throw notYet("Storing message attributes with a message (MessageAttributes)");
+  }
+  const system = entry.MessageSystemAttributes;
+  if (system instanceof Map && system.size > 0) {
+    throw notYet("Storing message system attributes (MessageSystemAttributes)");
+  }
+  const fifo = isFifo(queue);
+  const delay = entry.DelaySeconds as number | undefined;
+  if (delay !== undefined) {
+    if (delay < 0 || delay > MAX_DELAY_SECONDS) {
+      throw invalidParameter("DelaySeconds", `Must be between 0 and ${MAX_DELAY_SECONDS}.`);
+    }
+    if (fifo && delay !== 0) {
+      throw invalidParameter(
+        "DelaySeconds",
+        "The request includes a parameter that is not valid for this queue type.",
+      );
+    }
+  }
+  const group = stringInput(entry, "MessageGroupId");
+  if (group !== undefined && !ID_TEXT.test(group)) {
+    throw invalidParameter("MessageGroupId", "1 to 128 printable ASCII characters.");
+  }
+  const dedup = stringInput(entry, "MessageDeduplicationId");
+  if (dedup !== undefined && !ID_TEXT.test(dedup)) {
+    throw invalidParameter("MessageDeduplicationId", "1 to 128 printable ASCII characters.");
+  }
+  let key: string | null = null;
+  if (fifo) {
+    if (group === undefined) throw missingParameter("MessageGroupId");
+    // Content-based deduplication is always on: a message without its own id is known by the
+    // SHA-256 of its body, as AWS computes it.
+    key = dedup ?? createHash("sha256").update(body, "utf8").digest("hex");
+  } else if (dedup !== undefined) {
+    throw invalidParameter(
+      "MessageDeduplicationId",
+      "The request includes a parameter that is not valid for this queue type.",
+    );
+  }
+  return {
+    job: {
+      payload,
+      priority: 0,
+      key,
+      key_ttl_ms: key === null ? null : DEDUP_WINDOW_MS,
+      on_duplicate: "ignore",
+      group: group ?? null,
+      run_at: now + (delay ?? 0) * 1000,
+      max_attempts: null,
+      lease_ms: null,
+      backoff: null,
+    },
+    md5: md5OfBody(body),
+    bodyBytes,
+  };
+}
+
+function sent(queue: string, prepared: Prepared, id: number): Record<string, string> {
+  const out: Record<string, string> = {
+    MD5OfMessageBody: prepared.md5,
+    MessageId: String(id),
+  };
+  if (isFifo(queue)) out.SequenceNumber = sequenceNumber(id);
+  return out;
+}
+
+const sendMessage: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  await existingQueue(services, queue);
+  const prepared = prepare(services, queue, call.input, services.clock.now());
+  const [out] = await services.broker.enqueue(queue, [prepared.job]);
+  return sent(queue, prepared, out.id);
+};
+
+const sendMessageBatch: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  const entries = batchEntries(call.input);
+  await existingQueue(services, queue);
+  const now = services.clock.now();
+  const failed: unknown[] = [];
+  const ready: { id: string; prepared: Prepared }[] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    const id = entry.Id as string;
+    try {
+      const prepared = prepare(services, queue, entry, now);
+      bytes += prepared.bodyBytes;
+      ready.push({ id, prepared });
+    } catch (error) {
+      failed.push(failedEntry(call, id, toSqsError(error)));
+    }
+  }
+  if (bytes > MAX_BATCH_BYTES) {
+    throw new SqsError(
+      "BatchRequestTooLong",
+      `Batch requests cannot be longer than ${MAX_BATCH_BYTES} bytes. You have sent ${bytes} bytes.`,
+    );
+  }
+  const stored = ready.length === 0
+    ? []
+    : await services.broker.enqueue(queue, ready.map((r) => r.prepared.job));
+  return {
+    Successful: ready.map((r, i) => ({ Id: r.id, ...sent(queue, r.prepared, stored[i].id) })),
+    Failed: failed,
+  };
+};
+
+/** The message system attributes ReceiveMessage may be asked for. */
+const SYSTEM_ATTRIBUTES = new Set([
+  "All",
+  "SenderId",
+  "SentTimestamp",
+  "ApproximateReceiveCount",
+  "ApproximateFirstReceiveTimestamp",
+  "SequenceNumber",
+  "MessageDeduplicationId",
+  "MessageGroupId",
+  "AWSTraceHeader",
+  "DeadLetterQueueSourceArn",
+]);
+
+function integerInRange(input: WireStruct, name: string, min: number, max: number) {
+  const value = input[name] as number | undefined;
+  if (value !== undefined && (value < min || value > max)) {
+    throw invalidParameter(name, `Must be between ${min} and ${max}, if provided.`);
+  }
+  return value;
+}
+
+function messageOf(
+  queue: string,
+  delivery: Delivery,
+  wanted: ReadonlySet<string>,
+): Record<string, unknown> {
+  const { job, lease } = delivery;
+  const body = bodyOf(job.payload);
+  const message: Record<string, unknown> = {
+    MessageId: String(job.id),
+    ReceiptHandle: receiptHandle(job.id, lease.token),
+    MD5OfBody: md5OfBody(body),
+    Body: body,
+  };
+  const all = wanted.has("All");
+  const attributes: Record<string, string> = {};
+  const put = (name: string, value: string | null) => {
+    if (value !== null && (all || wanted.has(name))) attributes[name] = value;
+  };
+  put("SentTimestamp", String(job.created_at));
+  put("ApproximateReceiveCount", String(job.attempts));
+  put("MessageGroupId", job.group);
+  if (isFifo(queue)) {
+    put("SequenceNumber", sequenceNumber(job.id));
+    put("MessageDeduplicationId", job.key);
+  }
+  if (Object.keys(attributes).length > 0) message.Attributes = attributes;
+  return message;
+}
+
+const receiveMessage: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  const { input } = call;
+  const max = integerInRange(input, "MaxNumberOfMessages", 1, MAX_RECEIVE) ?? 1;
+  const wait = integerInRange(input, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS) ?? 0;
+  const visibility = integerInRange(input, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS);
+  const wanted = new Set<string>();
+  for (const list of [input.AttributeNames, input.MessageSystemAttributeNames]) {
+    for (const name of (list as string[] | undefined) ?? []) {
+      if (SYSTEM_ATTRIBUTES.has(name)) wanted.add(name);
+    }
+  }
+  const stats = await existingQueue(services, queue);
+  // The queue's visibility timeout as it is now, not as it was when the job was sent.
+  const leaseMs = visibility !== undefined
+    ? Math.max(MIN_LEASE_MS, visibility * 1000)
+    : stats.settings.lease_ms;
+  const signal = call.signal;
+  const deliveries = await services.broker.lease(queue, max, wait * 1000, leaseMs, signal);
+  if (signal.aborted && deliveries.length > 0) {
+    // The caller left while it waited: the jobs go back at once, their attempt not counted.
+    await services.broker.release(
+      deliveries.map((d) => ({ id: d.job.id, token: d.lease.token, undelivered: true })),
+    );
+    return { Messages: [] };
+  }
+  return { Messages: deliveries.map((d) => messageOf(queue, d, wanted)) };
+};
+
+/** A receipt handle of `queue`'s job: its job and token, after checking the job's queue. */
+async function receiptOf(services: SqsServices, queue: string, handle: unknown) {
+  if (typeof handle !== "string" || handle === "") throw missingParameter("ReceiptHandle");
+  const receipt = parseReceiptHandle(handle);
+  const owner = await services.broker.queueOf(receipt.id);
+  if (owner !== null && owner !== queue) {
+    throw new SqsError(
+      "ReceiptHandleIsInvalid",
+      `The input receipt handle "${handle.slice(0, 128)}" is not a valid receipt handle for ` +
+        "this queue.",
+    );
+  }
+  return { ...receipt, gone: owner === null };
+}
+
+/**
+ * Deletes the message a handle received. A stale handle (the job was received again since, or
+ * is gone) succeeds without deleting anything, as AWS documents: the token fences it.
+ */
+async function deleteOne(services: SqsServices, queue: string, handle: unknown): Promise<void> {
+  const receipt = await receiptOf(services, queue, handle);
+  if (receipt.gone) return;
+  try {
+    await services.broker.ack(receipt.id, receipt.token, null);
+  } catch (error) {
+    if (
+      error instanceof TegamiError && (error.code === "lease_lost" || error.code === "not_found")
+    ) {
+      return;
+    }
+    throw error;
+  }
+}
+
+const deleteMessage: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  await deleteOne(services, queue, call.input.ReceiptHandle);
+  return undefined;
+};
+
+const deleteMessageBatch: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  const entries = batchEntries(call.input);
+  const outcomes = await Promise.all(entries.map(async (entry) => {
+    try {
+      await deleteOne(services, queue, entry.ReceiptHandle);
+      return null;
+    } catch (error) {
+      return toSqsError(error);
+    }
+  }));
+  return batchAnswer(call, entries, outcomes);
+};
+
+function batchAnswer(call: ActionCall, entries: WireStruct[], outcomes: (SqsError | null)[]) {
+  const successful: { Id: string }[] = [];
+  const failed: unknown[] = [];
+  entries.forEach((entry, i) => {
+    const id = entry.Id as string;
+    const error = outcomes[i];
+    if (error === null) successful.push({ Id: id });
+    else failed.push(failedEntry(call, id, error));
+  });
+  return { Successful: successful, Failed: failed };
+}
+
+/** Why a visibility change found no lease to change. */
+async function notChangeable(services: SqsServices, id: number): Promise<SqsError> {
+  const job = await services.broker.get(id);
+  if (job !== null && job.state !== "leased") {
+    return new SqsError("MessageNotInflight", "The message referred to is not in flight.");
+  }
+  return invalidParameter(
+    "ReceiptHandle",
+    "Message does not exist or is not available for visibility timeout change.",
+  );
+}
+
+/**
+ * Sets a received message's visibility timeout from now: 0 makes it visible at once (the lease
+ * ends as an expiry would, the receive counted), more extends or shortens the lease.
+ */
+async function changeOne(
+  services: SqsServices,
+  queue: string,
+  handle: unknown,
+  seconds: unknown,
+): Promise<void> {
+  if (typeof seconds !== "number") throw missingParameter("VisibilityTimeout");
+  if (seconds < 0 || seconds > MAX_VISIBILITY_SECONDS) {
+    throw invalidParameter(
+      "VisibilityTimeout",
+      `Must be between 0 and ${MAX_VISIBILITY_SECONDS}.`,
+    );
+  }
+  const receipt = await receiptOf(services, queue, handle);
+  if (receipt.gone) throw await notChangeable(services, receipt.id);
+  if (seconds === 0) {
+    const ended = await services.broker.release([{ id: receipt.id, token: receipt.token }]);
+    if (ended.length === 0) throw await notChangeable(services, receipt.id);
+    return;
+  }
+  try {
+    await services.broker.extend(receipt.id, receipt.token, Math.max(MIN_LEASE_MS, seconds * 1000));
+  } catch (error) {
+    if (
+      error instanceof TegamiError && (error.code === "lease_lost" || error.code === "not_found")
+    ) {
+      throw await notChangeable(services, receipt.id);
+    }
+    throw error;
+  }
+}
+
+const changeMessageVisibility: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  await changeOne(services, queue, call.input.ReceiptHandle, call.input.VisibilityTimeout);
+  return undefined;
+};
+
+const changeMessageVisibilityBatch: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  const entries = batchEntries(call.input);
+  const outcomes = await Promise.all(entries.map(async (entry) => {
+    try {
+      await changeOne(services, queue, entry.ReceiptHandle, entry.VisibilityTimeout);
+      return null;
+    } catch (error) {
+      return toSqsError(error);
+    }
+  }));
+  return batchAnswer(call, entries, outcomes);
+};
+
+/** The message actions, by name. */
+export const MESSAGE_ACTIONS: Readonly<Record<string, Action>> = {
+  SendMessage: sendMessage,
+  SendMessageBatch: sendMessageBatch,
+  ReceiveMessage: receiveMessage,
+  DeleteMessage: deleteMessage,
+  DeleteMessageBatch: deleteMessageBatch,
+  ChangeMessageVisibility: changeMessageVisibility,
+  ChangeMessageVisibilityBatch: changeMessageVisibilityBatch,
+};

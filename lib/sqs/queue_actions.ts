@@ -1,0 +1,191 @@
+/**
+ * The SQS actions on queues: CreateQueue, GetQueueUrl, ListQueues, DeleteQueue, PurgeQueue,
+ * GetQueueAttributes and SetQueueAttributes, over the broker's settings, stats and cancels.
+ *
+ * A tegami queue exists implicitly; for SQS a queue exists while it has settings (CreateQueue
+ * stores some), is paused, or holds waiting, in-flight or dead jobs (`sqsQueueExists`).
+ *
+ * @module
+ */
+
+import { requireQueue } from "../auth/tokens.ts";
+import { TegamiError } from "../core/errors.ts";
+import type { JobState } from "../core/job.ts";
+import { defaultQueueSettings } from "../core/queue_settings.ts";
+import {
+  type Action,
+  type ActionCall,
+  callQueue,
+  existingQueue,
+  requiredString,
+  type SqsServices,
+  stringInput,
+} from "./action_context.ts";
+import {
+  applyAttributes,
+  newQueueSettings,
+  readAttributes,
+  sameSettings,
+  sqsQueueExists,
+} from "./queue_attributes.ts";
+import { checkQueueName, queueUrl } from "./queue_url.ts";
+import { invalidParameter, missingParameter, notYet, SqsError } from "./sqs_error.ts";
+import type { WireMap } from "./wire_values.ts";
+
+/** The jobs of one page of a purge or delete: one page's cancels share group commits. */
+const PURGE_PAGE = 1000;
+
+/** String attributes of a `QueueAttributeMap`. */
+function attributeMap(value: unknown): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!(value instanceof Map)) return out;
+  for (const [name, v] of value as WireMap) {
+    if (typeof v !== "string") throw invalidParameter(`Attribute ${name}`, "expected text");
+    out.set(name, v);
+  }
+  return out;
+}
+
+function urlOf(services: SqsServices, call: ActionCall, queue: string): string {
+  return queueUrl(call.origin, services.identity, queue);
+}
+
+/** Cancels (or, for finished jobs, removes) every job of `queue` in `states`, page by page. */
+async function cancelAll(services: SqsServices, queue: string, states: JobState[]) {
+  for (const state of states) {
+    for (;;) {
+      const page = await services.broker.listJobs(queue, {
+        state,
+        order: "oldest",
+        after: null,
+        limit: PURGE_PAGE,
+      });
+      if (page.length === 0) break;
+      await Promise.all(page.map(async (job) => {
+        try {
+          await services.broker.cancel(job.id);
+        } catch (error) {
+          // Acked, cancelled or removed meanwhile: nothing left to do for it.
+          if (!(error instanceof TegamiError) || error.code !== "not_found") throw error;
+        }
+      }));
+      if (page.length < PURGE_PAGE) break;
+    }
+  }
+}
+
+const createQueue: Action = async (services, call) => {
+  const queue = checkQueueName(requiredString(call.input, "QueueName"));
+  requireQueue(call.principal, queue);
+  const tags = call.input.tags;
+  if (tags instanceof Map && tags.size > 0) throw notYet("Tagging a queue (tags)");
+  const attributes = attributeMap(call.input.Attributes);
+  const [stats] = await services.broker.stats(queue);
+  if (stats !== undefined && sqsQueueExists(stats)) {
+    if (attributes.size > 0) {
+      const wanted = applyAttributes(queue, stats.settings, attributes, services, true);
+      if (!sameSettings(wanted, stats.settings)) {
+        throw new SqsError(
+          "QueueNameExists",
+          "A queue already exists with the same name and a different value for an attribute.",
+        );
+      }
+    }
+    return { QueueUrl: urlOf(services, call, queue) };
+  }
+  const settings = applyAttributes(queue, newQueueSettings(queue), attributes, services, true);
+  await services.broker.putSettings(queue, settings);
+  return { QueueUrl: urlOf(services, call, queue) };
+};
+
+const getQueueUrl: Action = async (services, call) => {
+  const queue = checkQueueName(requiredString(call.input, "QueueName"));
+  const owner = stringInput(call.input, "QueueOwnerAWSAccountId");
+  if (owner !== undefined && owner !== services.identity.account) {
+    throw new SqsError("QueueDoesNotExist", "The specified queue does not exist.");
+  }
+  requireQueue(call.principal, queue);
+  await existingQueue(services, queue);
+  return { QueueUrl: urlOf(services, call, queue) };
+};
+
+/** Without MaxResults, ListQueues answers at most this many (as AWS does). */
+const LIST_LIMIT = 1000;
+
+const listQueues: Action = async (services, call) => {
+  const prefix = stringInput(call.input, "QueueNamePrefix") ?? "";
+  const max = call.input.MaxResults as number | undefined;
+  if (max !== undefined && (max < 1 || max > LIST_LIMIT)) {
+    throw invalidParameter("MaxResults", `Must be between 1 and ${LIST_LIMIT}, if provided.`);
+  }
+  const token = stringInput(call.input, "NextToken");
+  let after: string | null = null;
+  if (token !== undefined && token !== "") {
+    try {
+      after = new TextDecoder("utf-8", { fatal: true }).decode(
+        Uint8Array.from(atob(token), (c) => c.charCodeAt(0)),
+      );
+    } catch {
+      throw invalidParameter("NextToken", "Invalid NextToken value.");
+    }
+  }
+  const all = await services.broker.stats();
+  const names = all
+    .filter((s) =>
+      s.name.startsWith(prefix) && (after === null || s.name > after) &&
+      call.principal.allowsQueue(s.name) && sqsQueueExists(s)
+    )
+    .map((s) => s.name);
+  const page = names.slice(0, max ?? LIST_LIMIT);
+  const out: Record<string, unknown> = {
+    QueueUrls: page.map((name) => urlOf(services, call, name)),
+  };
+  if (max !== undefined && names.length > page.length) {
+    out.NextToken = btoa(String.fromCharCode(...new TextEncoder().encode(page[page.length - 1])));
+  }
+  return out;
+};
+
+const deleteQueue: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  const stats = await existingQueue(services, queue);
+  await cancelAll(services, queue, ["pending", "delayed", "leased", "dead"]);
+  await services.broker.putSettings(queue, defaultQueueSettings());
+  if (stats.paused) await services.broker.setPaused(queue, false);
+  return undefined;
+};
+
+const purgeQueue: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  await existingQueue(services, queue);
+  await cancelAll(services, queue, ["pending", "delayed", "leased"]);
+  return undefined;
+};
+
+const getQueueAttributes: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  const stats = await existingQueue(services, queue);
+  const names = (call.input.AttributeNames as string[] | undefined) ?? [];
+  return { Attributes: readAttributes(stats, names, services) };
+};
+
+const setQueueAttributes: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  const stats = await existingQueue(services, queue);
+  if (!(call.input.Attributes instanceof Map)) throw missingParameter("Attributes");
+  const attributes = attributeMap(call.input.Attributes);
+  const settings = applyAttributes(queue, stats.settings, attributes, services, false);
+  if (!sameSettings(settings, stats.settings)) await services.broker.putSettings(queue, settings);
+  return undefined;
+};
+
+/** The queue actions, by name. */
+export const QUEUE_ACTIONS: Readonly<Record<string, Action>> = {
+  CreateQueue: createQueue,
+  GetQueueUrl: getQueueUrl,
+  ListQueues: listQueues,
+  DeleteQueue: deleteQueue,
+  PurgeQueue: purgeQueue,
+  GetQueueAttributes: getQueueAttributes,
+  SetQueueAttributes: setQueueAttributes,
+};
