@@ -283,8 +283,10 @@ const receiveMessage: Action = async (services, call) => {
     await services.broker.release(
       deliveries.map((d) => ({ id: d.job.id, token: d.lease.token, undelivered: true })),
     );
-    return { Messages: [] };
+    return {};
   }
+  // AWS leaves Messages out of an empty answer.
+  if (deliveries.length === 0) return {};
   return { Messages: deliveries.map((d) => messageOf(queue, d, wanted)) };
 };
 

@@ -204,7 +204,9 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
       } catch {
         throw new SqsError("InvalidParameterValue", "The Host header is not a valid host name");
       }
-      if (protocol === "query" && type !== FORM) {
+      // A presigned request carries everything in its URL and may have no body, hence no type.
+      const presigned = type === "" && url.searchParams.has("X-Amz-Signature");
+      if (protocol === "query" && type !== FORM && !presigned) {
         throw new SqsError(
           "UnsupportedMediaType",
           `Cannot read the request: Content-Type must be ${AMZ_JSON} or ${FORM}`,

@@ -1,0 +1,213 @@
+/**
+ * The SQS queue actions through `@aws-sdk/client-sqs` (JSON protocol), on SQLite and on
+ * PostgreSQL: CreateQueue, GetQueueUrl, ListQueues, Get/SetQueueAttributes, PurgeQueue,
+ * DeleteQueue, and the errors AWS answers for them.
+ */
+
+import assert from "node:assert/strict";
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  ListQueuesCommand,
+  PurgeQueueCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SetQueueAttributesCommand,
+  TagQueueCommand,
+} from "@aws-sdk/client-sqs";
+import { dropPgTestDatabaseAfterwards } from "../helpers/pg.ts";
+import { pg, sdkError, startSqsServer, STORES } from "./sqs_fixture.ts";
+
+for (const store of STORES) {
+  Deno.test({
+    name: `${store.name}: CreateQueue, GetQueueUrl and ListQueues name queues by URL`,
+    ignore: store.ignore,
+    fn: async () => {
+      await using sqs = await startSqsServer({ store });
+      const { client, server } = sqs;
+      const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: "orders" }));
+      assert.equal(QueueUrl, `${server.url}/000000000000/orders`);
+      // Creating it again with the same attributes answers the same URL.
+      assert.equal(
+        (await client.send(new CreateQueueCommand({ QueueName: "orders" }))).QueueUrl,
+        QueueUrl,
+      );
+      assert.equal(
+        (await client.send(new GetQueueUrlCommand({ QueueName: "orders" }))).QueueUrl,
+        QueueUrl,
+      );
+      for (const name of ["orders-eu", "orders-us", "billing"]) {
+        await client.send(new CreateQueueCommand({ QueueName: name }));
+      }
+      const all = await client.send(new ListQueuesCommand({}));
+      assert.deepEqual(all.QueueUrls?.map((u) => u.split("/").pop()), [
+        "billing",
+        "orders",
+        "orders-eu",
+        "orders-us",
+      ]);
+      assert.equal(all.NextToken, undefined);
+      const prefixed = await client.send(new ListQueuesCommand({ QueueNamePrefix: "orders-" }));
+      assert.deepEqual(prefixed.QueueUrls?.map((u) => u.split("/").pop()), [
+        "orders-eu",
+        "orders-us",
+      ]);
+      // Paging: MaxResults a page at a time, NextToken the cursor.
+      const seen: string[] = [];
+      let token: string | undefined;
+      do {
+        const page = await client.send(new ListQueuesCommand({ MaxResults: 3, NextToken: token }));
+        seen.push(...page.QueueUrls!.map((u) => u.split("/").pop()!));
+        token = page.NextToken;
+      } while (token !== undefined);
+      assert.deepEqual(seen, ["billing", "orders", "orders-eu", "orders-us"]);
+      const missing = await sdkError(client.send(new GetQueueUrlCommand({ QueueName: "nope" })));
+      assert.equal(missing.name, "QueueDoesNotExist");
+      assert.equal(missing.status, 400);
+    },
+  });
+
+  Deno.test({
+    name: `${store.name}: queue attributes map onto the queue's settings and counts`,
+    ignore: store.ignore,
+    fn: async () => {
+      await using sqs = await startSqsServer({ store });
+      const { client, server } = sqs;
+      const { QueueUrl } = await client.send(
+        new CreateQueueCommand({
+          QueueName: "attrs",
+          Attributes: { VisibilityTimeout: "45", RedrivePolicy: '{"maxReceiveCount":3}' },
+        }),
+      );
+      const settings = await server.request("GET", "/v1/queues/attrs/settings");
+      assert.equal(settings.body.lease_ms, 45_000);
+      assert.equal(settings.body.max_attempts, 3);
+      await client.send(new SendMessageCommand({ QueueUrl, MessageBody: "a" }));
+      await client.send(new SendMessageCommand({ QueueUrl, MessageBody: "b" }));
+      await client.send(new SendMessageCommand({ QueueUrl, MessageBody: "c", DelaySeconds: 60 }));
+      await client.send(new ReceiveMessageCommand({ QueueUrl }));
+      const { Attributes } = await client.send(
+        new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ["All"] }),
+      );
+      assert.equal(Attributes?.QueueArn, "arn:aws:sqs:us-east-1:000000000000:attrs");
+      assert.equal(Attributes?.VisibilityTimeout, "45");
+      assert.equal(Attributes?.RedrivePolicy, '{"maxReceiveCount":3}');
+      assert.equal(Attributes?.ApproximateNumberOfMessages, "1");
+      assert.equal(Attributes?.ApproximateNumberOfMessagesNotVisible, "1");
+      assert.equal(Attributes?.ApproximateNumberOfMessagesDelayed, "1");
+      assert.equal(Attributes?.FifoQueue, undefined);
+      const some = await client.send(
+        new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ["VisibilityTimeout"] }),
+      );
+      assert.deepEqual(some.Attributes, { VisibilityTimeout: "45" });
+
+      await client.send(
+        new SetQueueAttributesCommand({
+          QueueUrl,
+          Attributes: { VisibilityTimeout: "5", RedrivePolicy: "" },
+        }),
+      );
+      const after = await server.request("GET", "/v1/queues/attrs/settings");
+      assert.equal(after.body.lease_ms, 5000);
+      assert.equal(after.body.max_attempts, 1000);
+      // What tegami cannot keep is refused, naming it, never accepted and forgotten.
+      for (
+        const [name, value, code] of [
+          ["MessageRetentionPeriod", "60", "InvalidAttributeValue"],
+          ["DelaySeconds", "5", "InvalidAttributeValue"],
+          ["Policy", "{}", "InvalidAttributeValue"],
+          [
+            "RedrivePolicy",
+            '{"maxReceiveCount":2,"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq"}',
+            "InvalidAttributeValue",
+          ],
+          ["NoSuchAttribute", "1", "InvalidAttributeName"],
+          ["VisibilityTimeout", "43201", "InvalidAttributeValue"],
+        ]
+      ) {
+        const error = await sdkError(
+          client.send(new SetQueueAttributesCommand({ QueueUrl, Attributes: { [name]: value } })),
+        );
+        assert.equal(error.name, code, `${name}=${value}: ${error.message}`);
+      }
+      // A different attribute on CreateQueue of an existing queue is QueueNameExists.
+      const exists = await sdkError(
+        client.send(
+          new CreateQueueCommand({ QueueName: "attrs", Attributes: { VisibilityTimeout: "9" } }),
+        ),
+      );
+      assert.equal(exists.name, "QueueNameExists");
+      const tags = await sdkError(
+        client.send(new TagQueueCommand({ QueueUrl, Tags: { team: "a" } })),
+      );
+      assert.equal(tags.name, "UnsupportedOperation");
+    },
+  });
+
+  Deno.test({
+    name: `${store.name}: PurgeQueue empties a queue and DeleteQueue removes it`,
+    ignore: store.ignore,
+    fn: async () => {
+      await using sqs = await startSqsServer({ store });
+      const { client, server } = sqs;
+      const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: "gone" }));
+      for (let i = 0; i < 5; i++) {
+        await client.send(new SendMessageCommand({ QueueUrl, MessageBody: `m${i}` }));
+      }
+      await client.send(new ReceiveMessageCommand({ QueueUrl }));
+      await client.send(new PurgeQueueCommand({ QueueUrl }));
+      const stats = await server.request("GET", "/v1/queues/gone");
+      assert.equal(stats.body.counts.pending, 0);
+      assert.equal(stats.body.counts.leased, 0);
+      assert.equal(stats.body.counts.cancelled, 5);
+      await client.send(new SendMessageCommand({ QueueUrl, MessageBody: "after" }));
+      await client.send(new DeleteQueueCommand({ QueueUrl }));
+      const missing = await sdkError(client.send(new GetQueueUrlCommand({ QueueName: "gone" })));
+      assert.equal(missing.name, "QueueDoesNotExist");
+      const send = await sdkError(
+        client.send(new SendMessageCommand({ QueueUrl, MessageBody: "x" })),
+      );
+      assert.equal(send.name, "QueueDoesNotExist");
+      assert.deepEqual((await client.send(new ListQueuesCommand({}))).QueueUrls ?? [], []);
+    },
+  });
+}
+
+Deno.test("CreateQueue refuses a FIFO name without FifoQueue, tags, and a bad name", async () => {
+  await using sqs = await startSqsServer();
+  const { client } = sqs;
+  const fifo = await sdkError(client.send(new CreateQueueCommand({ QueueName: "a.fifo" })));
+  assert.equal(fifo.name, "InvalidAttributeValue");
+  const standard = await sdkError(
+    client.send(new CreateQueueCommand({ QueueName: "a", Attributes: { FifoQueue: "true" } })),
+  );
+  assert.equal(standard.name, "InvalidAttributeValue");
+  const tags = await sdkError(
+    client.send(new CreateQueueCommand({ QueueName: "t", tags: { team: "x" } })),
+  );
+  assert.equal(tags.name, "UnsupportedOperation");
+  const bad = await sdkError(client.send(new CreateQueueCommand({ QueueName: "a b" })));
+  assert.equal(bad.name, "InvalidParameterValue");
+  const made = await client.send(
+    new CreateQueueCommand({
+      QueueName: "a.fifo",
+      Attributes: { FifoQueue: "true", ContentBasedDeduplication: "true" },
+    }),
+  );
+  assert.ok(made.QueueUrl?.endsWith("/000000000000/a.fifo"));
+  const { Attributes } = await client.send(
+    new GetQueueAttributesCommand({ QueueUrl: made.QueueUrl, AttributeNames: ["All"] }),
+  );
+  assert.equal(Attributes?.FifoQueue, "true");
+  assert.equal(Attributes?.ContentBasedDeduplication, "true");
+});
+
+Deno.test("--sqs off leaves POST / to tegami's own API", async () => {
+  await using sqs = await startSqsServer({ config: { sqs: "off" } });
+  const error = await sdkError(sqs.client.send(new ListQueuesCommand({})));
+  assert.equal(error.status, 404);
+});
+
+dropPgTestDatabaseAfterwards(pg);
