@@ -405,10 +405,10 @@ Deno.test("sqs-consumer consumes messages and deletes them as it handles them", 
     sqs: client,
     waitTimeSeconds: 1,
     batchSize: 10,
-    handleMessage: async (message) => {
+    handleMessage: (message) => {
       bodies.push(message.Body!);
       if (bodies.length === 5) resolve();
-      return message;
+      return Promise.resolve(message);
     },
   });
   consumer.start();

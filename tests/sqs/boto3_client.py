@@ -1,0 +1,173 @@
+"""Drives tegami's SQS API with Debian's boto3 (query protocol): `actions URL` runs every
+action; `auth URL NAME TOKEN` checks signatures with --tokens. Prints "ok" when every check
+passed; any failure raises."""
+
+import datetime
+import sys
+import urllib.request
+
+import boto3
+import botocore
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+
+def client(url, key="tegami", secret="not-checked"):
+    return boto3.client(
+        "sqs",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id=key,
+        aws_secret_access_key=secret,
+        config=botocore.config.Config(retries={"max_attempts": 1}),
+    )
+
+
+def error_code(call):
+    try:
+        call()
+    except botocore.exceptions.ClientError as error:
+        return error.response["Error"]["Code"]
+    raise AssertionError("expected an error")
+
+
+def actions(url):
+    c = client(url)
+    assert c.meta.service_model.protocol == "query", c.meta.service_model.protocol
+    q = c.create_queue(QueueName="py", Attributes={"VisibilityTimeout": "40"})["QueueUrl"]
+    assert q.endswith("/000000000000/py"), q
+    assert c.get_queue_url(QueueName="py")["QueueUrl"] == q
+    assert c.list_queues(QueueNamePrefix="p")["QueueUrls"] == [q]
+    attrs = c.get_queue_attributes(QueueUrl=q, AttributeNames=["All"])["Attributes"]
+    assert attrs["VisibilityTimeout"] == "40", attrs
+    c.set_queue_attributes(QueueUrl=q, Attributes={"RedrivePolicy": '{"maxReceiveCount":"4"}'})
+    attrs = c.get_queue_attributes(QueueUrl=q, AttributeNames=["RedrivePolicy"])["Attributes"]
+    assert attrs == {"RedrivePolicy": '{"maxReceiveCount":4}'}, attrs
+
+    body = "a&<b>\r\n'c\" é 👋"
+    sent = c.send_message(QueueUrl=q, MessageBody=body)  # boto3 checks MD5OfMessageBody
+    batch = c.send_message_batch(
+        QueueUrl=q,
+        Entries=[
+            {"Id": "1", "MessageBody": "one"},
+            {"Id": "2", "MessageBody": "two", "DelaySeconds": 1000},
+        ],
+    )
+    assert [e["Id"] for e in batch["Successful"]] == ["1"], batch
+    assert [(e["Id"], e["Code"]) for e in batch["Failed"]] == [("2", "InvalidParameterValue")]
+    got = c.receive_message(QueueUrl=q, MaxNumberOfMessages=10, AttributeNames=["All"])
+    messages = got["Messages"]
+    assert [m["Body"] for m in messages] == [body, "one"], messages
+    assert messages[0]["MessageId"] == sent["MessageId"]
+    assert messages[0]["Attributes"]["ApproximateReceiveCount"] == "1"
+    assert "Messages" not in c.receive_message(QueueUrl=q)
+
+    first, second = messages
+    c.change_message_visibility(QueueUrl=q, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=0)
+    again = c.receive_message(QueueUrl=q)["Messages"][0]
+    assert again["MessageId"] == first["MessageId"]
+    c.delete_message(QueueUrl=q, ReceiptHandle=first["ReceiptHandle"])  # stale: deletes nothing
+    assert error_code(lambda: c.change_message_visibility(
+        QueueUrl=q, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=5
+    )) == "InvalidParameterValue"
+    changed = c.change_message_visibility_batch(QueueUrl=q, Entries=[
+        {"Id": "a", "ReceiptHandle": again["ReceiptHandle"], "VisibilityTimeout": 60},
+        {"Id": "b", "ReceiptHandle": "nope", "VisibilityTimeout": 60},
+    ])
+    assert [e["Id"] for e in changed["Successful"]] == ["a"]
+    assert [(e["Id"], e["Code"]) for e in changed["Failed"]] == [("b", "ReceiptHandleIsInvalid")]
+    deleted = c.delete_message_batch(QueueUrl=q, Entries=[
+        {"Id": "a", "ReceiptHandle": again["ReceiptHandle"]},
+        {"Id": "b", "ReceiptHandle": "nope"},
+    ])
+    assert [e["Id"] for e in deleted["Successful"]] == ["a"]
+    assert [(e["Id"], e["Code"]) for e in deleted["Failed"]] == [("b", "ReceiptHandleIsInvalid")]
+    c.delete_message(QueueUrl=q, ReceiptHandle=second["ReceiptHandle"])
+    assert error_code(lambda: c.change_message_visibility(
+        QueueUrl=q, ReceiptHandle=second["ReceiptHandle"], VisibilityTimeout=5
+    )) == "AWS.SimpleQueueService.MessageNotInflight"
+    assert error_code(lambda: c.delete_message(QueueUrl=q, ReceiptHandle="x")) == \
+        "ReceiptHandleIsInvalid"
+
+    f = c.create_queue(QueueName="py.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    one = c.send_message(QueueUrl=f, MessageBody="f1", MessageGroupId="g")
+    two = c.send_message(QueueUrl=f, MessageBody="f2", MessageGroupId="g")
+    dup = c.send_message(QueueUrl=f, MessageBody="f1", MessageGroupId="g")
+    assert dup["MessageId"] == one["MessageId"]
+    assert int(one["SequenceNumber"]) < int(two["SequenceNumber"])
+    got = c.receive_message(QueueUrl=f, MaxNumberOfMessages=10)["Messages"]
+    assert [m["Body"] for m in got] == ["f1"], got
+    assert error_code(lambda: c.send_message(QueueUrl=f, MessageBody="x")) == "MissingParameter"
+
+    c.send_message(QueueUrl=q, MessageBody="purged")
+    c.purge_queue(QueueUrl=q)
+    assert "Messages" not in c.receive_message(QueueUrl=q)
+    c.delete_queue(QueueUrl=q)
+    assert error_code(lambda: c.get_queue_url(QueueName="py")) == \
+        "AWS.SimpleQueueService.NonExistentQueue"
+    assert error_code(lambda: c.receive_message(QueueUrl=q, MaxNumberOfMessages=11)) == \
+        "InvalidParameterValue"
+    assert error_code(lambda: c.tag_queue(QueueUrl=f, Tags={"a": "b"})) == \
+        "AWS.SimpleQueueService.UnsupportedOperation"
+    assert error_code(lambda: c.set_queue_attributes(
+        QueueUrl=f, Attributes={"MessageRetentionPeriod": "60"}
+    )) == "InvalidAttributeValue"
+
+
+def auth(url, name, token):
+    good = client(url, name, token)
+    q = good.create_queue(QueueName="signed")["QueueUrl"]
+    good.send_message(QueueUrl=q, MessageBody="x")
+    assert error_code(lambda: client(url, name, token + "x").list_queues()) == \
+        "SignatureDoesNotMatch"
+    assert error_code(lambda: client(url, "nobody", token).list_queues()) == \
+        "InvalidClientTokenId"
+
+    # The presigned form: every parameter and the signature in the URL, an empty body.
+    presigned = good.generate_presigned_url(
+        "get_queue_url", Params={"QueueName": "signed"}, HttpMethod="POST"
+    )
+    with urllib.request.urlopen(urllib.request.Request(presigned, method="POST", data=b"")) as r:
+        answer = r.read().decode()
+        assert r.status == 200 and "/000000000000/signed</QueueUrl>" in answer, answer
+    tampered = presigned.replace("QueueName=signed", "QueueName=signef")
+    try:
+        urllib.request.urlopen(urllib.request.Request(tampered, method="POST", data=b""))
+        raise AssertionError("a tampered presigned URL was accepted")
+    except urllib.error.HTTPError as error:
+        assert error.code == 403 and b"SignatureDoesNotMatch" in error.read()
+
+    # A request signed an hour ago is refused.
+    request = AWSRequest(
+        method="POST",
+        url=url + "/",
+        data="Action=ListQueues&Version=2012-11-05",
+        headers={"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"},
+    )
+    signer = SigV4Auth(Credentials(name, token), "sqs", "us-east-1")
+    old = datetime.datetime.utcnow() - datetime.timedelta(hours=1)
+    request.context["timestamp"] = old.strftime("%Y%m%dT%H%M%SZ")
+    signer._modify_request_before_signing(request)
+    string_to_sign = signer.string_to_sign(request, signer.canonical_request(request))
+    signature = signer.signature(string_to_sign, request)
+    signer._inject_signature_to_request(request, signature)
+    prepared = request.prepare()
+    try:
+        urllib.request.urlopen(urllib.request.Request(
+            prepared.url, data=prepared.body.encode() if isinstance(prepared.body, str) else prepared.body,
+            headers=dict(prepared.headers), method="POST",
+        ))
+        raise AssertionError("a request signed an hour ago was accepted")
+    except urllib.error.HTTPError as error:
+        text = error.read()
+        assert error.code == 403 and b"Signature expired" in text, text
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "actions":
+        actions(sys.argv[2])
+    elif mode == "auth":
+        auth(sys.argv[2], sys.argv[3], sys.argv[4])
+    print("ok")
