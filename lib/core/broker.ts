@@ -16,7 +16,7 @@ import { type Clock, EarliestTimer, type TimerHandle } from "./clock.ts";
 import { IntakeGate } from "./intake_gate.ts";
 import { shuttingDown, TegamiError } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
-import type { NackRequest } from "./lifecycle.ts";
+import type { HandOvers, NackRequest } from "./lifecycle.ts";
 import type {
   CancelResult,
   ClaimWant,
@@ -62,6 +62,14 @@ export interface Subscriber {
   readonly prefetch?: number;
   /** How many more jobs it could hold now, those being claimed for it included. */
   room?(): number;
+}
+
+/** A claim on its way to its consumers (see the broker's `#claimStarted`). */
+interface ClaimInFlight {
+  /** Keeps it on its way until one more `done()`. */
+  hold(): void;
+  /** One reason to keep it is over. */
+  done(): void;
 }
 
 /** How a lease ended, for metrics. */
@@ -118,6 +126,8 @@ export class Broker {
     string,
     { id: number; queue: string; at: number; holder: LeaseHolder | null }
   >();
+  /** Claims on their way to their consumers, by the `now` they were dated: how many each. */
+  readonly #claiming = new Map<number, number>();
   /** The next lease expiry or delayed job's due time: a tick then. */
   readonly #timer: EarliestTimer;
   /** Per queue whose rate holds consumers back, the timer for its next token. */
@@ -254,7 +264,13 @@ export class Broker {
   ): Promise<Delivery[]> {
     this.#refuseIfClosed();
     const now = this.#clock.now();
-    const jobs = this.#withoutEnded(await this.#store.claim(queue, max, leaseMs, now));
+    const claim = this.#claimStarted(now);
+    let jobs: Delivery[];
+    try {
+      jobs = this.#withoutEnded(await this.#store.claim(queue, max, leaseMs, now), claim);
+    } finally {
+      claim.done();
+    }
     if (jobs.length > 0) {
       this.#armForLeases(jobs);
       this.#began(queue, jobs, now, null);
@@ -494,10 +510,12 @@ export class Broker {
         wants.push({ max: n, lease_ms: subscriber.leaseMs });
       }
       if (takers.length === 0) return;
+      const claim = this.#claimStarted(now);
       let lists: Delivery[][];
       try {
         lists = await this.#store.claimFair(queue, wants, now);
       } catch (error) {
+        claim.done();
         for (let i = 0; i < takers.length; i++) takers[i].deliver([], wants[i].max);
         throw error;
       }
@@ -507,8 +525,12 @@ export class Broker {
         const at = list.indexOf(takers[first]);
         if (at >= 0) this.#rotation.set(queue, at + 1);
       }
-      for (let i = 0; i < takers.length; i++) {
-        if (this.#handOver(takers[i], lists[i], wants[i].max)) full = true;
+      try {
+        for (let i = 0; i < takers.length; i++) {
+          if (this.#handOver(takers[i], lists[i], wants[i].max, claim)) full = true;
+        }
+      } finally {
+        claim.done();
       }
       // A consumer that got all it asked for may have left jobs behind: go round again.
       if (full) this.#again.add(queue);
@@ -523,8 +545,13 @@ export class Broker {
     } while (this.#again.has(queue));
   }
 
-  #handOver(subscriber: Subscriber, claimed: Delivery[], reserved: number): boolean {
-    const deliveries = this.#withoutEnded(claimed);
+  #handOver(
+    subscriber: Subscriber,
+    claimed: Delivery[],
+    reserved: number,
+    claim: ClaimInFlight,
+  ): boolean {
+    const deliveries = this.#withoutEnded(claimed, claim);
     if (deliveries.length > 0) {
       this.#armForLeases(deliveries);
       this.#began(subscriber.queue, deliveries, this.#clock.now(), subscriber.holder);
@@ -532,14 +559,11 @@ export class Broker {
     const taken = subscriber.deliver(deliveries, reserved);
     if (taken < deliveries.length) {
       // The consumer vanished between claim and hand-over, or its socket is full: give the jobs
-      // it did not take back at once.
-      this.release(
-        deliveries.slice(taken).map((d) => ({
-          id: d.job.id,
-          token: d.lease.token,
-          undelivered: true,
-        })),
-      ).catch((error) => this.#onError("release", error));
+      // it did not take back at once. They never reached anyone: until they are back, they are
+      // the claim's, not handed-over leases a tick would end as expired.
+      const untaken = deliveries.slice(taken);
+      for (const d of untaken) this.#live.delete(d.lease.token);
+      this.#giveBack(untaken, claim);
       return false;
     }
     return claimed.length === reserved;
@@ -547,21 +571,64 @@ export class Broker {
 
   /**
    * The deliveries whose lease is still running. A claim's leases are dated when the claim is
-   * asked for, and a server that stalls (starved of CPU, stopped) can get its answer after a
-   * lease's whole length: pushing such a lease hands a consumer a job it can no longer ack, and
-   * counts an attempt nobody could use. Those go back at once as undelivered (the attempt not
-   * counted), unless the lease's end was already processed.
+   * asked for, and a server that stalls (starved of CPU, stopped, or waiting for its database)
+   * can get its answer after a lease's whole length: pushing such a lease hands a consumer a job
+   * it can no longer ack, and would count an attempt nobody could use. Those go back at once as
+   * undelivered (the attempt not counted); no tick of this server ends them meanwhile, since
+   * the claim that carries them is still on its way until they are back (`leaseEndDue`).
    */
-  #withoutEnded(deliveries: Delivery[]): Delivery[] {
+  #withoutEnded(deliveries: Delivery[], claim: ClaimInFlight): Delivery[] {
     const now = this.#clock.now();
     let ended = 0;
     for (const d of deliveries) if (d.lease.expires_at <= now) ended++;
     if (ended === 0) return deliveries;
-    const stale = deliveries.filter((d) => d.lease.expires_at <= now);
-    this.release(stale.map((d) => ({ id: d.job.id, token: d.lease.token, undelivered: true })))
-      .catch((error) => this.#onError("release", error));
+    this.#giveBack(deliveries.filter((d) => d.lease.expires_at <= now), claim);
     return deliveries.filter((d) => d.lease.expires_at > now);
   }
+
+  /** Releases deliveries nobody received; the claim stays on its way until they are back. */
+  #giveBack(deliveries: Delivery[], claim: ClaimInFlight): void {
+    claim.hold();
+    this.release(
+      deliveries.map((d) => ({ id: d.job.id, token: d.lease.token, undelivered: true })),
+    ).catch((error) => this.#onError("release", error)).finally(() => claim.done());
+  }
+
+  /**
+   * Marks a claim dated `now` as on its way to its consumers until its `done()` has been called
+   * once for it and once for each `hold()`: a tick leaves the leases it may carry alone.
+   */
+  #claimStarted(now: number): ClaimInFlight {
+    const claiming = this.#claiming;
+    claiming.set(now, (claiming.get(now) ?? 0) + 1);
+    let holds = 1;
+    return {
+      hold: () => {
+        holds++;
+      },
+      done: () => {
+        if (holds === 0) return;
+        holds--;
+        if (holds > 0) return;
+        const n = claiming.get(now)! - 1;
+        if (n === 0) claiming.delete(now);
+        else claiming.set(now, n);
+      },
+    };
+  }
+
+  /** What this server knows of its claims, as the store's tick reads it (at the tick's now). */
+  #handOvers(): HandOvers {
+    let since: number | null = null;
+    for (const at of this.#claiming.keys()) if (since === null || at < since) since = at;
+    return {
+      handedOver: this.#isHandedOver,
+      claimingSince: since,
+      alone: !this.#store.capabilities.shared,
+    };
+  }
+
+  readonly #isHandedOver = (token: string): boolean => this.#live.has(token);
 
   #began(
     queue: string,
@@ -678,7 +745,7 @@ export class Broker {
     for (;;) {
       if (this.#closed) return;
       const began = performance.now();
-      const result = await this.#store.tick(this.#clock.now());
+      const result = await this.#store.tick(this.#clock.now(), this.#handOvers());
       for (const lease of result.expired) {
         this.#over(
           lease.token,
@@ -693,7 +760,7 @@ export class Broker {
       // however many turns of the event loop its requests need.
       await restAfter(performance.now() - began);
     }
-    const next = await this.#store.nextDeadline();
+    const next = await this.#store.nextDeadline(this.#clock.now());
     if (next !== null) this.#armAt(next);
   }
 

@@ -100,6 +100,89 @@ export function holdsLease(row: LeasedRow, token: string, now: number): boolean 
     row.lease_expires_at > now;
 }
 
+/**
+ * How long after its end a lease that this server did not hand to a consumer may be ended by
+ * its tick, when other servers share the database: the lease may be another server's, still on
+ * its way to a consumer. It exceeds the clock skew servers may have between them (each within
+ * 500 ms of the database's) with room for a stall of a few seconds.
+ */
+export const HANDOVER_GRACE_MS = 5_000;
+
+/** What the server that ends expired leases knows of the leases it claimed. */
+export interface HandOvers {
+  /** Whether this server handed the lease under `token` to a consumer (and it is not over). */
+  handedOver(token: string): boolean;
+  /**
+   * The `now` of the earliest claim of this server still on its way to its consumers, or null
+   * when none is: a lease that began at or after it may not have reached anyone yet.
+   */
+  claimingSince: number | null;
+  /**
+   * True when no other server shares the database: a lease this server did not hand over and
+   * no claim of it carries was handed over before a restart, and nobody else can be carrying it.
+   */
+  alone: boolean;
+}
+
+/** The fields of a leased job the expiry rule reads. */
+export interface ExpiringLease {
+  /** The lease's token. */
+  lease_token: string | null;
+  /** When the lease ends. */
+  lease_expires_at: number | null;
+  /** Its length, ms (the lease began `lease_len_ms` before it ends). */
+  lease_len_ms: number | null;
+}
+
+/**
+ * Whether a tick at `now` ends this lease as expired. An attempt is used by a delivery, so a
+ * lease counts only once it has reached a consumer, and only the server that claimed it knows
+ * when that was:
+ *
+ * - a lease this server handed over ends at its end;
+ * - a lease one of this server's claims may still be carrying to its consumer is not ended
+ *   here: that claim hands it over while it runs, or gives it back as undelivered (the attempt
+ *   not counted) when it ran out on the way;
+ * - any other lease ends at its end on a server alone on its database (it was handed over
+ *   before a restart), and {@linkcode HANDOVER_GRACE_MS} after its end where servers share
+ *   one: until then it is its own server's to end (at once if handed over, as undelivered if
+ *   not), unless that server is gone.
+ *
+ * So a tick never takes an attempt from a delivery on its way, unless another server carrying
+ * it stalls longer than the grace past the lease's end (or dies) before handing it over.
+ */
+export function leaseEndDue(lease: ExpiringLease, now: number, mine: HandOvers): boolean {
+  const end = lease.lease_expires_at;
+  if (end === null || end > now) return false;
+  if (lease.lease_token !== null && mine.handedOver(lease.lease_token)) return true;
+  const began = end - (lease.lease_len_ms ?? 0);
+  if (mine.claimingSince !== null && began >= mine.claimingSince) return false;
+  return mine.alone || end <= now - HANDOVER_GRACE_MS;
+}
+
+/**
+ * When a lease that ends at `end` is next due for a tick at `now`: its end while it runs, and
+ * {@linkcode HANDOVER_GRACE_MS} after it once it has run out unended (until then it is its own
+ * server's to end, or its claim's to give back).
+ */
+export function leaseDeadline(end: number, now: number): number {
+  return end > now ? end : end + HANDOVER_GRACE_MS;
+}
+
+/**
+ * The earliest lease deadline at `now` ({@linkcode leaseDeadline}), from the earliest end of all
+ * leases (`earliest`) and the earliest end after `now` (`upcoming`), each null when none is.
+ */
+export function nextLeaseDeadline(
+  earliest: number | null,
+  upcoming: number | null,
+  now: number,
+): number | null {
+  if (earliest === null) return null;
+  const first = leaseDeadline(earliest, now);
+  return upcoming === null ? first : Math.min(first, upcoming);
+}
+
 /** Whether the job has used every attempt it is allowed: one more failure makes it dead. */
 export function attemptsExhausted(row: { attempts: number; max_attempts: number }): boolean {
   return row.attempts >= row.max_attempts;

@@ -18,7 +18,7 @@
  */
 
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
-import type { NackRequest } from "../core/lifecycle.ts";
+import type { HandOvers, NackRequest } from "../core/lifecycle.ts";
 import type { QueueSettings } from "../core/queue_settings.ts";
 import type { Schedule, ScheduleDefinition } from "../core/schedule.ts";
 
@@ -380,10 +380,11 @@ export interface Store {
   /** Makes dead jobs pending again with attempts reset; all of the queue's when `ids` is null. */
   requeueDead(queue: string, ids: number[] | null, now: number): Promise<number>;
   /**
-   * Promotes due delayed jobs and ends expired leases, at most `limit` of each in one
+   * Promotes due delayed jobs and ends the expired leases that `leaseEndDue` (core/lifecycle.ts)
+   * says are due, given what `mine` knows of this server's claims; at most `limit` of each in one
    * transaction (a store default when absent); `more` says whether to call again.
    */
-  tick(now: number, limit?: number): Promise<TickResult>;
+  tick(now: number, mine: HandOvers, limit?: number): Promise<TickResult>;
   /** Ends leases whose holder is gone: back to pending at once, or dead if attempts are used. */
   release(leases: LeaseRef[], now: number): Promise<EndedLease[]>;
   /**
@@ -414,8 +415,11 @@ export interface Store {
    * (ms), for a timer that offers the queue again then; null otherwise.
    */
   claimHeldUntil?(queue: string): number | null;
-  /** The earliest lease expiry or delayed `run_at`, or null. */
-  nextDeadline(): Promise<number | null>;
+  /**
+   * The earliest delayed `run_at` or lease deadline as `leaseDeadline` (core/lifecycle.ts)
+   * places it at `now` (a lease that ran out unended is due a grace after its end), or null.
+   */
+  nextDeadline(now: number): Promise<number | null>;
   /**
    * The queues known as of the last commit (holding jobs, paused, or with settings), if the
    * store knows them cheaply; absent otherwise. A queue whose last job is gone is forgotten.

@@ -11,9 +11,14 @@ import {
   claimTotal,
   dealRoundRobin,
   extendLeaseMs,
+  HANDOVER_GRACE_MS,
+  type HandOvers,
   holdsLease,
   initialState,
+  leaseDeadline,
+  leaseEndDue,
   type LifecyclePolicy,
+  nextLeaseDeadline,
   runNowPromotes,
 } from "../../lib/core/lifecycle.ts";
 
@@ -167,4 +172,50 @@ Deno.test("runNowPromotes() promotes a delayed job, leaves a pending one and ref
       (error: unknown) => error instanceof TegamiError && error.code === "conflict",
     );
   }
+});
+
+/** A lease of 1 s that began at NOW. */
+const LEASE = { lease_token: "t", lease_expires_at: NOW + 1_000, lease_len_ms: 1_000 };
+
+function handOvers(more: Partial<HandOvers> = {}): HandOvers {
+  return { handedOver: () => false, claimingSince: null, alone: false, ...more };
+}
+
+Deno.test("leaseEndDue() ends a lease handed over here at its end, and none before", () => {
+  const mine = handOvers({ handedOver: (token) => token === "t" });
+  assert.equal(leaseEndDue(LEASE, NOW + 999, mine), false);
+  assert.equal(leaseEndDue(LEASE, NOW + 1_000, mine), true);
+});
+
+Deno.test("leaseEndDue() ends any other lease a grace after its end where servers share a database", () => {
+  const end = NOW + 1_000;
+  assert.equal(leaseEndDue(LEASE, end, handOvers()), false);
+  assert.equal(leaseEndDue(LEASE, end + HANDOVER_GRACE_MS - 1, handOvers()), false);
+  assert.equal(leaseEndDue(LEASE, end + HANDOVER_GRACE_MS, handOvers()), true);
+  assert.equal(leaseEndDue(LEASE, end, handOvers({ alone: true })), true, "alone: at its end");
+});
+
+Deno.test("leaseEndDue() never ends a lease a claim of this server may still carry", () => {
+  const late = NOW + 1_000 + 10 * HANDOVER_GRACE_MS;
+  for (const alone of [false, true]) {
+    assert.equal(leaseEndDue(LEASE, late, handOvers({ claimingSince: NOW, alone })), false);
+    assert.equal(leaseEndDue(LEASE, late, handOvers({ claimingSince: NOW - 5, alone })), false);
+    // A lease that began before the earliest claim on its way is not that claim's.
+    assert.equal(leaseEndDue(LEASE, late, handOvers({ claimingSince: NOW + 1, alone })), true);
+  }
+  const handed = handOvers({ handedOver: () => true, claimingSince: NOW });
+  assert.equal(leaseEndDue(LEASE, NOW + 1_000, handed), true, "handed over: the claim is done");
+});
+
+Deno.test("leaseDeadline() is a lease's end while it runs, and a grace later once it ran out", () => {
+  assert.equal(leaseDeadline(NOW + 1_000, NOW), NOW + 1_000);
+  assert.equal(leaseDeadline(NOW + 1_000, NOW + 1_000), NOW + 1_000 + HANDOVER_GRACE_MS);
+  assert.equal(nextLeaseDeadline(null, null, NOW), null);
+  assert.equal(nextLeaseDeadline(NOW + 5, NOW + 5, NOW), NOW + 5);
+  assert.equal(nextLeaseDeadline(NOW - 5, NOW + 5, NOW), NOW + 5);
+  assert.equal(nextLeaseDeadline(NOW - 5, null, NOW), NOW - 5 + HANDOVER_GRACE_MS);
+  assert.equal(
+    nextLeaseDeadline(NOW - 5, NOW + 1 + HANDOVER_GRACE_MS, NOW),
+    NOW - 5 + HANDOVER_GRACE_MS,
+  );
 });

@@ -9,6 +9,8 @@ import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../helpers/pg.ts";
 import { pgPairTest } from "../helpers/pg_pair.ts";
 import { settle } from "../helpers/test_server.ts";
 import { WsClient, wsUrl } from "../helpers/ws_client.ts";
+import { HANDOVER_GRACE_MS } from "../../lib/core/lifecycle.ts";
+import { HANDED_NONE } from "../store/store_suite.ts";
 
 const db = await pgTestDatabase();
 
@@ -69,8 +71,9 @@ pgPairTest(
     await a.request("POST", "/v1/queues/q/jobs", { payload: 1 });
     const job = await ws.nextJob("q");
     // Only b looks at time: a's own timer would end the lease too, so a is told nothing of the
-    // clock moving and must learn the expiry from b.
-    await b.server.store.tick(clock.now() + 1_000);
+    // clock moving and must learn the expiry from b, which ends a lease it did not hand over
+    // only a grace after its end.
+    await b.server.store.tick(clock.now() + 1_000 + HANDOVER_GRACE_MS, HANDED_NONE);
     const frame = await ws.next((f) => f.op === "expired");
     assert.equal(frame.id, job.id);
     const again = await ws.nextJob("q");

@@ -13,7 +13,11 @@
 import assert from "node:assert/strict";
 import { type ErrorCode, TegamiError } from "../../lib/core/errors.ts";
 import type { Delivery, JobState, NewJob } from "../../lib/core/job.ts";
-import type { LifecyclePolicy } from "../../lib/core/lifecycle.ts";
+import {
+  HANDOVER_GRACE_MS,
+  type HandOvers,
+  type LifecyclePolicy,
+} from "../../lib/core/lifecycle.ts";
 import { defaultQueueSettings, type QueueSettings } from "../../lib/core/queue_settings.ts";
 import type { StateCounts, Store, StoreCapabilities, StoreEvent } from "../../lib/store/store.ts";
 import { scheduleCases } from "./schedule_suite.ts";
@@ -58,6 +62,20 @@ export function newJob(fields: Partial<NewJob> = {}): NewJob {
     ...fields,
   };
 }
+
+/** A tick by the server that handed every lease over: each ends at its end. */
+export const HANDED_ALL: HandOvers = {
+  handedOver: () => true,
+  claimingSince: null,
+  alone: false,
+};
+
+/** A tick by a server that handed no lease over (another server's, or one restarted). */
+export const HANDED_NONE: HandOvers = {
+  handedOver: () => false,
+  claimingSince: null,
+  alone: false,
+};
 
 /** Queue settings: the defaults with `fields` set. */
 export function queueSettings(fields: Partial<QueueSettings> = {}): QueueSettings {
@@ -329,7 +347,9 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       const heard: StoreEvent[] = [];
       const stop = a.listen((event) => heard.push(event));
       try {
-        const result = await b.tick(T0 + 1_000);
+        // b handed nothing over: the lease is a's to end until the grace has passed.
+        assert.deepEqual((await b.tick(T0 + 1_000, HANDED_NONE)).expired, []);
+        const result = await b.tick(T0 + 1_000 + HANDOVER_GRACE_MS, HANDED_NONE);
         assert.deepEqual(result.expired, [{
           id,
           queue: "q",
@@ -346,23 +366,36 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     },
   );
 
-  sharedTest("a lease held through a store that is gone ends at its expiry", async (a, b) => {
-    const id = await enqueueOne(a, "q");
-    await claimOne(a, "q", T0, 1_000);
-    await a.close();
-    assert.deepEqual(await b.tick(T0 + 999), { woken: [], expired: [], more: false });
-    assert.equal(await b.nextDeadline(), T0 + 1_000);
-    const result = await b.tick(T0 + 1_000);
-    assert.deepEqual(result.woken, ["q"]);
-    const again = await claimOne(b, "q", T0 + 1_000);
-    assert.equal(again.job.id, id);
-    assert.equal(again.job.attempts, 2);
-  });
+  sharedTest(
+    "a lease held through a store that is gone ends a grace after its expiry",
+    async (a, b) => {
+      const id = await enqueueOne(a, "q");
+      await claimOne(a, "q", T0, 1_000);
+      await a.close();
+      assert.equal(await b.nextDeadline(T0), T0 + 1_000);
+      assert.deepEqual(await b.tick(T0 + 1_000, HANDED_NONE), {
+        woken: [],
+        expired: [],
+        more: false,
+      });
+      assert.equal(await b.nextDeadline(T0 + 1_000), T0 + 1_000 + HANDOVER_GRACE_MS);
+      const end = T0 + 1_000 + HANDOVER_GRACE_MS;
+      assert.deepEqual(await b.tick(end - 1, HANDED_NONE), { woken: [], expired: [], more: false });
+      const result = await b.tick(end, HANDED_NONE);
+      assert.deepEqual(result.woken, ["q"]);
+      const again = await claimOne(b, "q", end);
+      assert.equal(again.job.id, id);
+      assert.equal(again.job.attempts, 2);
+    },
+  );
 
   sharedTest("two stores ending the same expired leases end each once", async (a, b) => {
     for (let i = 0; i < 200; i++) await enqueueOne(a, "q");
     await a.claim("q", 200, 1_000, T0);
-    const [x, y] = await Promise.all([a.tick(T0 + 1_000), b.tick(T0 + 1_000)]);
+    const [x, y] = await Promise.all([
+      a.tick(T0 + 1_000, HANDED_ALL),
+      b.tick(T0 + 1_000, HANDED_ALL),
+    ]);
     assert.equal(x.expired.length + y.expired.length, 200);
     const ids = new Set([...x.expired, ...y.expired].map((e) => e.id));
     assert.equal(ids.size, 200);
@@ -659,7 +692,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.deepEqual(job?.backoff, { base_ms: 5, max_ms: 50 });
     assert.equal(job?.created_at, T0, "still the job first enqueued");
     assert.deepEqual(await countsOf(store, "q"), counts({ delayed: 1 }));
-    assert.equal(await store.nextDeadline(), T0 + 9_000);
+    assert.equal(await store.nextDeadline(T0), T0 + 9_000);
   });
 
   test("enqueue() with replace keeps the waiting job's group, and the group's limit holds", async (store) => {
@@ -752,7 +785,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.deepEqual([out.id, out.state, out.run_at], [id, "delayed", T0 + 2_000]);
     assert.deepEqual(await countsOf(store, "q"), counts({ delayed: 1 }));
     assert.deepEqual(await store.claim("q", 1, null, T0 + 1), []);
-    assert.deepEqual((await store.tick(T0 + 2_000)).woken, ["q"]);
+    assert.deepEqual((await store.tick(T0 + 2_000, HANDED_ALL)).woken, ["q"]);
     assert.equal((await claimOne(store, "q", T0 + 2_000)).job.id, id);
   });
 
@@ -938,7 +971,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await store.release([{ id, token: first.lease.token }], T0 + 1);
     const second = await claimOne(store, "q", T0 + 2, 1_000);
     assert.equal(second.job.attempts, 2);
-    await store.tick(T0 + 1_002); // the lease expires
+    await store.tick(T0 + 1_002, HANDED_ALL); // the lease expires
     const third = await claimOne(store, "q", T0 + 1_002);
     assert.equal(third.job.attempts, 3);
     assert.equal((await store.get(id))?.attempts, 3);
@@ -977,19 +1010,31 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const id = await enqueueOne(store, "q", { run_at: T0 + 1_000 });
     assert.deepEqual(await store.claim("q", 1, null, T0), []);
     assert.deepEqual(await store.claim("q", 1, null, T0 + 5_000), [], "not before a tick");
-    assert.deepEqual(await store.tick(T0 + 999), { woken: [], expired: [], more: false });
+    assert.deepEqual(await store.tick(T0 + 999, HANDED_ALL), {
+      woken: [],
+      expired: [],
+      more: false,
+    });
     assert.deepEqual(await store.claim("q", 1, null, T0 + 999), []);
-    assert.deepEqual(await store.tick(T0 + 1_000), { woken: ["q"], expired: [], more: false });
+    assert.deepEqual(await store.tick(T0 + 1_000, HANDED_ALL), {
+      woken: ["q"],
+      expired: [],
+      more: false,
+    });
     assert.equal((await claimOne(store, "q", T0 + 1_000)).job.id, id);
   });
 
   test("tick() promotes at most `limit` due jobs per call and says when more are due", async (store) => {
     await store.enqueue("q", [1, 2, 3, 4, 5].map(() => newJob({ run_at: T0 + 1_000 })), T0);
-    const first = await store.tick(T0 + 1_000, 2);
+    const first = await store.tick(T0 + 1_000, HANDED_ALL, 2);
     assert.deepEqual(first, { woken: ["q"], expired: [], more: true });
     assert.equal((await store.stats("q"))[0].counts.pending, 2);
-    assert.equal((await store.tick(T0 + 1_000, 2)).more, true);
-    assert.deepEqual(await store.tick(T0 + 1_000, 2), { woken: ["q"], expired: [], more: false });
+    assert.equal((await store.tick(T0 + 1_000, HANDED_ALL, 2)).more, true);
+    assert.deepEqual(await store.tick(T0 + 1_000, HANDED_ALL, 2), {
+      woken: ["q"],
+      expired: [],
+      more: false,
+    });
     assert.equal((await store.stats("q"))[0].counts.pending, 5);
   });
 
@@ -1106,7 +1151,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
   test("ack() with a stale token fails with lease_lost and changes nothing", async (store) => {
     const id = await enqueueOne(store, "q");
     const first = await claimOne(store, "q", T0, 1_000);
-    await store.tick(T0 + 1_000);
+    await store.tick(T0 + 1_000, HANDED_ALL);
     const second = await claimOne(store, "q", T0 + 1_000, 1_000);
     await rejectsWith(store.ack(id, first.lease.token, null, T0 + 1_001), "lease_lost");
     await rejectsWith(store.ack(id, "not-a-token", null, T0 + 1_001), "lease_lost");
@@ -1156,9 +1201,9 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.equal(job?.lease_expires_at, null);
     assert.deepEqual(await countsOf(store, "q"), counts({ delayed: 1 }));
     assert.deepEqual(await store.claim("q", 1, null, T0 + 2_600), []);
-    await store.tick(T0 + 2_599);
+    await store.tick(T0 + 2_599, HANDED_ALL);
     assert.equal(await stateOf(store, id), "delayed");
-    await store.tick(T0 + 2_600);
+    await store.tick(T0 + 2_600, HANDED_ALL);
     assert.equal((await claimOne(store, "q", T0 + 2_600)).job.attempts, 2);
   });
 
@@ -1186,7 +1231,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       T0,
     );
     assert.deepEqual(first, { id, queue: "q", state: "delayed", run_at: T0 + 1_000 });
-    await store.tick(T0 + 1_000);
+    await store.tick(T0 + 1_000, HANDED_ALL);
     ({ lease } = await claimOne(store, "q", T0 + 1_000));
     const second = await store.nack(
       id,
@@ -1211,7 +1256,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       );
       delays.push(out.run_at - now);
       now = out.run_at;
-      await store.tick(now);
+      await store.tick(now, HANDED_ALL);
     }
     assert.deepEqual(delays, [50, 100, 120]);
   });
@@ -1279,7 +1324,11 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       expires_at: T0 + 5_500,
     });
     assert.equal((await store.get(id))?.lease_expires_at, T0 + 5_500);
-    assert.deepEqual(await store.tick(T0 + 1_000), { woken: [], expired: [], more: false });
+    assert.deepEqual(await store.tick(T0 + 1_000, HANDED_ALL), {
+      woken: [],
+      expired: [],
+      more: false,
+    });
     assert.equal(await stateOf(store, id), "leased");
     await store.ack(id, lease.token, null, T0 + 5_499);
     assert.equal(await stateOf(store, id), "done");
@@ -1333,7 +1382,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const id = await enqueueOne(store, "q");
     const first = await claimOne(store, "q", T0, 1_000);
     await store.checkpoint(id, first.lease.token, '"calling"', T0 + 1);
-    await store.tick(T0 + 1_000); // the consumer crashed; its lease expires
+    await store.tick(T0 + 1_000, HANDED_ALL); // the consumer crashed; its lease expires
     const second = await claimOne(store, "q", T0 + 1_000);
     assert.equal(second.job.checkpoint, '"calling"');
     await store.checkpoint(id, second.lease.token, '{"task":"X"}', T0 + 1_001);
@@ -1396,7 +1445,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const id = await enqueueOne(store, "q");
     const first = await claimOne(store, "q", T0, 1_000);
     await store.progress(id, first.lease.token, '"first"', T0 + 1);
-    await store.tick(T0 + 1_000);
+    await store.tick(T0 + 1_000, HANDED_ALL);
     const second = await claimOne(store, "q", T0 + 1_000);
     assert.equal(second.job.progress, '"first"', "the delivery shows the last report");
     await rejectsWith(store.progress(id, first.lease.token, '"stale"', T0 + 1_001), "lease_lost");
@@ -1444,7 +1493,11 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const job = await store.get(pending);
     assert.equal(job?.state, "cancelled");
     assert.equal(job?.finished_at, T0 + 5);
-    assert.deepEqual(await store.tick(T0 + 2_000), { woken: [], expired: [], more: false });
+    assert.deepEqual(await store.tick(T0 + 2_000, HANDED_ALL), {
+      woken: [],
+      expired: [],
+      more: false,
+    });
     assert.equal(await stateOf(store, delayed), "cancelled");
     assert.deepEqual(await store.claim("q", 10, null, T0 + 2_000), []);
     assert.deepEqual(await countsOf(store, "q"), counts({ cancelled: 2 }));
@@ -1467,7 +1520,11 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await rejectsWith(store.extend(id, lease.token, null, T0 + 11), "lease_lost");
     await rejectsWith(store.checkpoint(id, lease.token, "1", T0 + 11), "lease_lost");
     assert.deepEqual(await store.release([{ id, token: lease.token }], T0 + 12), []);
-    assert.deepEqual(await store.tick(T0 + 1_000), { woken: [], expired: [], more: false });
+    assert.deepEqual(await store.tick(T0 + 1_000, HANDED_ALL), {
+      woken: [],
+      expired: [],
+      more: false,
+    });
     assert.deepEqual(await countsOf(store, "q"), counts({ cancelled: 1 }));
   });
 
@@ -1576,7 +1633,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const dc = await claimOne(store, "q", T0 + 1, 999);
     assert.equal(dc.job.id, c);
     await expect({ delayed: 1, leased: 1, done: 1 }, "claim");
-    await store.tick(T0 + 1_000); // b promoted, c's lease expired
+    await store.tick(T0 + 1_000, HANDED_ALL); // b promoted, c's lease expired
     await expect({ pending: 2, done: 1 }, "tick");
 
     const both = await store.claim("q", 2, null, T0 + 1_000);
@@ -1613,7 +1670,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const y = await enqueueOne(store, "q", { run_at: T0 + 5 }, T0 + 5);
     const z = await enqueueOne(store, "q", { run_at: T0 + 100 }, T0); // delayed, made earlier
     assert.equal((await store.stats("q"))[0].oldest_pending_at, T0);
-    await store.tick(T0 + 200);
+    await store.tick(T0 + 200, HANDED_ALL);
     assert.equal((await claimOne(store, "q", T0 + 200)).job.id, x);
     assert.equal((await store.stats("q"))[0].oldest_pending_at, T0 + 5);
     assert.equal((await claimOne(store, "q", T0 + 200)).job.id, y);
@@ -1791,7 +1848,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     });
     assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1 }));
     assert.equal((await claimOne(store, "q", T0 + 11)).job.id, id);
-    assert.equal(await store.nextDeadline(), T0 + 11 + SUITE_POLICY.defaultLeaseMs);
+    assert.equal(await store.nextDeadline(T0 + 11), T0 + 11 + SUITE_POLICY.defaultLeaseMs);
   });
 
   test("runNow() leaves a pending job as it is and refuses other states", async (store) => {
@@ -1855,9 +1912,13 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const a = await enqueueOne(store, "q1", { run_at: T0 + 100 });
     const b = await enqueueOne(store, "q1", { run_at: T0 + 200 });
     const c = await enqueueOne(store, "q2", { run_at: T0 + 100 });
-    assert.deepEqual(await store.tick(T0), { woken: [], expired: [], more: false });
-    assert.deepEqual(await store.tick(T0 + 99), { woken: [], expired: [], more: false });
-    const result = await store.tick(T0 + 100);
+    assert.deepEqual(await store.tick(T0, HANDED_ALL), { woken: [], expired: [], more: false });
+    assert.deepEqual(await store.tick(T0 + 99, HANDED_ALL), {
+      woken: [],
+      expired: [],
+      more: false,
+    });
+    const result = await store.tick(T0 + 100, HANDED_ALL);
     assert.deepEqual(result.woken.toSorted(), ["q1", "q2"]);
     assert.deepEqual(result.expired, []);
     assert.equal(await stateOf(store, a), "pending");
@@ -1865,7 +1926,11 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.equal(await stateOf(store, c), "pending");
     assert.equal((await store.get(a))?.run_at, T0 + 100);
     assert.deepEqual(await countsOf(store, "q1"), counts({ pending: 1, delayed: 1 }));
-    assert.deepEqual(await store.tick(T0 + 150), { woken: [], expired: [], more: false });
+    assert.deepEqual(await store.tick(T0 + 150, HANDED_ALL), {
+      woken: [],
+      expired: [],
+      more: false,
+    });
   });
 
   test("tick() returns expired leases to pending at once", async (store) => {
@@ -1875,8 +1940,12 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     const got = await store.claim("q", 2, 1_000, T0);
     const dc = await claimOne(store, "q", T0);
     assert.equal(dc.job.id, c);
-    assert.deepEqual(await store.tick(T0 + 999), { woken: [], expired: [], more: false });
-    const result = await store.tick(T0 + 1_000);
+    assert.deepEqual(await store.tick(T0 + 999, HANDED_ALL), {
+      woken: [],
+      expired: [],
+      more: false,
+    });
+    const result = await store.tick(T0 + 1_000, HANDED_ALL);
     assert.deepEqual(result.woken, ["q"]);
     assert.deepEqual(result.expired.toSorted((x, y) => x.id - y.id), [
       { id: a, queue: "q", token: got[0].lease.token, state: "pending" },
@@ -1886,13 +1955,17 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2, leased: 1 }));
     const again = await store.claim("q", 2, null, T0 + 1_000);
     assert.deepEqual(again.map((d) => [d.job.id, d.job.attempts]), [[a, 2], [b, 2]]);
-    assert.deepEqual(await store.tick(T0 + 1_500), { woken: [], expired: [], more: false });
+    assert.deepEqual(await store.tick(T0 + 1_500, HANDED_ALL), {
+      woken: [],
+      expired: [],
+      more: false,
+    });
   });
 
   test("tick() sends an expired lease to dead when its attempts are used up", async (store) => {
     const id = await enqueueOne(store, "q", { max_attempts: 1 });
     const { lease } = await claimOne(store, "q", T0, 1_000);
-    assert.deepEqual(await store.tick(T0 + 1_000), {
+    assert.deepEqual(await store.tick(T0 + 1_000, HANDED_ALL), {
       // The lease's slot is free, even though no job became pending.
       woken: ["q"],
       expired: [{ id, queue: "q", token: lease.token, state: "dead" }],
@@ -1981,19 +2054,98 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
   });
 
   test("nextDeadline() answers the earliest delayed run_at or lease expiry", async (store) => {
-    assert.equal(await store.nextDeadline(), null);
+    assert.equal(await store.nextDeadline(T0), null);
     await enqueueOne(store, "q");
-    assert.equal(await store.nextDeadline(), null, "pending jobs have no deadline");
+    assert.equal(await store.nextDeadline(T0), null, "pending jobs have no deadline");
     await enqueueOne(store, "r", { run_at: T0 + 5_000 });
-    assert.equal(await store.nextDeadline(), T0 + 5_000);
+    assert.equal(await store.nextDeadline(T0), T0 + 5_000);
     const { job, lease } = await claimOne(store, "q", T0, 1_000);
-    assert.equal(await store.nextDeadline(), T0 + 1_000);
+    assert.equal(await store.nextDeadline(T0), T0 + 1_000);
     await store.extend(job.id, lease.token, 9_000, T0 + 10);
-    assert.equal(await store.nextDeadline(), T0 + 5_000);
+    assert.equal(await store.nextDeadline(T0 + 10), T0 + 5_000);
     await store.ack(job.id, lease.token, null, T0 + 20);
-    assert.equal(await store.nextDeadline(), T0 + 5_000);
-    await store.tick(T0 + 5_000);
-    assert.equal(await store.nextDeadline(), null);
+    assert.equal(await store.nextDeadline(T0 + 20), T0 + 5_000);
+    await store.tick(T0 + 5_000, HANDED_ALL);
+    assert.equal(await store.nextDeadline(T0 + 5_000), null);
+  });
+
+  test("nextDeadline() places a lease that ran out unended a grace after its end", async (store) => {
+    await enqueueOne(store, "q");
+    await enqueueOne(store, "q");
+    await claimOne(store, "q", T0, 1_000);
+    await claimOne(store, "q", T0, 3_000);
+    assert.equal(await store.nextDeadline(T0 + 999), T0 + 1_000);
+    // Run out and not ended (its server has not handed it over, or is gone): due a grace on,
+    // unless a running lease ends first.
+    assert.equal(await store.nextDeadline(T0 + 1_000), T0 + 3_000);
+    assert.equal(await store.nextDeadline(T0 + 3_000), T0 + 1_000 + HANDOVER_GRACE_MS);
+    await enqueueOne(store, "r", { run_at: T0 + 4_000 });
+    assert.equal(await store.nextDeadline(T0 + 3_000), T0 + 4_000);
+  });
+
+  test("tick() never ends a lease that a claim of this server may still be carrying", async (store) => {
+    // The claim was dated T0 and its answer is late: past the lease's end, and past the grace.
+    const id = await enqueueOne(store, "q", { max_attempts: 1 });
+    const { lease } = await claimOne(store, "q", T0, 100);
+    const carrying: HandOvers = { handedOver: () => false, claimingSince: T0, alone: true };
+    const late = T0 + 100 + HANDOVER_GRACE_MS + 1;
+    assert.deepEqual(await store.tick(late, carrying), { woken: [], expired: [], more: false });
+    // It ran out on its way, so the claim gives it back: the attempt was never used.
+    const back = await store.release([{ id, token: lease.token, undelivered: true }], late);
+    assert.deepEqual(back, [{ id, queue: "q", token: lease.token, state: "pending" }]);
+    const again = await claimOne(store, "q", late, 100);
+    assert.equal(again.job.id, id);
+    assert.equal(again.job.attempts, 1);
+  });
+
+  test("tick() ends a lease it handed over at its end, any other only a grace later", async (store) => {
+    const mine = await enqueueOne(store, "q");
+    const theirs = await enqueueOne(store, "q");
+    const a = await claimOne(store, "q", T0, 1_000);
+    const b = await claimOne(store, "q", T0, 1_000);
+    assert.deepEqual([a.job.id, b.job.id], [mine, theirs]);
+    const handed: HandOvers = {
+      handedOver: (t) => t === a.lease.token,
+      claimingSince: null,
+      alone: false,
+    };
+    const first = await store.tick(T0 + 1_000, handed);
+    assert.deepEqual(first.expired, [{
+      id: mine,
+      queue: "q",
+      token: a.lease.token,
+      state: "pending",
+    }]);
+    assert.equal(first.more, false);
+    assert.equal(await stateOf(store, theirs), "leased");
+    const end = T0 + 1_000 + HANDOVER_GRACE_MS;
+    assert.deepEqual((await store.tick(end - 1, handed)).expired, []);
+    assert.deepEqual((await store.tick(end, handed)).expired, [
+      { id: theirs, queue: "q", token: b.lease.token, state: "pending" },
+    ]);
+    // A lease ended a grace late was handed over somewhere: its attempt counts.
+    const again = await store.claim("q", 2, null, end);
+    assert.deepEqual(again.map((d) => [d.job.id, d.job.attempts]), [[mine, 2], [theirs, 2]]);
+  });
+
+  test("tick() ends a lease that began before this server's claims on their way", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q", T0, 1_000);
+    const later: HandOvers = { handedOver: () => false, claimingSince: T0 + 1, alone: false };
+    const end = T0 + 1_000 + HANDOVER_GRACE_MS;
+    assert.deepEqual((await store.tick(end, later)).expired, [
+      { id, queue: "q", token: lease.token, state: "pending" },
+    ]);
+  });
+
+  test("tick() on a server alone on its database ends a lease from before a restart at its end", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const { lease } = await claimOne(store, "q", T0, 1_000);
+    const alone: HandOvers = { handedOver: () => false, claimingSince: null, alone: true };
+    assert.deepEqual((await store.tick(T0 + 999, alone)).expired, []);
+    assert.deepEqual((await store.tick(T0 + 1_000, alone)).expired, [
+      { id, queue: "q", token: lease.token, state: "pending" },
+    ]);
   });
 
   test("sweepFinished() removes done and cancelled jobs finished before the cutoff only", async (store) => {
@@ -2286,7 +2438,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
   test("acks of one job submitted together: the holder's wins, a stale one is lease_lost", async (store) => {
     const id = await enqueueOne(store, "q");
     const first = await claimOne(store, "q", T0, 1_000);
-    await store.tick(T0 + 1_000);
+    await store.tick(T0 + 1_000, HANDED_ALL);
     const second = await claimOne(store, "q", T0 + 1_000);
     const results = await Promise.allSettled([
       store.ack(id, first.lease.token, '"old"', T0 + 1_001),
@@ -2323,7 +2475,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await rejectsWith(store.stats(), "unavailable");
     const page = { state: "dead", order: "oldest", after: null, limit: 10 } as const;
     await rejectsWith(store.listJobs("q", page), "unavailable");
-    await rejectsWith(store.nextDeadline(), "unavailable");
+    await rejectsWith(store.nextDeadline(T0), "unavailable");
   });
 
   test("close() makes later writes fail with unavailable", async (store) => {
@@ -2341,7 +2493,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await rejectsWith(store.cancel(id, T0), "unavailable");
     await rejectsWith(store.setPaused("q", true), "unavailable");
     await rejectsWith(store.requeueDead("q", null, T0), "unavailable");
-    await rejectsWith(store.tick(T0), "unavailable");
+    await rejectsWith(store.tick(T0, HANDED_ALL), "unavailable");
     await rejectsWith(store.release([{ id, token: lease.token }], T0), "unavailable");
     await rejectsWith(store.sweepFinished(T0, 0), "unavailable");
     await rejectsWith(store.probeWritable(), "unavailable");
@@ -2421,7 +2573,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     held = await claimOne(store, "q");
     assert.equal(held.job.id, ids[1]);
     // An expiry.
-    const tick = await store.tick(T0 + 30_000);
+    const tick = await store.tick(T0 + 30_000, HANDED_ALL);
     assert.deepEqual(tick.expired.map((e) => e.id), [ids[1]]);
     assert.ok(tick.woken.includes("q"));
     held = await claimOne(store, "q", T0 + 30_000);
@@ -2471,7 +2623,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
 
   test("a delayed, dead and requeued grouped job keeps its group", async (store) => {
     const id = await enqueueOne(store, "q", { group: "g", run_at: T0 + 1_000 });
-    await store.tick(T0 + 1_000);
+    await store.tick(T0 + 1_000, HANDED_ALL);
     const held = await claimOne(store, "q", T0 + 1_000);
     await store.nack(id, held.lease.token, { error: null, delay_ms: null, dead: true }, T0 + 1_000);
     await enqueueOne(store, "q", { group: "g" }, T0 + 1_000);
@@ -2599,7 +2751,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     );
     await store.enqueue("q", delayed, T0);
     assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 0, leased: 0, full: 0 });
-    while ((await store.tick(T0 + 1_000)).more) {
+    while ((await store.tick(T0 + 1_000, HANDED_ALL)).more) {
       // a store may promote them over several ticks
     }
     assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 0, full: 0 });

@@ -198,9 +198,9 @@ export function acceptAnyToken(inner: Store): Store {
  */
 export function endLeasesEarly(inner: Store, earlyMs = EARLY_EXPIRY_MS): Store {
   const wrapped: Partial<Store> = {
-    tick: (now, limit) => inner.tick(now + earlyMs, limit),
-    nextDeadline: async () => {
-      const at = await inner.nextDeadline();
+    tick: (now, mine, limit) => inner.tick(now + earlyMs, mine, limit),
+    nextDeadline: async (now) => {
+      const at = await inner.nextDeadline(now + earlyMs);
       return at === null ? null : at - earlyMs;
     },
   };

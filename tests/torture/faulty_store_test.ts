@@ -18,6 +18,7 @@ import {
   faultyStoreFactory,
 } from "./faulty_store.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { HANDED_ALL } from "../store/store_suite.ts";
 
 const FAULTY_SERVER = new URL("./faulty_server.ts", import.meta.url).pathname;
 
@@ -91,10 +92,10 @@ Deno.test("the early-expiry store leases a job again while its first lease is st
     await store.enqueue("q", [job], t);
     const [first] = await store.claim("q", 1, 1000, t);
     assert.equal(first.lease.expires_at, t + 1000);
-    assert.equal(await store.nextDeadline(), t + 1000 - EARLY_EXPIRY_MS);
+    assert.equal(await store.nextDeadline(t), t + 1000 - EARLY_EXPIRY_MS);
     // 150 ms before the first lease runs out, it is over and the job goes to someone else.
     const now = t + 1000 - 150;
-    assert.deepEqual((await store.tick(now)).expired.map((e) => e.id), [first.job.id]);
+    assert.deepEqual((await store.tick(now, HANDED_ALL)).expired.map((e) => e.id), [first.job.id]);
     const [second] = await store.claim("q", 1, 1000, now);
     assert.equal(second.job.id, first.job.id);
     assert.equal(second.job.attempts, 2);
@@ -102,7 +103,7 @@ Deno.test("the early-expiry store leases a job again while its first lease is st
     // The honest store keeps the first lease until it runs out.
     await inner.enqueue("q", [job], now);
     const [other] = await inner.claim("q", 1, 1000, now);
-    assert.deepEqual((await inner.tick(now + 850)).expired, []);
+    assert.deepEqual((await inner.tick(now + 850, HANDED_ALL)).expired, []);
     assert.equal(other.job.attempts, 1);
   } finally {
     await inner.close();

@@ -40,12 +40,16 @@ import {
   cancelRemoves,
   claimTotal,
   dealRoundRobin,
+  type ExpiringLease,
   extendLeaseMs,
+  type HandOvers,
   holdsLease,
   initialState,
   type LeaseEndCause,
+  leaseEndDue,
   type LifecyclePolicy,
   type NackRequest,
+  nextLeaseDeadline,
   runNowPromotes,
   type Transition,
 } from "../../core/lifecycle.ts";
@@ -976,7 +980,7 @@ export class PgStore implements Store {
     });
   }
 
-  tick(now: number, limit = CHUNK): Promise<TickResult> {
+  tick(now: number, mine: HandOvers, limit = CHUNK): Promise<TickResult> {
     return this.#write(async (tx, news) => {
       const woken = new Set<string>();
       const promoted = await countingGroups(
@@ -992,9 +996,20 @@ export class PgStore implements Store {
         SELECT queue FROM changed`,
       );
       for (const row of promoted) woken.add(row.queue);
-      const due = await tx<JobRow[]>`
-        SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ${now}
-        ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
+      // Every lease that ran out, oldest first, read without a lock: those still their claiming
+      // server's to end (leaseEndDue) are left alone, so that server's own tick and release
+      // never wait for this one. The due ones are locked and read again.
+      const ran = await tx<(ExpiringLease & { id: number })[]>`
+        SELECT id, lease_token, lease_expires_at, lease_len_ms FROM jobs
+        WHERE state = 'leased' AND lease_expires_at <= ${now}
+        ORDER BY lease_expires_at LIMIT ${limit}`;
+      const picked = ran.filter((lease) => leaseEndDue(lease, now, mine));
+      const due = picked.length === 0 ? [] : (await tx<JobRow[]>`
+        SELECT * FROM jobs WHERE id = ANY(${picked.map((lease) => lease.id)}::bigint[])
+          AND state = 'leased' AND lease_expires_at <= ${now}
+        ORDER BY lease_expires_at FOR UPDATE SKIP LOCKED`).filter((row) =>
+        leaseEndDue(row, now, mine)
+      );
       const ended = await endLeases(tx, due.map((row) => ({ row, cause: "expired" })), now);
       for (let i = 0; i < ended.length; i++) {
         const lease = ended[i];
@@ -1006,7 +1021,7 @@ export class PgStore implements Store {
       return {
         woken: [...woken],
         expired: ended,
-        more: promoted.length === limit || due.length === limit,
+        more: promoted.length === limit || (ran.length === limit && ended.length > 0),
       };
     });
   }
@@ -1074,14 +1089,19 @@ export class PgStore implements Store {
     return this.#read("read the next schedule", (sql) => schedules.nextScheduleAt(sql));
   }
 
-  nextDeadline(): Promise<number | null> {
+  nextDeadline(now: number): Promise<number | null> {
     return this.#read("read the next deadline", async (sql) => {
-      const [row] = await sql<{ delayed: number | null; lease: number | null }[]>`
+      const [row] = await sql<
+        { delayed: number | null; lease: number | null; upcoming: number | null }[]
+      >`
         SELECT (SELECT min(run_at) FROM jobs WHERE state = 'delayed') AS delayed,
-               (SELECT min(lease_expires_at) FROM jobs WHERE state = 'leased') AS lease`;
-      if (row.delayed === null) return row.lease;
-      if (row.lease === null) return row.delayed;
-      return Math.min(row.delayed, row.lease);
+               (SELECT min(lease_expires_at) FROM jobs WHERE state = 'leased') AS lease,
+               (SELECT min(lease_expires_at) FROM jobs
+                WHERE state = 'leased' AND lease_expires_at > ${now}) AS upcoming`;
+      const lease = nextLeaseDeadline(row.lease, row.upcoming, now);
+      if (row.delayed === null) return lease;
+      if (lease === null) return row.delayed;
+      return Math.min(row.delayed, lease);
     });
   }
 

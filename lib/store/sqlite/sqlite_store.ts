@@ -30,11 +30,14 @@ import {
   claimTotal,
   dealRoundRobin,
   extendLeaseMs,
+  type HandOvers,
   holdsLease,
   initialState,
   type LeaseEndCause,
+  leaseEndDue,
   type LifecyclePolicy,
   type NackRequest,
+  nextLeaseDeadline,
   runNowPromotes,
   type Transition,
 } from "../../core/lifecycle.ts";
@@ -1072,7 +1075,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  tick(now: number, limit = TICK_CHUNK): Promise<TickResult> {
+  tick(now: number, mine: HandOvers, limit = TICK_CHUNK): Promise<TickResult> {
     return this.#write(() => {
       const woken = new Set<string>();
       const promoted = this.#statements.promote.all(now, limit) as { queue: string }[];
@@ -1081,8 +1084,11 @@ export class SqliteStore implements Store {
         woken.add(row.queue);
       }
       const expired: EndedLease[] = [];
+      // Every lease that ran out, oldest first; those still their claiming server's to end
+      // (leaseEndDue) are left as they are.
       const due = this.#statements.dueLeases.all(now, limit);
       for (const row of due) {
+        if (!leaseEndDue(row, now, mine)) continue;
         const ended = this.#endLease(row, now, "expired");
         // Even a lease that ended in dead frees a slot of its group or queue.
         woken.add(row.queue);
@@ -1091,7 +1097,7 @@ export class SqliteStore implements Store {
       return {
         woken: [...woken],
         expired,
-        more: promoted.length === limit || due.length === limit,
+        more: promoted.length === limit || (due.length === limit && expired.length > 0),
       };
     });
   }
@@ -1177,10 +1183,14 @@ export class SqliteStore implements Store {
     return this.#read(() => this.#schedules.nextAt());
   }
 
-  nextDeadline(): Promise<number | null> {
+  nextDeadline(now: number): Promise<number | null> {
     return this.#read(() => {
       const delayed = (this.#statements.nextDelayed.get() as { at: number | null }).at;
-      const lease = (this.#statements.nextExpiry.get() as { at: number | null }).at;
+      const lease = nextLeaseDeadline(
+        (this.#statements.nextExpiry.get() as { at: number | null }).at,
+        (this.#statements.nextUpcomingExpiry.get(now) as { at: number | null }).at,
+        now,
+      );
       if (delayed === null) return lease;
       if (lease === null) return delayed;
       return Math.min(delayed, lease);
@@ -1688,6 +1698,9 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
     ),
     nextDelayed: p("SELECT min(run_at) AS at FROM jobs WHERE state = 'delayed'"),
     nextExpiry: p("SELECT min(lease_expires_at) AS at FROM jobs WHERE state = 'leased'"),
+    nextUpcomingExpiry: p(
+      "SELECT min(lease_expires_at) AS at FROM jobs WHERE state = 'leased' AND lease_expires_at > ?",
+    ),
     // The retention sweeps, one queue at a time: its done and cancelled jobs, or its dead ones,
     // finished before the cutoff, read as a range of jobs_finished (queue, state, finished_at).
     sweepDone: p(

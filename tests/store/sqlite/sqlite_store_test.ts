@@ -19,6 +19,7 @@ import { answerBeforeCommit } from "../../torture/faulty_store.ts";
 import {
   assertSweepSkipsKeptJobs,
   exerciseStore,
+  HANDED_ALL,
   KEPT_FINISHED_AT,
   newJob,
   queueSettings,
@@ -106,7 +107,7 @@ Deno.test("SqliteStore keeps jobs, counts, leases and pauses across a close and 
     assert.equal((await after.stats("paused"))[0].paused, true);
     assert.equal((await after.get(pendingOut.id))?.state, "pending");
     assert.equal((await after.get(delayedOut.id))?.run_at, T0 + 60_000);
-    assert.equal(await after.nextDeadline(), T0 + 10_000);
+    assert.equal(await after.nextDeadline(T0 + 2), T0 + 10_000);
     const [dup] = await after.enqueue("q", [{ ...job, key: "b" }], T0 + 2);
     assert.deepEqual(
       [dup.id, dup.deduplicated, dup.duplicate, dup.state],
@@ -671,7 +672,7 @@ Deno.test("once open, the store sorts only a bounded few rows (its scratch space
     }
     await Promise.all(leased.map((d) => store.ack(d.job.id, d.lease.token, null, T0 + 1)));
     await store.stats();
-    await store.tick(T0 + 2);
+    await store.tick(T0 + 2, HANDED_ALL);
     await store.sweepFinished(T0 + 3, 1);
     await store.close();
   } finally {

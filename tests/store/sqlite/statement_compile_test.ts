@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
 import { SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
-import { newJob, queueSettings, SUITE_POLICY } from "../store_suite.ts";
+import { HANDED_ALL, newJob, queueSettings, SUITE_POLICY } from "../store_suite.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 
 /** A migrated database in memory whose compilations are counted in `compiles.n`. */
@@ -113,9 +113,9 @@ Deno.test("a warm SQLite store runs a job's whole life without compiling a state
       await store.listJobs("q", { state: "leased", order: "oldest", after: r, limit: 5 + r });
       await store.listJobs("q", { state: "pending", order: "newest", after: null, limit: 5 + r });
       await store.requeueDead("q", null, now);
-      await store.tick(now + 5000, 100 + r);
+      await store.tick(now + 5000, HANDED_ALL, 100 + r);
       await store.stats("q");
-      await store.nextDeadline();
+      await store.nextDeadline(now);
       await store.sweepFinished(now, 30_000 + r);
       await store.dueSchedules(now, 5 + r);
       // A queue with groups and a concurrency: the grouped claim's statements.
