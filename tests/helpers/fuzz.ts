@@ -390,6 +390,27 @@ export class SeedSnapshot implements Disposable {
   }
 }
 
+/** Asserts an SQS answer is not 5xx and, when an error, is AWS's: XML or JSON with its code. */
+export function assertWellFormedSqsAnswer(
+  status: number,
+  contentType: string | null,
+  text: string,
+  label: string,
+): void {
+  assert.ok(status < 500, `${label} → ${status} ${text.slice(0, 300)}`);
+  if (status < 400) return;
+  if ((contentType ?? "").startsWith("text/xml")) {
+    assert.match(
+      text,
+      /<ErrorResponse[^>]*><Error><Type>Sender<\/Type><Code>[A-Za-z.]+<\/Code>/,
+      label,
+    );
+    return;
+  }
+  assert.match(contentType ?? "", /^application\/x-amz-json-1\.0/, `${label}: ${status}`);
+  assert.equal(typeof JSON.parse(text).__type, "string", label);
+}
+
 /** Asserts a whole-server answer is not 5xx and, when an error, has the documented shape. */
 export function assertWellFormedAnswer(
   status: number,

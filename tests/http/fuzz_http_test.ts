@@ -14,9 +14,11 @@
 
 import fc from "fast-check";
 import assert from "node:assert/strict";
+import { isSqsRequest } from "../helpers/sqs_paths.ts";
 import {
   assertHealthy,
   assertWellFormedAnswer,
+  assertWellFormedSqsAnswer,
   brokenText,
   deepText,
   fuzzParams,
@@ -492,6 +494,9 @@ async function send(
     }`;
     if (request.method.toUpperCase() === "HEAD") {
       assert.ok(response.status < 500, `${label} → ${response.status}`);
+    } else if (isSqsRequest(request.method, request.path)) {
+      const type = response.headers.get("content-type");
+      assertWellFormedSqsAnswer(response.status, type, text, label);
     } else {
       assertWellFormedAnswer(response.status, response.headers.get("content-type"), text, label);
     }
