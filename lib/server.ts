@@ -30,7 +30,7 @@ import {
   openFrontDoor,
   RESERVED_DESCRIPTORS,
 } from "./http/front_door.ts";
-import { descriptorLimit } from "./observe/descriptor_limit.ts";
+import { describeDescriptorLimit, descriptorLimit } from "./observe/descriptor_limit.ts";
 import { openDirectServe } from "./http/direct_serve.ts";
 import { toResponse } from "./http/respond.ts";
 import { ClockJumpWatch } from "./observe/clock_jump.ts";
@@ -69,6 +69,16 @@ export interface RunningServer {
   close(): Promise<void>;
   /** Same as {@linkcode RunningServer.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** What a `2xx` for a write promises on this store, for the `tegami started` line. */
+function durabilityOf(store: Store, sync: ServeConfig["sync"]): string {
+  if (!store.capabilities.localFiles) {
+    return "answered after COMMIT; flushed as PostgreSQL's synchronous_commit says";
+  }
+  return sync === "full"
+    ? "answered after the WAL fsync; survives power loss"
+    : "answered after COMMIT without fsync; a power loss may lose the last commits";
 }
 
 /** Starts a server; throws a one-line `Error` when it cannot start. */
@@ -214,9 +224,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Every client connection holds three descriptors (see front_door.ts): the limit is sized so
   // the accept path never runs out, whatever --max-connections says.
   const fdLimit = descriptorLimit();
-  const fdRoom = fdLimit === null
+  const fdRoom = fdLimit.limit === null
     ? Infinity
-    : Math.max(1, Math.floor((fdLimit - RESERVED_DESCRIPTORS) / DESCRIPTORS_PER_CONNECTION));
+    : Math.max(1, Math.floor((fdLimit.limit - RESERVED_DESCRIPTORS) / DESCRIPTORS_PER_CONNECTION));
   const maxConnections = Math.min(config.maxConnections, fdRoom);
   let door: FrontDoor | null = null;
   const api = createApi({
@@ -322,12 +332,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     version: options.version ?? "dev",
     url,
     db: redactUrl(config.db),
-    sync: config.sync,
+    // --sync is SQLite's: PostgreSQL's own synchronous_commit decides when a COMMIT is durable.
+    sync: store.capabilities.localFiles ? config.sync : undefined,
+    durability: durabilityOf(store, config.sync),
     auth: tokens === null ? "off" : `${tokens.size} token${tokens.size === 1 ? "" : "s"}`,
     engine: store.engine,
     // The limit in force: --max-connections, lowered to what the descriptor limit allows.
     front_door: config.frontDoor,
-    descriptor_limit: fdLimit,
+    descriptor_limit: describeDescriptorLimit(fdLimit),
     max_connections: config.frontDoor === "on" ? maxConnections : null,
   });
 

@@ -98,7 +98,7 @@ export const SERVE_FLAGS = {
     "sync",
     ["full", "normal"],
     "full",
-    "full fsyncs every commit; normal skips the fsync (faster) but may lose the last commits on power loss",
+    "SQLite: full fsyncs every commit; normal skips the fsync (faster) but may lose the last commits on power loss (PostgreSQL: its synchronous_commit decides)",
   ),
   /** SQLite: the page size, in bytes, of a database file the server creates (a power of two). */
   pageSize: flag.size(
