@@ -62,26 +62,12 @@ export async function readJsonBody(
   options: BodyOptions = {},
 ): Promise<JsonBody> {
   const contentType = request.headers.get("content-type");
-  const length = request.headers.get("content-length");
   const typeOk = contentType === null || isJsonType(contentType);
   if (!typeOk && options.strictType === true) {
     await request.body?.cancel().catch(() => {});
     throw unsupported(contentType!);
   }
-  // One plain length is trusted (the HTTP layer never delivers more); anything else — a header
-  // sent twice arrives as "2000, 2000" — is read counting bytes against the limit.
-  const declared = length !== null && /^[0-9]{1,16}$/.test(length) ? Number(length) : null;
-  if (declared !== null && declared > limit) {
-    await request.body?.cancel().catch(() => {});
-    throw tooLarge(limit);
-  }
-  if (declared === 0 || (declared === null && request.body === null)) return EMPTY;
-  // A body that arrived with its head (most of the front door's requests) is taken as it is: no
-  // deadline can pass while it is read, and no bytes are still to come to hold against the
-  // budget (it bounds the bodies being read; these are already in the connection's buffer).
-  const arrived = request.takeArrived?.() ?? null;
-  if (arrived !== null && arrived.byteLength > limit) throw tooLarge(limit);
-  const bytes = arrived ?? await readArriving(request, declared, limit, options);
+  const bytes = await readBodyBytes(request, limit, options);
   if (bytes.byteLength === 0) return EMPTY;
   if (!typeOk) throw unsupported(contentType!);
   let text: string;
@@ -102,6 +88,35 @@ export async function readJsonBody(
 }
 
 /**
+ * Reads the whole body as bytes (empty for none), whatever its type: refused with
+ * `payload_too_large` past `limit` as soon as the `Content-Length` or the bytes say so, within
+ * `options.timeoutMs` (`request_timeout`), held against `options.budget` while it arrives.
+ */
+export async function readBodyBytes(
+  request: HttpRequest,
+  limit: number,
+  options: Pick<BodyOptions, "timeoutMs" | "budget"> = {},
+): Promise<Uint8Array> {
+  const length = request.headers.get("content-length");
+  // One plain length is trusted (the HTTP layer never delivers more); anything else — a header
+  // sent twice arrives as "2000, 2000" — is read counting bytes against the limit.
+  const declared = length !== null && /^[0-9]{1,16}$/.test(length) ? Number(length) : null;
+  if (declared !== null && declared > limit) {
+    await request.body?.cancel().catch(() => {});
+    throw tooLarge(limit);
+  }
+  if (declared === 0 || (declared === null && request.body === null)) return NO_BYTES;
+  // A body that arrived with its head (most of the front door's requests) is taken as it is: no
+  // deadline can pass while it is read, and no bytes are still to come to hold against the
+  // budget (it bounds the bodies being read; these are already in the connection's buffer).
+  const arrived = request.takeArrived?.() ?? null;
+  if (arrived !== null && arrived.byteLength > limit) throw tooLarge(limit);
+  return arrived ?? await readArriving(request, declared, limit, options);
+}
+
+const NO_BYTES = new Uint8Array(0);
+
+/**
  * Reads a body whose bytes may still be arriving: within `options.timeoutMs`, held against
  * `options.budget` while read, refused past `limit`.
  */
@@ -109,7 +124,7 @@ async function readArriving(
   request: HttpRequest,
   declared: number | null,
   limit: number,
-  options: BodyOptions,
+  options: Pick<BodyOptions, "timeoutMs" | "budget">,
 ): Promise<Uint8Array> {
   let timer: Deadline | undefined;
   const deadline = options.timeoutMs === undefined ? null : new Promise<never>((_, reject) => {

@@ -27,7 +27,7 @@ import { QUEUE_ACTIONS } from "./queue_actions.ts";
 import { decodeQuery, encodeXmlAnswer, encodeXmlError } from "./query_protocol.ts";
 import { queueOfPath } from "./queue_url.ts";
 import { INPUTS, OUTPUTS } from "./shapes.ts";
-import { readSqsBody } from "./sqs_body.ts";
+import { readBodyBytes } from "../http/body.ts";
 import { sqsPrincipal } from "./sqs_auth.ts";
 import { SqsError, toSqsError } from "./sqs_error.ts";
 
@@ -132,8 +132,9 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
     if (!options.accepting()) {
       throw new SqsError("ServiceUnavailable", "Cannot take the request: the server is stopping");
     }
-    const body = await readSqsBody(request, {
-      limit: options.maxBody,
+    // Read as tegami's own bodies are (its errors become AWS's in toSqsError); the bytes are
+    // kept as they came: the signature covers them, and the query protocol's are not JSON.
+    const body = await readBodyBytes(request, options.maxBody, {
       timeoutMs: options.body?.timeoutMs,
       budget: options.body?.budget,
     });
