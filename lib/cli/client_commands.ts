@@ -156,6 +156,13 @@ async function enqueueCommand(args: string[], io: CommandIO): Promise<number> {
   });
   if (io.isTerminal) io.err("\n");
   io.out(summary.line + "\n");
+  if (summary.failed && summary.lines === 0 && summary.sent === 0) {
+    // `cat missing.ndjson | tegami enqueue q`: cat's error went by; say what this end saw.
+    io.err(
+      "tegami enqueue: read no jobs from stdin; pipe NDJSON (one payload per line) or give " +
+        "the payload as an argument: tegami enqueue QUEUE JSON\n",
+    );
+  }
   return summary.failed ? 1 : 0;
 }
 

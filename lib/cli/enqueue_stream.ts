@@ -1,7 +1,9 @@
 /**
  * Bulk import: NDJSON lines from a stream, sent in all-or-nothing batches, with progress and a
  * summary. Each line is a payload, or with `linesAreJobs` a job object (`{payload, key, …}`).
- * A line that is not JSON stops the import before its batch is sent, naming the line.
+ * A line that is not JSON stops the import before its batch is sent, naming the line. An input
+ * that cannot be read, or holds no line at all, is a failed import: in a pipeline
+ * (`cat jobs.ndjson | tegami enqueue q`) that is how a missing file shows.
  *
  * @module
  */
@@ -31,7 +33,9 @@ export interface EnqueueSummary {
   created: number;
   /** Deduplicated jobs. */
   deduplicated: number;
-  /** True if the import stopped on an error. */
+  /** Lines that held a job (blank lines are skipped). */
+  lines: number;
+  /** True if the import stopped on an error or read no line. */
   failed: boolean;
   /** The summary line. */
   line: string;
@@ -88,6 +92,7 @@ export async function enqueueStream(
   let created = 0;
   let deduplicated = 0;
   let lineNo = 0;
+  let jobLines = 0;
   let batch: BatchJob[] = [];
   let batchFirstLine = 1;
   let bytesRead = 0;
@@ -123,6 +128,7 @@ export async function enqueueStream(
     for await (const line of lines) {
       lineNo++;
       if (line.trim() === "") continue;
+      jobLines++;
       let value: unknown;
       try {
         value = JSON.parse(line);
@@ -138,13 +144,19 @@ export async function enqueueStream(
     }
     await flush();
   } catch (error) {
-    failure = error instanceof TegamiError ? `${error.code}: ${error.message}` : String(error);
+    // Sending failures arrive as TegamiErrors (flush wraps them); anything else is the input's.
+    failure = error instanceof TegamiError
+      ? `${error.code}: ${error.message}`
+      : `Cannot read the input: ${(error as Error).message ?? String(error)}`;
+  }
+  if (failure === null && jobLines === 0) {
+    failure = "the input was empty (no NDJSON lines to enqueue)";
   }
   const seconds = (performance.now() - started) / 1000;
   const line = `enqueued ${sent} jobs to ${queue} (${created} new, ${deduplicated} deduplicated) ` +
     `in ${seconds.toFixed(1)} s, ${rate()} jobs/s` +
     (failure === null ? "" : `; stopped: ${failure}`);
-  return { sent, created, deduplicated, failed: failure !== null, line };
+  return { sent, created, deduplicated, lines: jobLines, failed: failure !== null, line };
 }
 
 /** `[█████░░░░░]  50% ` when the total is known, else nothing. */

@@ -40,6 +40,15 @@ Deno.test("tegami enqueue --jobs reads job objects and stops at a bad line, nami
   assert.match(result.stdout, /Line 3: not valid JSON/);
 });
 
+Deno.test("tegami enqueue with nothing on stdin says so and exits 1", async () => {
+  await using server = await startTestServer();
+  // What `cat missing.ndjson | tegami enqueue empty` hands it.
+  const result = await tegami(["enqueue", "empty"], "", { TEGAMI_URL: server.url });
+  assert.equal(result.code, 1, result.stdout);
+  assert.match(result.stdout, /enqueued 0 jobs to empty .*; stopped: the input was empty/);
+  assert.match(result.stderr, /^tegami enqueue: read no jobs from stdin; pipe NDJSON/);
+});
+
 Deno.test("tegami stats, job and dead show and requeue what the server holds", async () => {
   await using server = await startTestServer();
   const client = new TegamiClient({ url: server.url });

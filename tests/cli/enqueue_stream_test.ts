@@ -24,3 +24,31 @@ Deno.test("enqueueStream() reports progress with a bar when the input size is kn
   assert.equal(lines.length, 3);
   assert.match(lines[2], /^\[█+\] 100% enqueued 25 jobs to p/);
 });
+
+Deno.test("enqueueStream() fails when the input holds no line", async () => {
+  await using server = await startTestServer();
+  const client = new TegamiClient({ url: server.url });
+  for (const text of ["", "\n\n  \n"]) {
+    const summary = await enqueueStream(client, "p", new Blob([text]).stream());
+    assert.equal(summary.failed, true);
+    assert.equal(summary.lines, 0);
+    assert.match(summary.line, /; stopped: the input was empty/);
+  }
+});
+
+Deno.test("enqueueStream() fails when the input cannot be read, naming the read error", async () => {
+  await using server = await startTestServer();
+  let pulls = 0;
+  const input = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (pulls++ === 0) controller.enqueue(new TextEncoder().encode("1\n2\n"));
+      else controller.error(new Error("Is a directory (os error 21)"));
+    },
+  });
+  const summary = await enqueueStream(new TegamiClient({ url: server.url }), "p", input, {
+    batchSize: 1,
+  });
+  assert.equal(summary.failed, true);
+  assert.ok(summary.sent >= 1, "the batch read before the error was sent");
+  assert.match(summary.line, /; stopped: Cannot read the input: Is a directory \(os error 21\)$/);
+});
