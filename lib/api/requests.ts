@@ -484,14 +484,21 @@ export function parseRequeue(value: unknown): { ids: number[] | null } {
   };
 }
 
-/** Reads integer query parameters, refusing any parameter not in `allowed`. */
+/**
+ * Reads integer query parameters, refusing any parameter not in `allowed`, given twice (which one
+ * would count is a guess), or given empty (`?limit=` is not a number, and not its absence).
+ */
 function queryReader(params: URLSearchParams, allowed: ReadonlySet<string>) {
-  for (const name of params.keys()) {
+  const seen = new Set<string>();
+  for (const [name, value] of params) {
     if (!allowed.has(name)) throw invalid(name, "unknown query parameter");
+    if (seen.has(name)) throw invalid(name, "given more than once");
+    if (value === "") throw invalid(name, "empty: give a value or leave the parameter out");
+    seen.add(name);
   }
   return (name: string, fallback: number, min: number, max: number): number => {
     const raw = params.get(name);
-    if (raw === null || raw === "") return fallback;
+    if (raw === null) return fallback;
     if (!/^[0-9]{1,16}$/.test(raw)) throw invalid(name, "expected a non-negative integer");
     const n = Number(raw);
     if (n < min || n > max) throw invalid(name, `expected an integer from ${min} to ${max}`);
@@ -555,7 +562,7 @@ export function parseNamePage(
   const after = params.get("after");
   return {
     limit: limit === 0 ? null : limit,
-    after: after === null || after === "" ? null : checkName(after, "after"),
+    after: after === null ? null : checkName(after, "after"),
   };
 }
 

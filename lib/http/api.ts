@@ -554,11 +554,16 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
     seen: { pattern: string },
   ): Promise<Answer> => {
     const segments = url.pathname.split("/").filter((s) => s !== "");
+    // HEAD is GET without the body (RFC 9110 §9.3.2): the same route, status and fields.
+    const method = request.method === "HEAD" ? "GET" : request.method;
     if (
-      request.method === "GET" && segments.length === 2 && segments[0] === "v1" &&
-      segments[1] === "ws"
+      method === "GET" && segments.length === 2 && segments[0] === "v1" && segments[1] === "ws"
     ) {
       if (options.upgrade === undefined) throw notFound(request, url);
+      if (request.method === "HEAD") {
+        seen.pattern = "/v1/ws";
+        throw new TegamiError("validation_failed", "Cannot upgrade: a handshake is a GET");
+      }
       // With auth on, a browser may authenticate with its first frame instead of a header.
       const principal = request.headers.has("authorization") ? authenticate(request) : null;
       if (tokens !== null && request.headers.has("authorization") && principal === null) {
@@ -572,7 +577,7 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       const matched = match(r.path, segments);
       if (matched === null) continue;
       pathMatched = true;
-      if (r.method !== request.method) continue;
+      if (r.method !== method) continue;
       seen.pattern = r.pattern;
       if (!options.accepting() && r.access !== "open") throw shuttingDown();
       let principal = OPEN_ACCESS;
@@ -606,9 +611,10 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
     try {
       url = requestUrl(request);
       if (tokens === null && options.crossSite !== undefined) {
-        checkCrossSite(request, options.crossSite);
+        checkCrossSite(request, options.crossSite, url);
       }
       response = await route(request, url, seen);
+      if (request.method === "HEAD") response = bodiless(response);
     } catch (thrown) {
       const error = toTegamiError(thrown);
       if (error.status >= 500) {
@@ -625,6 +631,22 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
     options.onRequest?.(seen.pattern, response.status, performance.now() - started);
     return response;
   };
+}
+
+/**
+ * The answer to a HEAD: the GET's, whose body the server that writes it leaves out (`Deno.serve`,
+ * which answers every HEAD, keeps its `content-length`). A stream's body is cancelled here
+ * instead: the event stream would otherwise stay subscribed with nobody to read it.
+ */
+function bodiless(answer: Answer): Answer {
+  if (!(answer instanceof Response) || answer.body === null || !isStream(answer)) return answer;
+  answer.body.cancel().catch(() => {});
+  return new Response(null, { status: answer.status, headers: answer.headers });
+}
+
+/** True for a streamed answer (the event stream), whose end is not known when it starts. */
+function isStream(answer: Response): boolean {
+  return answer.headers.get("content-type")?.startsWith("text/event-stream") ?? false;
 }
 
 /**

@@ -5,7 +5,8 @@
  *
  * - DNS rebinding: the page's own name is re-pointed at 127.0.0.1, so the browser calls tegami
  *   as same-origin. The `Host` header still carries the page's name, so only names that are
- *   this server's are accepted: the listening address, `localhost` (and `*.localhost`), any IP
+ *   this server's are accepted (judged on the request's authority: `Host`, or an absolute-form
+ *   target's own, which wins over it): the listening address, `localhost` (and `*.localhost`), any IP
  *   address literal (a rebinding needs a name), and `--allowed-hosts`.
  * - Cross-origin writes: a form or a no-preflight `fetch` carries `Origin`. Every
  *   state-changing route (any method but GET, HEAD and OPTIONS) refuses a foreign one, as the
@@ -65,13 +66,16 @@ export function hostAllowed(host: string | null, rules: CrossSiteRules): boolean
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
- * Refuses a request that a foreign web page could have made: a `Host` that is not this server's
- * (DNS rebinding), or a state-changing method with a foreign `Origin`.
+ * Refuses a request that a foreign web page could have made: an authority that is not this
+ * server's (DNS rebinding), or a state-changing method with a foreign `Origin`. `url` is the
+ * request's URL, if already parsed.
  *
  * @throws {TegamiError} `forbidden`, naming the header and the flag that would allow it.
  */
-export function checkCrossSite(request: HttpRequest, rules: CrossSiteRules): void {
-  const host = request.headers.get("host");
+export function checkCrossSite(request: HttpRequest, rules: CrossSiteRules, url?: URL): void {
+  // The authority the request names: `Host` for an origin-form target, the target's own for an
+  // absolute-form one (RFC 9112 §3.2.2), as the URL holds it after request_target.ts's rule.
+  const host = (url ?? new URL(request.url)).host;
   // Clients send the same Host on every request: the last one allowed is not checked again.
   if (host === null || lastAllowed.get(rules) !== host) allowHost(host, rules);
   if (SAFE_METHODS.has(request.method)) return;

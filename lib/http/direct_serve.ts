@@ -12,6 +12,8 @@
 
 import type { Logger } from "../observe/log.ts";
 import { type FrontDoor, type FrontDoorEvent, isDescriptorExhaustion } from "./front_door.ts";
+import { judgeServed, refusalAnswer } from "./request_target.ts";
+import { toResponse } from "./respond.ts";
 
 /** Options of {@linkcode openDirectServe}. */
 export interface DirectServeOptions {
@@ -40,7 +42,13 @@ export function openDirectServe(options: DirectServeOptions): FrontDoor {
   let inFlight = 0;
   let stopping = false;
   let lastWarn = -Infinity;
+  // Over TLS the runtime speaks HTTP/2 with whoever offers it (ALPN) and does not tell which
+  // version a request came in: one without `Host` is taken as HTTP/2's, named by `:authority`.
+  const http2 = options.tls !== undefined;
   const handler = async (request: Request) => {
+    // The rule the front door applies, before the API sees the URL the runtime made.
+    const refusal = judgeServed(request.method, request.url, request.headers.get("host"), http2);
+    if (refusal !== null) return toResponse(refusalAnswer(refusal));
     inFlight++;
     try {
       return await options.handler(request);

@@ -36,6 +36,8 @@ import {
   writeResponse,
 } from "./http1.ts";
 import { ArrivedRequest, type HttpRequest } from "./http_request.ts";
+import { httpDate } from "./http_date.ts";
+import { judgeServed, refusalAnswer } from "./request_target.ts";
 import { type Answer, json, toResponse } from "./respond.ts";
 import {
   type FrameSocket,
@@ -134,6 +136,11 @@ interface Client {
   socket: FrameSocket | null;
   /** Bytes of a request arrived that the private server has not turned into a request yet. */
   partial: boolean;
+  /**
+   * True when the connection was relayed from HTTP/2's preface on: its requests name their
+   * authority in `:authority`, and need no `Host`.
+   */
+  http2: boolean;
   /** When the connection last became idle (accepted, or its last response completed). */
   idleSince: number;
   /** The address group it came from, which the connection limit's eviction weighs. */
@@ -173,7 +180,7 @@ function busyAnswer(): Uint8Array {
   });
   return new TextEncoder().encode(
     "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n" +
-      `connection: close\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+      `date: ${httpDate()}\r\nconnection: close\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
   );
 }
 
@@ -187,8 +194,15 @@ function headTimeoutAnswer(ms: number): Uint8Array {
   });
   return new TextEncoder().encode(
     "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n" +
-      `content-length: ${body.length}\r\n\r\n${body}`,
+      `date: ${httpDate()}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
   );
+}
+
+/** The first line of HTTP/2's connection preface (RFC 9113 §3.4). */
+const HTTP2_PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n");
+
+function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
+  return bytes.length >= prefix.length && prefix.every((b, i) => bytes[i] === b);
 }
 
 /** True for the errors that mean "out of descriptors" (EMFILE, ENFILE). */
@@ -219,7 +233,6 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       max_connections: limit,
     });
   };
-  const refusal = busyAnswer();
   const warnAccept = rateLimitedWarn(
     log,
     "Cannot accept connections: out of file descriptors; backing off",
@@ -284,7 +297,17 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     client.deadline = undefined;
     let response: Response;
     try {
-      response = toResponse(await options.handler(request));
+      // The same rule as for the requests parsed here, before the API sees the URL the private
+      // server made: from `Host` and the target, or the absolute-form target itself.
+      const refusal = judgeServed(
+        request.method,
+        request.url,
+        request.headers.get("host"),
+        client.http2,
+      );
+      response = toResponse(
+        refusal === null ? await options.handler(request) : refusalAnswer(refusal),
+      );
     } catch (error) {
       client.busy--;
       throw error;
@@ -394,7 +417,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
           new Promise((resolve) => timer = setTimeout(resolve, REFUSE_WAIT_MS)),
         ]);
         clearTimeout(timer);
-        await conn.write(refusal);
+        await conn.write(busyAnswer());
       } catch {
         /* the client left */
       } finally {
@@ -493,6 +516,11 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         ? { kind: "incomplete", scanned: start }
         : parsePlainRequest(buffer, start, end, scanned);
       if (parsed.kind === "other") return handOver(start);
+      if (parsed.kind === "refused") {
+        // Nothing after the refused head can be read with certainty: the connection ends.
+        await writeResponse(conn, refusalAnswer(parsed.refusal), true, stall).catch(() => {});
+        return null;
+      }
       if (parsed.kind === "incomplete") {
         scanned = parsed.scanned;
         if (reading === null) {
@@ -610,6 +638,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
   const serveClient = async (client: Client) => {
     const rest = await servePlain(client);
     if (rest === null) return;
+    client.http2 = startsWith(rest.rest, HTTP2_PREFACE);
     let relay: Deno.TcpConn | null = null;
     for (let attempt = 0; relay === null; attempt++) {
       try {
@@ -681,6 +710,7 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
       busy: 0,
       socket: null,
       partial: false,
+      http2: false,
       idleSince: performance.now(),
       group: peers.join(conn.remoteAddr),
       deadline: undefined,

@@ -13,6 +13,15 @@
 
 import { Buffer } from "node:buffer";
 import { deadlinesOf } from "./deadline_queue.ts";
+import { httpDate } from "./http_date.ts";
+import {
+  invalidHost,
+  MAX_REQUEST_LINE,
+  missingHost,
+  type TargetRefusal,
+  tooLong,
+  validHost,
+} from "./request_target.ts";
 import { type Answer, JsonAnswer } from "./respond.ts";
 
 /** A request whose head and body are in the buffer. */
@@ -45,7 +54,12 @@ export type Parsed =
   /** The request's head has not all arrived yet; bytes before `scanned` need no second look. */
   | { kind: "incomplete"; scanned: number }
   /** Not a request this parser answers: the relay's HTTP server must read it. */
-  | { kind: "other" };
+  | { kind: "other" }
+  /**
+   * A request refused before anything else is read (a request line past the limit, a missing,
+   * repeated or invalid `Host`): the answer is `refusal`, and the connection closes after it.
+   */
+  | { kind: "refused"; refusal: TargetRefusal };
 
 /** The largest head this parser reads; longer ones go to the relay's server. */
 export const PLAIN_HEAD_MAX = 8 * 1024;
@@ -55,6 +69,8 @@ const OTHER: Parsed = { kind: "other" };
 const REQUEST_LINE = /^([A-Z]{1,16}) (\/[\x21\x22\x24-\x7e]*) HTTP\/1\.1$/;
 /** A host name or address and an optional port: nothing that could change the URL's path. */
 const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+/** How a request line begins: a method and a space. */
+const REQUEST_LINE_START = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,15} /;
 const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$/;
 const LENGTH = /^[0-9]{1,15}$/;
 /** Methods answered here; the others (HEAD, CONNECT, TRACE, …) go to the relay's server. */
@@ -95,13 +111,20 @@ export function parsePlainRequest(
     return OTHER; // a control byte or a non-ASCII one
   }
   if (headEnd < 0) {
-    return end - start >= PLAIN_HEAD_MAX ? OTHER : { kind: "incomplete", scanned: limit };
+    if (end - start < PLAIN_HEAD_MAX) return { kind: "incomplete", scanned: limit };
+    // A request line that has not ended within the limit is too long for any server here to
+    // read (RFC 9112 §3: 414); a long head of short lines goes to the relay's server.
+    const line = bytes.subarray(start, start + MAX_REQUEST_LINE);
+    return line.indexOf(0x0a) < 0 && REQUEST_LINE_START.test(asciiHead(line, 0, 16))
+      ? { kind: "refused", refusal: tooLong() }
+      : OTHER;
   }
   const lines = asciiHead(bytes, start, headEnd).split("\r\n");
   const line = REQUEST_LINE.exec(lines[0]);
   if (line === null || !METHODS.has(line[1])) return OTHER;
   const headers: [string, string][] = [];
   let host: string | null = null;
+  let hosts = 0;
   let length: number | null = null;
   let keepAlive = true;
   let upgrade: string | null = null;
@@ -113,7 +136,10 @@ export function parsePlainRequest(
     const value = field[2];
     switch (name) {
       case "host":
-        if (host !== null || !HOST.test(value)) return OTHER;
+        hosts++;
+        // A Host this parser's quick check does not know may still be valid (an underscore, a
+        // sub-delim): the relay's server reads it, and the same rule judges it there.
+        if (!HOST.test(value) && validHost(value)) return OTHER;
         host = value;
         break;
       case "content-length":
@@ -137,7 +163,9 @@ export function parsePlainRequest(
     }
     headers.push([name, value]);
   }
-  if (host === null) return OTHER;
+  // RFC 9112 §3.2: a request without Host, with two, or with an invalid one is 400.
+  if (host === null) return { kind: "refused", refusal: missingHost() };
+  if (hosts > 1 || !HOST.test(host)) return { kind: "refused", refusal: invalidHost() };
   const bodyStart = headEnd + 4;
   const bodyLength = length ?? 0;
   if (bodyLength > 0 && line[1] === "GET") return OTHER; // a Request cannot carry it
@@ -189,8 +217,10 @@ const REASONS: Record<number, string> = {
   409: "Conflict",
   410: "Gone",
   413: "Content Too Large",
+  414: "URI Too Long",
   415: "Unsupported Media Type",
   422: "Unprocessable Content",
+  426: "Upgrade Required",
   429: "Too Many Requests",
   500: "Internal Server Error",
   503: "Service Unavailable",
@@ -198,19 +228,6 @@ const REASONS: Record<number, string> = {
 
 /** Header fields of a response that the writer sets itself. */
 const FRAMING = new Set(["connection", "content-length", "transfer-encoding", "keep-alive"]);
-
-let dateSecond = -1;
-let dateText = "";
-/** The `Date` field, formatted once a second. */
-function date(): string {
-  const now = Date.now();
-  const second = Math.floor(now / 1000);
-  if (second !== dateSecond) {
-    dateSecond = second;
-    dateText = new Date(now).toUTCString();
-  }
-  return dateText;
-}
 
 const encoder = new TextEncoder();
 const NO_BYTES = new Uint8Array(0);
@@ -223,7 +240,7 @@ function responseHead(response: Answer, framing: string, close: boolean): string
   for (const [name, value] of response.headers) {
     if (!FRAMING.has(name)) head += `${name}: ${value}\r\n`;
   }
-  head += `date: ${date()}\r\n${framing}`;
+  head += `date: ${httpDate()}\r\n${framing}`;
   if (close) head += "connection: close\r\n";
   return head + "\r\n";
 }

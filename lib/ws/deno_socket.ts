@@ -43,6 +43,10 @@ export function upgradeToWebSocket(
   options: UpgradeOptions,
   connect: (socket: SocketLike, version: 1 | 2) => Connection,
 ): Response {
+  // RFC 6455 §4.2.2 and §4.4: a version this server does not speak is answered 426 with the one
+  // it does, so that a client that can fall back knows which.
+  const asked = request.headers.get("sec-websocket-version");
+  if (asked !== null && asked.trim() !== "13") return versionRefused(asked);
   const offered = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim());
   const version = offered?.includes(PROTOCOL_V2) ? 2 : 1;
   const protocol = version === 2 ? PROTOCOL_V2 : undefined;
@@ -97,4 +101,17 @@ export function upgradeToWebSocket(
   socket.onclose = () => connection.onClose();
   socket.onerror = () => {}; // a close event follows; nothing to add
   return response;
+}
+
+/** The answer to a handshake of another WebSocket version than 13: 426, naming 13. */
+function versionRefused(asked: string): Response {
+  const message = `Cannot upgrade: WebSocket version ${JSON.stringify(asked.slice(0, 20))} is ` +
+    "not spoken here; use Sec-WebSocket-Version: 13";
+  return new Response(JSON.stringify({ error: { code: "validation_failed", message } }), {
+    status: 426,
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      "sec-websocket-version": "13",
+    },
+  });
 }

@@ -100,10 +100,6 @@ Deno.test("anything this parser is not sure of is left to the relay's server", (
     "GET / HTTP/1.0\r\nHost: h\r\n\r\n",
     "HEAD / HTTP/1.1\r\nHost: h\r\n\r\n",
     "GET http://h/ HTTP/1.1\r\nHost: h\r\n\r\n",
-    "GET / HTTP/1.1\r\n\r\n", // no Host
-    "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-    "GET / HTTP/1.1\r\nHost: evil/x\r\n\r\n", // a Host that would move the path
-    "GET / HTTP/1.1\r\nHost: u@h\r\n\r\n",
     "GET /a#b HTTP/1.1\r\nHost: h\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n", // obs-fold
     "GET / HTTP/1.1\r\nHost : h\r\n\r\n",
@@ -112,11 +108,48 @@ Deno.test("anything this parser is not sure of is left to the relay's server", (
     "GET / HTTP/1.1\r\nHost: h\r\nX: \u00e9\r\n\r\n", // not ASCII
     "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc", // a GET with a body
     "get / HTTP/1.1\r\nHost: h\r\n\r\n",
-    `GET /${"a".repeat(9000)} HTTP/1.1\r\nHost: h\r\n\r\n`, // a head over 8 KiB
+    `GET / HTTP/1.1\r\nHost: h\r\n${"X-A: b\r\n".repeat(1200)}\r\n`, // a head over 8 KiB
+    "GET / HTTP/1.1\r\nHost: my_service:8080\r\n\r\n", // valid, past the quick check
   ];
   for (const text of others) assert.equal(parse(text).kind, "other", JSON.stringify(text));
   // A head over 8 KiB is left even before its end arrives.
-  assert.equal(parse(`GET /${"a".repeat(9000)}`).kind, "other");
+  assert.equal(parse(`GET / HTTP/1.1\r\n${"X-A: b\r\n".repeat(1200)}`).kind, "other");
+});
+
+/** The status a head is refused with here, or its kind when it is not refused. */
+function refusedWith(text: string): number | string {
+  const parsed = parse(text);
+  return parsed.kind === "refused" ? parsed.refusal.status : parsed.kind;
+}
+
+Deno.test("RFC 9112 §3.2: an HTTP/1.1 request without Host is refused here with 400", () => {
+  assert.equal(refusedWith("GET / HTTP/1.1\r\n\r\n"), 400);
+  assert.equal(refusedWith("POST /v1/queues/q/jobs HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"), 400);
+});
+
+Deno.test("RFC 9112 §3.2: two Host fields or an invalid one are refused here with 400", () => {
+  const bad = [
+    "Host: a\r\nHost: b",
+    "Host: a\r\nHost: a",
+    "Host: evil/x", // a path
+    "Host: 127.0.0.1:1/v1/queues/rerouted/jobs#",
+    "Host: 127.0.0.1/healthz?",
+    "Host: u@h", // userinfo
+    "Host: h#f", // a fragment
+    "Host: h?q", // a query
+    "Host:", // empty
+    "Host: a b",
+  ];
+  for (const field of bad) {
+    assert.equal(refusedWith(`GET / HTTP/1.1\r\n${field}\r\n\r\n`), 400, field);
+  }
+});
+
+Deno.test("RFC 9112 §3: a request line past 8 KiB is refused with 414, even before it ends", () => {
+  assert.equal(refusedWith(`GET /${"a".repeat(9000)} HTTP/1.1\r\nHost: h\r\n\r\n`), 414);
+  assert.equal(refusedWith(`GET /${"a".repeat(9000)}`), 414);
+  // Bytes that do not begin a request line are the relay's server's to refuse.
+  assert.equal(refusedWith("\x01".repeat(9000)), "other");
 });
 
 /** Writes `text` to the server and reads what it answers until it closes or `ms` pass. */
