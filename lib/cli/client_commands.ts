@@ -9,6 +9,7 @@
 import {
   consume,
   JobFailure,
+  type JobInfo,
   type JobOptions,
   type QueueSettings,
   TegamiClient,
@@ -18,6 +19,7 @@ import { resolveClientConfig } from "../config/client_config.ts";
 import { ConfigError, durationFlag } from "../config/flags.ts";
 import { JOB_STATES } from "../core/job.ts";
 import { enqueueStream } from "./enqueue_stream.ts";
+import { textTable } from "./table.ts";
 import { scheduleCommand, ScheduleUsageError } from "./schedule_command.ts";
 
 /** Where a command reads and writes; the process's own streams in production. */
@@ -184,10 +186,7 @@ async function statsCommand(args: string[], io: CommandIO): Promise<number> {
     `${(q.oldest_pending_age_ms / 1000).toFixed(1)}s`,
     String(q.consumers),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) =>
-    cells.map((c, i) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])).join("  ");
-  io.out([line(header), ...rows.map(line)].join("\n") + "\n");
+  io.out(textTable(header, rows));
   if (rows.length === 0) io.out("(no queues yet)\n");
   return 0;
 }
@@ -206,6 +205,7 @@ async function deadCommand(args: string[], io: CommandIO): Promise<number> {
     limit: { type: "string" },
     after: { type: "string" },
     ids: { type: "string" },
+    json: { type: "boolean" },
   });
   const [action, queue] = positionals(rest, ["list|requeue", "QUEUE"]);
   const client = new TegamiClient({ url: config.url, token: config.token ?? undefined });
@@ -214,7 +214,14 @@ async function deadCommand(args: string[], io: CommandIO): Promise<number> {
       limit: integerFlag(values.limit, "limit"),
       after: integerFlag(values.after, "after"),
     });
-    for (const job of page.jobs) io.out(JSON.stringify(job) + "\n");
+    if (values.json === true) {
+      // NDJSON for pipes: stdout holds only jobs, so the empty case is said on stderr.
+      for (const job of page.jobs) io.out(JSON.stringify(job) + "\n");
+      if (page.jobs.length === 0) io.err(`no dead jobs in ${queue}\n`);
+    } else {
+      io.out(deadTable(page.jobs));
+      if (page.jobs.length === 0) io.out(`(no dead jobs in ${queue})\n`);
+    }
     if (page.next_after !== null) io.err(`more: --after ${page.next_after}\n`);
     return 0;
   }
@@ -226,6 +233,25 @@ async function deadCommand(args: string[], io: CommandIO): Promise<number> {
     return 0;
   }
   throw new UsageError(`expected list or requeue, got "${action}"`);
+}
+
+/** Dead jobs as a table: id, attempts, when each died, and the first line of its last error. */
+function deadTable(jobs: JobInfo[]): string {
+  const rows = jobs.map((job) => {
+    const error = (job.last_error ?? "").split("\n")[0];
+    return [
+      String(job.id),
+      `${job.attempts}/${job.max_attempts}`,
+      job.finished_at === null ? "" : new Date(job.finished_at).toISOString(),
+      error.length > 72 ? `${error.slice(0, 71)}…` : error,
+    ];
+  });
+  return textTable(["id", "attempts", "died", "last_error"], rows, [
+    "right",
+    "right",
+    "left",
+    "left",
+  ]);
 }
 
 /** The flags of `tegami queue settings` that change a setting, by the setting. */

@@ -67,7 +67,7 @@ Deno.test("tegami stats, job and dead show and requeue what the server holds", a
   assert.equal(JSON.parse(json.stdout).counts.dead, 1);
   const job = await tegami(["job", String(id)], "", env);
   assert.equal(JSON.parse(job.stdout).last_error, "boom");
-  const list = await tegami(["dead", "list", "s"], "", env);
+  const list = await tegami(["dead", "list", "--json", "s"], "", env);
   assert.equal(JSON.parse(list.stdout.trim()).id, id);
   const requeue = await tegami(["dead", "requeue", "s"], "", env);
   assert.match(requeue.stdout, /requeued 1 jobs/);
@@ -75,6 +75,33 @@ Deno.test("tegami stats, job and dead show and requeue what the server holds", a
   const missing = await tegami(["job", "999"], "", env);
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /not_found/);
+});
+
+Deno.test("tegami dead list prints a table, NDJSON with --json, and says when it is empty", async () => {
+  await using server = await startTestServer();
+  const client = new TegamiClient({ url: server.url });
+  const { id } = await client.enqueue("d", { x: 1 }, { maxAttempts: 1 });
+  const leased = await server.request("POST", "/v1/queues/d/leases", {});
+  await server.request("POST", `/v1/jobs/${id}/nack`, {
+    token: leased.body.jobs[0].lease.token,
+    error: "smtp said no\nsecond line",
+  });
+  const env = { TEGAMI_URL: server.url };
+  const table = await tegami(["dead", "list", "d"], "", env);
+  assert.equal(table.code, 0, table.stderr);
+  const [header, row, ...more] = table.stdout.trimEnd().split("\n");
+  assert.match(header, /^id\s+attempts\s+died\s+last_error$/);
+  assert.match(row, new RegExp(`^\\s*${id}\\s+1/1\\s+\\d{4}-\\d\\d-\\d\\dT\\S+Z\\s+smtp said no$`));
+  assert.deepEqual(more, []);
+  const ndjson = await tegami(["dead", "list", "--json", "d"], "", env);
+  assert.equal(JSON.parse(ndjson.stdout).last_error, "smtp said no\nsecond line");
+
+  const empty = await tegami(["dead", "list", "none"], "", env);
+  assert.equal(empty.code, 0, empty.stderr);
+  assert.match(empty.stdout, /\(no dead jobs in none\)\n$/);
+  const emptyJson = await tegami(["dead", "list", "--json", "none"], "", env);
+  assert.equal(emptyJson.stdout, "");
+  assert.equal(emptyJson.stderr, "no dead jobs in none\n");
 });
 
 Deno.test("tegami consume --exec runs a command per job: exit 0 acks, else nacks", async () => {
