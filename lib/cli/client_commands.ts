@@ -19,6 +19,7 @@ import { resolveClientConfig } from "../config/client_config.ts";
 import { ConfigError, durationFlag } from "../config/flags.ts";
 import { JOB_STATES } from "../core/job.ts";
 import { enqueueStream } from "./enqueue_stream.ts";
+import { execProblem } from "./exec_check.ts";
 import { textTable } from "./table.ts";
 import { scheduleCommand, ScheduleUsageError } from "./schedule_command.ts";
 
@@ -330,6 +331,13 @@ async function queueCommand(args: string[], io: CommandIO): Promise<number> {
   return 0;
 }
 
+/** The last line of a failed command's stderr, for the console (`: …`), or nothing. */
+function consoleTail(stderr: string): string {
+  const last = stderr.split("\n").map((line) => line.trim()).filter((line) => line !== "").pop();
+  if (last === undefined) return "";
+  return `: ${last.length > 200 ? `${last.slice(0, 199)}…` : last}`;
+}
+
 async function consumeCommand(args: string[], io: CommandIO): Promise<number> {
   const { config, rest, values } = resolveClientConfig(args, io.env, {
     exec: { type: "string" },
@@ -343,6 +351,9 @@ async function consumeCommand(args: string[], io: CommandIO): Promise<number> {
   const command = values.exec;
   const concurrency = integerFlag(values.concurrency, "concurrency") ?? 1;
   const leaseMs = durationFlag(values.lease, "lease");
+  // Before any job is taken: a command that cannot start would fail every job until it is dead.
+  const problem = await execProblem(command);
+  if (problem !== null) throw new UsageError(`Cannot run --exec: ${problem}`);
   const worker = consume(queue, async (payload, ctx) => {
     const child = new Deno.Command("sh", {
       args: ["-c", command],
@@ -375,7 +386,7 @@ async function consumeCommand(args: string[], io: CommandIO): Promise<number> {
     const stdout = new TextDecoder().decode(output.stdout).trim();
     if (output.code !== 0) {
       const tail = new TextDecoder().decode(output.stderr).trim().slice(-2000);
-      io.err(`job ${ctx.id} attempt ${ctx.attempt}: exit ${output.code}\n`);
+      io.err(`job ${ctx.id} attempt ${ctx.attempt}: exit ${output.code}${consoleTail(tail)}\n`);
       throw new JobFailure(tail === "" ? `exit code ${output.code}` : tail);
     }
     io.err(`job ${ctx.id} attempt ${ctx.attempt}: done\n`);

@@ -129,11 +129,33 @@ Deno.test("tegami consume --exec runs a command per job: exit 0 acks, else nacks
   }
   child.kill("SIGTERM");
   const out = await child.output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, stderr);
+  // A failure shows the command's last stderr line on the console, not only in last_error.
+  assert.match(stderr, new RegExp(`job ${bad.id} attempt 1: exit 3: it broke on ${bad.id}\n`));
   assert.deepEqual((await client.get(good.id)).result, { job: good.id, attempt: 1 });
   const failed = await client.get(bad.id);
   assert.equal(failed.state, "delayed");
   assert.equal(failed.last_error, `it broke on ${bad.id}`);
+});
+
+Deno.test("tegami consume --exec exits 2 before taking a job when the command cannot run", async () => {
+  await using server = await startTestServer();
+  const client = new TegamiClient({ url: server.url });
+  const { id } = await client.enqueue("x", { to: "ada@example.com" });
+  const result = await tegami(
+    ["consume", "x", "--exec", "./no-such-send-mail.sh"],
+    "",
+    { TEGAMI_URL: server.url },
+  );
+  assert.equal(result.code, 2, result.stderr);
+  assert.equal(
+    result.stderr,
+    "tegami consume: Cannot run --exec: ./no-such-send-mail.sh: no such file\n",
+  );
+  const job = await client.get(id);
+  assert.equal(job.state, "pending");
+  assert.equal(job.attempts, 0);
 });
 
 Deno.test("client commands exit 2 on a usage mistake", async () => {
