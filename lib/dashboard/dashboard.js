@@ -1545,11 +1545,36 @@
    */
   function openJobs(kind, name) {
     field(kind.id + "-queue").value = name;
+    if (kind === BROWSE) openOnJobs(name);
     loadJobs(kind, name, false);
     $(kind.id + "-card").scrollIntoView({ behavior: "smooth", block: "start" });
   }
+  /**
+   * The state the job browser opens a queue on: the first, in the tabs' order, that holds jobs
+   * ("pending" when none does), so a queue of finished jobs does not open on an empty tab.
+   * @param {Counts | null} counts
+   * @returns {string}
+   */
+  function firstStateWithJobs(counts) {
+    if (counts) {
+      for (let i = 0; i < STATES.length; i++) {
+        if (counts[STATES[i]] > 0) return STATES[i];
+      }
+    }
+    return "pending";
+  }
+
+  /**
+   * Points the job browser's state tab at the first state of queue `name` that holds jobs.
+   * @param {string} name
+   */
+  function openOnJobs(name) {
+    const q = name ? findQueue(name) : null;
+    state.browse.state = firstStateWithJobs(q ? q.counts : null);
+  }
   [DEAD, BROWSE].forEach(function (kind) {
     $(kind.id + "-queue").addEventListener("change", function () {
+      if (kind === BROWSE) openOnJobs(field(kind.id + "-queue").value);
       loadJobs(kind, field(kind.id + "-queue").value, false);
     });
     $(kind.id + "-refresh").addEventListener("click", function () {

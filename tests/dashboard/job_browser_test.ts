@@ -148,6 +148,31 @@ Deno.test({
 });
 
 Deno.test({
+  name: "job browser opens a queue on the first state that holds jobs",
+  ignore: missing !== null,
+  fn: async () => {
+    await using server = await startTestServer({ realTime: true });
+    const id = await enqueue(server, "finished", { payload: "sent" });
+    const leased = await leaseOne(server, "finished");
+    await server.request("POST", `/v1/jobs/${id}/ack`, { token: leased.lease.token, result: 1 });
+    await using dashboard = await openDashboard(server);
+    const { page, errors } = dashboard;
+    await until(
+      "the done count",
+      () => textOf(page, 'tr[data-queue="finished"] td.c-done'),
+      (text) => text === "1",
+    );
+    await page.click('tr[data-queue="finished"] button.browse-open');
+    await untilListed(page, [id]);
+    assert.equal(
+      await page.evaluate(`document.querySelector("#browse-states button.tab.on").dataset.state`),
+      "done",
+    );
+    assert.deepEqual(errors, []);
+  },
+});
+
+Deno.test({
   name: "job browser pages on with Load more",
   ignore: missing !== null,
   fn: async () => {
