@@ -24,7 +24,38 @@ Deno.test("the README quickstart runs as written", async () => {
   const result = await runExample("quickstart.ts", server.url);
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /sending to ada@example.com/);
-  assert.match(result.stdout, /done: 2/);
+  assert.match(result.stdout, /job 1: \{ sentAt: "[^"]+" \}\njob 2: \{ sentAt: "[^"]+" \}\n$/);
+});
+
+Deno.test("the README quickstart waits for its own two jobs, not for any done ones", async () => {
+  await using server = await startTestServer({ realTime: true });
+  const client = new TegamiClient({ url: server.url });
+  // Two jobs another client already finished in the same queue.
+  for (let i = 0; i < 2; i++) {
+    const { id } = await client.enqueue("email", { to: `other-${i}@example.com` });
+    const leased = await server.request("POST", "/v1/queues/email/leases", {});
+    await server.request("POST", `/v1/jobs/${id}/ack`, { token: leased.body.jobs[0].lease.token });
+  }
+  const result = await runExample("quickstart.ts", server.url);
+  assert.equal(result.code, 0, result.stderr);
+  const ids = [...result.stdout.matchAll(/enqueued job (\d+)/g)].map((m) => Number(m[1]));
+  assert.deepEqual(ids, [3, 4]);
+  for (const id of ids) assert.equal((await client.get(id)).state, "done", result.stdout);
+  // Run again: the keys answer the same two jobs, already done, and it ends at once.
+  const again = await runExample("quickstart.ts", server.url);
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stdout, /enqueued job 3 for ada@example.com\nenqueued job 4 for grace/);
+});
+
+Deno.test("the README's TypeScript quickstart is examples/quickstart.ts", async () => {
+  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
+  const file = await Deno.readTextFile(`${EXAMPLES}quickstart.ts`);
+  const block = readme.match(
+    /This is \[`examples\/quickstart\.ts`\][\s\S]*?```ts\n([\s\S]*?)```\n/,
+  );
+  assert.ok(block, "the README shows the quickstart");
+  // The file's first line says how to run it; the README says that in its own words.
+  assert.equal(block[1], file.slice(file.indexOf("\n") + 1));
 });
 
 Deno.test("the producer example enqueues with its options and shows a refusal", async () => {
