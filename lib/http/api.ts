@@ -562,7 +562,10 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       if (options.upgrade === undefined) throw notFound(request, url);
       if (request.method === "HEAD") {
         seen.pattern = "/v1/ws";
-        throw new TegamiError("validation_failed", "Cannot upgrade: a handshake is a GET");
+        throw new TegamiError(
+          "not_found",
+          "No route for HEAD /v1/ws: a WebSocket handshake is a GET",
+        );
       }
       // With auth on, a browser may authenticate with its first frame instead of a header.
       const principal = request.headers.has("authorization") ? authenticate(request) : null;
