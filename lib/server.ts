@@ -81,6 +81,37 @@ function durabilityOf(store: Store, sync: ServeConfig["sync"]): string {
     : "answered after COMMIT without fsync; a power loss may lose the last commits";
 }
 
+/** A TLS certificate or key file's text; throws a one-line `Error` naming the file. */
+async function readTlsFile(path: string): Promise<string> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (error) {
+    throw new Error(`Cannot load TLS file "${path}": ${(error as Error).message}`);
+  }
+}
+
+/**
+ * Throws as the bind would when the address is taken or cannot be had, or the TLS pair does not
+ * load, so that a start that cannot listen leaves nothing on disk. The server binds for real only
+ * after the store is open (its handler needs the store), so a port taken in that moment still
+ * fails the start there. Port 0 is bound only to try the TLS pair.
+ */
+function checkCanListen(
+  hostname: string,
+  port: number,
+  tls: { cert: string; key: string } | undefined,
+): void {
+  if (port === 0 && tls === undefined) return;
+  try {
+    (tls === undefined
+      ? Deno.listen({ hostname, port })
+      : Deno.listenTls({ hostname, port, ...tls }))
+      .close();
+  } catch (error) {
+    throw new Error(`Cannot listen on ${hostname}:${port}: ${(error as Error).message}`);
+  }
+}
+
 /** Starts a server; throws a one-line `Error` when it cannot start. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const config = options.config;
@@ -101,6 +132,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const warning = tokensFileWarning(config.tokensFile, text);
     if (warning !== null) log.warn(warning, { file: config.tokensFile });
   }
+  // Everything that can refuse the start without writing comes first: the TLS files, then the
+  // port and the TLS pair. Only then does the store create its files (the database, its WAL, its lock).
+  let tls: { cert: string; key: string } | undefined;
+  if (config.tlsCert !== null && config.tlsKey !== null) {
+    tls = { cert: await readTlsFile(config.tlsCert), key: await readTlsFile(config.tlsKey) };
+  }
+  checkCanListen(config.host, config.port, tls);
   const metrics = new ServerMetrics();
   const store = await (options.openStore ?? openStore)(config, {
     policy: policyOf(config),
@@ -285,12 +323,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     : (request: HttpRequest) => sqs.matches(request) ? sqs.handle(request) : api(request);
 
   try {
-    const tls = config.tlsCert !== null && config.tlsKey !== null
-      ? {
-        cert: await Deno.readTextFile(config.tlsCert),
-        key: await Deno.readTextFile(config.tlsKey),
-      }
-      : undefined;
     door = config.frontDoor === "off"
       ? openDirectServe({
         hostname: config.host,
