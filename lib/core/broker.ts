@@ -14,6 +14,7 @@
 import { isDefaultSettings, type QueueSettings } from "./queue_settings.ts";
 import { type Clock, EarliestTimer, type TimerHandle } from "./clock.ts";
 import { IntakeGate } from "./intake_gate.ts";
+import { MAINTENANCE_BATCH } from "./limits.ts";
 import { shuttingDown, TegamiError } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
 import type { HandOvers, NackRequest } from "./lifecycle.ts";
@@ -454,11 +455,31 @@ export class Broker {
     return out;
   }
 
-  /** Makes dead jobs pending again and wakes consumers. */
+  /**
+   * Makes dead jobs pending again (those of `ids`, or all of the queue's) and wakes consumers.
+   * In transactions of at most `MAINTENANCE_BATCH` jobs, resting between them as long as each
+   * took, so a million dead letters never stall other requests; a crash midway leaves some
+   * requeued and the rest dead.
+   */
   async requeueDead(queue: string, ids: number[] | null): Promise<number> {
-    const n = await this.#store.requeueDead(queue, ids, this.#clock.now());
-    if (n > 0) this.wake(queue);
-    return n;
+    let total = 0;
+    let after = 0;
+    for (let at = 0;;) {
+      const began = performance.now();
+      const which = ids === null ? { after } : { ids: ids.slice(at, at + MAINTENANCE_BATCH) };
+      const { requeued, last } = await this.#store.requeueDead(
+        queue,
+        which,
+        this.#clock.now(),
+        MAINTENANCE_BATCH,
+      );
+      total += requeued;
+      if (requeued > 0) this.wake(queue);
+      at += MAINTENANCE_BATCH;
+      if (ids === null ? requeued < MAINTENANCE_BATCH : at >= ids.length) return total;
+      after = last ?? after;
+      await restAfter(performance.now() - began);
+    }
   }
 
   /** Proves the database takes a write (readiness). */

@@ -45,6 +45,13 @@ export const MAX_ERROR_CHARS = 8192;
 export const MAX_DELAY_MS = 100 * 365 * 24 * 60 * 60 * 1000;
 /** The most ids one requeue call may name. */
 export const MAX_REQUEUE_IDS = 10_000;
+/**
+ * How many jobs one maintenance transaction changes at most, on every engine: due jobs promoted,
+ * expired leases ended, dead jobs requeued, finished jobs swept. A million jobs coming due (or
+ * requeued, or expiring from retention) at once become short commits with the event loop free
+ * between them, never one transaction that stalls every request.
+ */
+export const MAINTENANCE_BATCH = 250;
 /** The most jobs one page of a listing returns (the dead letters, the job browser). */
 export const MAX_LIST_LIMIT = 1000;
 /**

@@ -133,6 +133,17 @@ export interface TickResult {
   more: boolean;
 }
 
+/** Which dead jobs a requeue takes: these ids, or the oldest after an id (a cursor). */
+export type DeadJobs = { readonly ids: readonly number[] } | { readonly after: number };
+
+/** What one requeue transaction did. */
+export interface RequeueResult {
+  /** How many dead jobs it made pending. */
+  requeued: number;
+  /** The highest id it requeued, or null when it requeued none. */
+  last: number | null;
+}
+
 /** A lease to give back, identified by job and token. */
 export interface LeaseRef {
   /** The job. */
@@ -377,8 +388,16 @@ export interface Store {
    * answered the same; any other state fails with `conflict`, an unknown id with `not_found`.
    */
   runNow(id: number, now: number): Promise<RunNowResult>;
-  /** Makes dead jobs pending again with attempts reset; all of the queue's when `ids` is null. */
-  requeueDead(queue: string, ids: number[] | null, now: number): Promise<number>;
+  /**
+   * Makes dead jobs of `queue` pending again with attempts reset, in one transaction: those of
+   * `which.ids` (at most `limit`), or its `limit` oldest with an id above `which.after`.
+   */
+  requeueDead(
+    queue: string,
+    which: DeadJobs,
+    now: number,
+    limit: number,
+  ): Promise<RequeueResult>;
   /**
    * Promotes due delayed jobs and ends the expired leases that `leaseEndDue` (core/lifecycle.ts)
    * says are due, given what `mine` knows of this server's claims; at most `limit` of each in one

@@ -1646,7 +1646,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await expect({ delayed: 1, done: 1, dead: 1 }, "nack with delay");
     await store.cancel(b, T0 + 1_002);
     await expect({ done: 1, dead: 1, cancelled: 1 }, "cancel delayed");
-    assert.equal(await store.requeueDead("q", null, T0 + 1_003), 1);
+    assert.equal((await store.requeueDead("q", { after: 0 }, T0 + 1_003, 1_000)).requeued, 1);
     await expect({ pending: 1, done: 1, cancelled: 1 }, "requeue");
 
     const dc3 = await claimOne(store, "q", T0 + 1_003);
@@ -1869,16 +1869,42 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.equal(await stateOf(store, dead), "dead");
   });
 
-  test("requeueDead() without ids requeues more dead jobs than one chunk holds", async (store) => {
-    await makeDead(store, "q", 260);
-    assert.equal(await store.requeueDead("q", null, T0 + 50), 260);
-    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 260 }));
+  test("requeueDead() after an id requeues the queue's oldest dead jobs past it, at most the limit", async (store) => {
+    const dead = await makeDead(store, "q", 7);
+    assert.deepEqual(await store.requeueDead("q", { after: 0 }, T0 + 50, 3), {
+      requeued: 3,
+      last: dead[2],
+    });
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 3, dead: 4 }));
+    for (const id of dead.slice(0, 3)) assert.equal(await stateOf(store, id), "pending");
+    assert.deepEqual(await store.requeueDead("q", { after: dead[4] }, T0 + 50, 3), {
+      requeued: 2,
+      last: dead[6],
+    });
+    assert.equal(await stateOf(store, dead[3]), "dead", "before the cursor: left");
+    assert.deepEqual(await store.requeueDead("q", { after: dead[6] }, T0 + 50, 3), {
+      requeued: 0,
+      last: null,
+    });
+  });
+
+  test("requeueDead() with ids requeues at most the limit of them", async (store) => {
+    const dead = await makeDead(store, "q", 4);
+    assert.deepEqual(await store.requeueDead("q", { ids: dead }, T0 + 50, 2), {
+      requeued: 2,
+      last: dead[1],
+    });
+    assert.deepEqual([await stateOf(store, dead[1]), await stateOf(store, dead[2])], [
+      "pending",
+      "dead",
+    ]);
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2, dead: 2 }));
   });
 
   test("requeueDead() without ids makes every dead job of the queue pending", async (store) => {
     const dead = await makeDead(store, "q", 3);
     const [other] = await makeDead(store, "other", 1);
-    assert.equal(await store.requeueDead("q", null, T0 + 50), 3);
+    assert.equal((await store.requeueDead("q", { after: 0 }, T0 + 50, 1_000)).requeued, 3);
     for (const id of dead) {
       const job = await store.get(id);
       assert.equal(job?.state, "pending");
@@ -1889,21 +1915,24 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.deepEqual(await countsOf(store, "q"), counts({ pending: 3 }));
     const got = await store.claim("q", 10, null, T0 + 50);
     assert.deepEqual(got.map((d) => [d.job.id, d.job.attempts]), dead.map((id) => [id, 1]));
-    assert.equal(await store.requeueDead("q", null, T0 + 60), 0);
+    assert.equal((await store.requeueDead("q", { after: 0 }, T0 + 60, 1_000)).requeued, 0);
   });
 
   test("requeueDead() with ids requeues only those, ignoring other queues' ids", async (store) => {
     const [d1, d2, d3] = await makeDead(store, "q", 3);
     const [other] = await makeDead(store, "other", 1);
     const pending = await enqueueOne(store, "q");
-    assert.equal(await store.requeueDead("q", [d2, other, pending, 424242], T0 + 1), 1);
+    assert.equal(
+      (await store.requeueDead("q", { ids: [d2, other, pending, 424242] }, T0 + 1, 1_000)).requeued,
+      1,
+    );
     assert.equal(await stateOf(store, d1), "dead");
     assert.equal(await stateOf(store, d2), "pending");
     assert.equal(await stateOf(store, d3), "dead");
     assert.equal(await stateOf(store, other), "dead");
     assert.deepEqual(await countsOf(store, "q"), counts({ pending: 2, dead: 2 }));
     assert.deepEqual(await countsOf(store, "other"), counts({ dead: 1 }));
-    assert.equal(await store.requeueDead("q", [], T0 + 2), 0);
+    assert.equal((await store.requeueDead("q", { ids: [] }, T0 + 2, 1_000)).requeued, 0);
   });
 
   // ---- time ----
@@ -2492,7 +2521,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await rejectsWith(store.checkpoint(id, lease.token, "1", T0), "unavailable");
     await rejectsWith(store.cancel(id, T0), "unavailable");
     await rejectsWith(store.setPaused("q", true), "unavailable");
-    await rejectsWith(store.requeueDead("q", null, T0), "unavailable");
+    await rejectsWith(store.requeueDead("q", { after: 0 }, T0, 1_000), "unavailable");
     await rejectsWith(store.tick(T0, HANDED_ALL), "unavailable");
     await rejectsWith(store.release([{ id, token: lease.token }], T0), "unavailable");
     await rejectsWith(store.sweepFinished(T0, 0), "unavailable");
@@ -2628,7 +2657,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await store.nack(id, held.lease.token, { error: null, delay_ms: null, dead: true }, T0 + 1_000);
     await enqueueOne(store, "q", { group: "g" }, T0 + 1_000);
     const other = await claimOne(store, "q", T0 + 1_000);
-    assert.equal(await store.requeueDead("q", [id], T0 + 1_000), 1);
+    assert.equal((await store.requeueDead("q", { ids: [id] }, T0 + 1_000, 1_000)).requeued, 1);
     assert.deepEqual(await store.claim("q", 5, null, T0 + 1_000), [], "the group is busy");
     await store.ack(other.job.id, other.lease.token, null, T0 + 1_000);
     assert.equal((await claimOne(store, "q", T0 + 1_000)).job.id, id);
@@ -2762,7 +2791,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     for (const d of leased) {
       await store.nack(d.job.id, d.lease.token, { error: "x", delay_ms: null, dead: true }, T0);
     }
-    assert.equal(await store.requeueDead("q", null, T0 + 2_000), 2);
+    assert.equal((await store.requeueDead("q", { after: 0 }, T0 + 2_000, 1_000)).requeued, 2);
     assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 0, full: 0 });
     const [stats] = await store.stats("q");
     assert.equal(stats.counts.pending, 300);

@@ -33,7 +33,7 @@ import type {
 import { keyExpiresAt, type KeyHolder, onDuplicate } from "../../core/dedup.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
 import { type BacklogCount, PgBacklogWatch } from "./pg_backlog_watch.ts";
-import { DEFAULT_MAX_ATTEMPTS } from "../../core/limits.ts";
+import { DEFAULT_MAX_ATTEMPTS, MAINTENANCE_BATCH } from "../../core/limits.ts";
 import {
   afterLeaseEnd,
   afterNack,
@@ -61,6 +61,7 @@ import {
   type CommitStats,
   copyCommitStats,
   countCommit,
+  type DeadJobs,
   emptyCommitStats,
   type EndedLease,
   type JobPage,
@@ -69,6 +70,7 @@ import {
   type NackResult,
   type QueueCounts,
   type RemoteLeaseEnd,
+  type RequeueResult,
   type RunNowResult,
   type ScheduleCounts,
   type ScheduleTick,
@@ -135,9 +137,6 @@ export const MAX_SKEW_MS = 500;
 
 /** The longest a read may take before its caller is told `unavailable`, ms. */
 const READ_DEADLINE_MS = 15_000;
-
-/** How many rows one maintenance statement changes at most (keeps each commit short). */
-const CHUNK = 5000;
 
 /**
  * The most group-commit transactions one server runs at once (see pg_group_commit.ts). Two
@@ -963,24 +962,36 @@ export class PgStore implements Store {
     });
   }
 
-  requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
+  requeueDead(
+    queue: string,
+    which: DeadJobs,
+    now: number,
+    limit: number,
+  ): Promise<RequeueResult> {
     return this.#write(async (tx, news) => {
-      const which = ids === null ? tx`` : tx`id = ANY(${ids}::bigint[]) AND`;
+      const only = "after" in which
+        ? tx`id > ${which.after} AND`
+        : tx`id = ANY(${which.ids.slice(0, limit)}::bigint[]) AND`;
       const rows = await countingGroups(
         tx,
-        tx`
-        WITH changed AS (
-          UPDATE jobs SET state = 'pending', attempts = 0, run_at = ${now}, finished_at = NULL
-          WHERE ${which} queue = ${queue} AND state = 'dead' RETURNING id, queue, grp, state
+        tx<{ id: number }[]>`
+        WITH d AS (
+          SELECT id FROM jobs WHERE ${only} queue = ${queue} AND state = 'dead'
+          ORDER BY id LIMIT ${limit} FOR UPDATE
+        ), changed AS (
+          UPDATE jobs j SET state = 'pending', attempts = 0, run_at = ${now}, finished_at = NULL
+          FROM d WHERE j.id = d.id RETURNING j.id, j.queue, j.grp, j.state
         ), ${countGroups(tx)}
         SELECT id FROM changed`,
       );
       if (rows.length > 0) news.ready.add(queue);
-      return rows.length;
+      let last: number | null = null;
+      for (const row of rows) if (last === null || row.id > last) last = row.id;
+      return { requeued: rows.length, last };
     });
   }
 
-  tick(now: number, mine: HandOvers, limit = CHUNK): Promise<TickResult> {
+  tick(now: number, mine: HandOvers, limit = MAINTENANCE_BATCH): Promise<TickResult> {
     return this.#write(async (tx, news) => {
       const woken = new Set<string>();
       const promoted = await countingGroups(
@@ -1128,10 +1139,10 @@ export class PgStore implements Store {
               WHERE j.queue = q.name AND j.state IN ('done', 'cancelled')
                 AND j.finished_at <
                   ${now}::bigint - coalesce(s.retain_done_ms, ${retainDoneMs}::bigint)
-              LIMIT ${CHUNK} FOR UPDATE OF j SKIP LOCKED
+              LIMIT ${MAINTENANCE_BATCH} FOR UPDATE OF j SKIP LOCKED
             ) x
             WHERE q.name IS NOT NULL
-            LIMIT ${CHUNK}
+            LIMIT ${MAINTENANCE_BATCH}
           )
           DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
         // Dead jobs of the queues with a retain_dead_ms (without one they stay).
@@ -1142,13 +1153,13 @@ export class PgStore implements Store {
               SELECT j.id FROM jobs j
               WHERE j.queue = s.name AND j.state = 'dead'
                 AND j.finished_at < ${now}::bigint - s.retain_dead_ms
-              LIMIT ${CHUNK} FOR UPDATE OF j SKIP LOCKED
+              LIMIT ${MAINTENANCE_BATCH} FOR UPDATE OF j SKIP LOCKED
             ) x
             WHERE s.retain_dead_ms IS NOT NULL
-            LIMIT ${CHUNK}
+            LIMIT ${MAINTENANCE_BATCH}
           )
           DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
-        const full = done.length === CHUNK || dead.length === CHUNK;
+        const full = done.length === MAINTENANCE_BATCH || dead.length === MAINTENANCE_BATCH;
         return [done.length + dead.length, full] as const;
       });
       total += n;

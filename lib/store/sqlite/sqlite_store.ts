@@ -22,6 +22,7 @@ import { PendingPage } from "./pending_page.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
+import { MAINTENANCE_BATCH } from "../../core/limits.ts";
 import {
   afterLeaseEnd,
   afterNack,
@@ -69,6 +70,7 @@ import {
   type CommitStats,
   copyCommitStats,
   countCommit,
+  type DeadJobs,
   emptyCommitStats,
   type EndedLease,
   type GroupCounts,
@@ -77,6 +79,7 @@ import {
   type LeaseRef,
   type NackResult,
   type QueueCounts,
+  type RequeueResult,
   type RunNowResult,
   type ScheduleCounts,
   type ScheduleTick,
@@ -195,17 +198,8 @@ const CHECKPOINT_BYTES = 15_000 * 1024;
  */
 export const DEFAULT_PAGE_SIZE = 4096;
 
-/** How many finished jobs one sweep transaction deletes at most (keeps each commit short). */
-const SWEEP_CHUNK = 5000;
 /** How many queues one sweep transaction visits at most. */
 const SWEEP_QUEUES = 500;
-
-/**
- * How many delayed jobs one tick transaction promotes, and how many expired leases it ends, at
- * most: a million jobs coming due at once become four thousand short commits with the event loop
- * free between them, not one transaction that stalls every request for seconds.
- */
-const TICK_CHUNK = 250;
 
 /** The SQLite implementation of {@linkcode Store}. */
 export class SqliteStore implements Store {
@@ -1050,32 +1044,34 @@ export class SqliteStore implements Store {
     });
   }
 
-  async requeueDead(queue: string, ids: number[] | null, now: number): Promise<number> {
-    if (ids !== null) {
-      return await this.#write(() => {
-        let n = 0;
-        for (const id of ids) {
-          n += Number(this.#statements.requeueOneDead.run(now, id, queue).changes);
+  requeueDead(
+    queue: string,
+    which: DeadJobs,
+    now: number,
+    limit: number,
+  ): Promise<RequeueResult> {
+    return this.#write(() => {
+      let requeued = 0;
+      let last: number | null = null;
+      if ("after" in which) {
+        const rows = this.#statements.requeueDeadAfter.all(now, queue, which.after, limit) as {
+          id: number;
+        }[];
+        requeued = rows.length;
+        for (const row of rows) if (last === null || row.id > last) last = row.id;
+      } else {
+        for (const id of which.ids.slice(0, limit)) {
+          const n = Number(this.#statements.requeueOneDead.run(now, id, queue).changes);
+          requeued += n;
+          if (n > 0 && (last === null || id > last)) last = id;
         }
-        for (let i = 0; i < n; i++) this.#moves.push([queue, "dead", "pending"]);
-        return n;
-      });
-    }
-    // All of a queue's dead jobs: in chunks, each its own short commit, like the sweep, so a
-    // million dead letters never stall other requests. A crash midway leaves a prefix requeued.
-    let total = 0;
-    for (;;) {
-      const n = await this.#write(() => {
-        const n = Number(this.#statements.requeueAllDead.run(now, queue, TICK_CHUNK).changes);
-        for (let i = 0; i < n; i++) this.#moves.push([queue, "dead", "pending"]);
-        return n;
-      });
-      total += n;
-      if (n < TICK_CHUNK) return total;
-    }
+      }
+      for (let i = 0; i < requeued; i++) this.#moves.push([queue, "dead", "pending"]);
+      return { requeued, last };
+    });
   }
 
-  tick(now: number, mine: HandOvers, limit = TICK_CHUNK): Promise<TickResult> {
+  tick(now: number, mine: HandOvers, limit = MAINTENANCE_BATCH): Promise<TickResult> {
     return this.#write(() => {
       const woken = new Set<string>();
       const promoted = this.#statements.promote.all(now, limit) as { queue: string }[];
@@ -1214,7 +1210,7 @@ export class SqliteStore implements Store {
       const [n, stoppedAt] = await this.#write(() => {
         let n = 0;
         const sweep = (statement: CountedStatement, queue: string, before: number) => {
-          const rows = statement.all(queue, before, SWEEP_CHUNK - n) as { state: JobState }[];
+          const rows = statement.all(queue, before, MAINTENANCE_BATCH - n) as { state: JobState }[];
           for (const row of rows) this.#moves.push([queue, row.state, null]);
           n += rows.length;
         };
@@ -1223,11 +1219,11 @@ export class SqliteStore implements Store {
           const queue = queues[i];
           const own = this.#settingsOf(queue);
           sweep(s.sweepDone, queue, now - (own.retain_done_ms ?? retainDoneMs));
-          if (own.retain_dead_ms !== null && n < SWEEP_CHUNK) {
+          if (own.retain_dead_ms !== null && n < MAINTENANCE_BATCH) {
             sweep(s.sweepDead, queue, now - own.retain_dead_ms);
           }
           // A full chunk may have left more of this queue: the next transaction starts with it.
-          if (n >= SWEEP_CHUNK) break;
+          if (n >= MAINTENANCE_BATCH) break;
         }
         return [n, i] as const;
       });
@@ -1678,10 +1674,11 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
     ),
     pendingPage: new PendingPage(p),
     runNow: p("UPDATE jobs SET state = 'pending', run_at = ? WHERE id = ? AND state = 'delayed'"),
-    requeueAllDead: p(
-      `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
-       WHERE id IN (SELECT id FROM jobs WHERE queue = ? AND state = 'dead'
-         AND state NOT IN ('pending', 'leased') ORDER BY id LIMIT ? + 0)`,
+    requeueDeadAfter: p(
+      `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?1, finished_at = NULL
+       WHERE id IN (SELECT id FROM jobs WHERE queue = ?2 AND state = 'dead'
+         AND state NOT IN ('pending', 'leased') AND id > ?3 ORDER BY id LIMIT ?4 + 0)
+       RETURNING id`,
     ),
     requeueOneDead: p(
       `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL

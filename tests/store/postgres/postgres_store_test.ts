@@ -170,7 +170,7 @@ Deno.test({
           at - 1_000,
         );
         const started = performance.now();
-        assert.equal((await store.tick(at, HANDED_ALL)).more, false);
+        assert.equal((await store.tick(at, HANDED_ALL, 5_000)).more, false);
         return performance.now() - started;
       });
       assert.deepEqual((await store.stats("one0"))[0].groups, { waiting: 1, leased: 0, full: 0 });

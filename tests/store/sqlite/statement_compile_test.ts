@@ -112,7 +112,7 @@ Deno.test("a warm SQLite store runs a job's whole life without compiling a state
       await store.listJobs("q", { state: "dead", order: "newest", after: null, limit: 5 + r });
       await store.listJobs("q", { state: "leased", order: "oldest", after: r, limit: 5 + r });
       await store.listJobs("q", { state: "pending", order: "newest", after: null, limit: 5 + r });
-      await store.requeueDead("q", null, now);
+      await store.requeueDead("q", { after: r }, now, 100 + r);
       await store.tick(now + 5000, HANDED_ALL, 100 + r);
       await store.stats("q");
       await store.nextDeadline(now);
