@@ -183,10 +183,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       throw new TegamiError("validation_failed", "Cannot upgrade: expected a WebSocket handshake");
     }
+    // The authority the request was judged by: an absolute-form target's own, else Host.
     if (
       !originAllowed(
         request.headers.get("origin"),
-        request.headers.get("host"),
+        new URL(request.url).host,
         config.allowedOrigins,
       )
     ) {

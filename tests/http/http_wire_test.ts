@@ -169,6 +169,27 @@ const CASES: Case[] = [
       assert.equal(answer.headers.get("sec-websocket-version"), "13");
     }
   }],
+  [
+    "RFC 9112 §3.2.2: a WebSocket handshake in absolute form is judged by its target's authority",
+    async (w, path) => {
+      const handshake = (origin: string) =>
+        `GET http://127.0.0.1:${w.port}/v1/ws HTTP/1.1\r\nHost: foreign.example\r\n` +
+        "Upgrade: websocket\r\nConnection: Upgrade\r\n" +
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
+        `Origin: ${origin}\r\n\r\n`;
+      const [own] = await w.send(handshake(`http://127.0.0.1:${w.port}`));
+      const [foreign] = await w.send(handshake("http://foreign.example"));
+      if (path !== "front door off") {
+        // The front door's own socket takes only a plain origin-form handshake (400); a foreign
+        // Origin is refused before that is looked at.
+        assert.deepEqual([own.status, foreign.status], [400, 403]);
+        return;
+      }
+      // The Origin is the server the target names, whatever Host says; a foreign one is refused.
+      assert.equal(own.status, 101);
+      assert.equal(foreign.status, 403);
+    },
+  ],
   ["RFC 9112 §9.3.2: pipelined requests are answered in order", async (w) => {
     const answers = await w.send(
       "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + enqueue("piped", "127.0.0.1") +
