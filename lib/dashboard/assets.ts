@@ -13,6 +13,7 @@
 import css from "./dashboard.css" with { type: "text" };
 import script from "./dashboard.js" with { type: "text" };
 import html from "./index.html" with { type: "text" };
+import icon from "./favicon.svg" with { type: "text" };
 
 /** One file of the dashboard, as served. */
 export interface Asset {
@@ -29,4 +30,6 @@ export const DASHBOARD_ASSETS: readonly Asset[] = [
   { path: "/", contentType: "text/html; charset=utf-8", body: html },
   { path: "/dashboard.js", contentType: "text/javascript; charset=utf-8", body: script },
   { path: "/dashboard.css", contentType: "text/css; charset=utf-8", body: css },
+  // An SVG file, not an inline data: URL, which the page's CSP would refuse.
+  { path: "/favicon.svg", contentType: "image/svg+xml", body: icon },
 ];
