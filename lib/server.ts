@@ -12,7 +12,7 @@ import { Scheduler } from "./core/scheduler.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
 import type { ServeConfig } from "./config/serve_config.ts";
 import { DASHBOARD_ASSETS } from "./dashboard/assets.ts";
-import { createApi } from "./http/api.ts";
+import { type Backups, createApi, refusedBackups } from "./http/api.ts";
 import { eventStreamResponse } from "./http/event_stream.ts";
 import type { HttpRequest } from "./http/http_request.ts";
 import { LiveFeed } from "./observe/live_feed.ts";
@@ -38,6 +38,7 @@ import { tokensFileWarning } from "./auth/tokens_file.ts";
 import { TegamiError } from "./core/errors.ts";
 import type { Store } from "./store/store.ts";
 import { createSqsApi } from "./sqs/sqs_api.ts";
+import { SqliteBackup } from "./store/sqlite/sqlite_backup.ts";
 
 /** Options of {@linkcode startServer}. */
 export interface ServerOptions {
@@ -79,6 +80,35 @@ function durabilityOf(store: Store, sync: ServeConfig["sync"]): string {
   return sync === "full"
     ? "answered after the WAL fsync; survives power loss"
     : "answered after COMMIT without fsync; a power loss may lose the last commits";
+}
+
+/**
+ * The backups `/v1/backup` takes: of the SQLite file, or refused with what to do instead on
+ * PostgreSQL (docs/operations.md).
+ */
+function backupsOf(
+  store: Store,
+  config: ServeConfig,
+  log: Logger,
+): Backups & { close?: () => Promise<void> } {
+  if (!store.capabilities.localFiles) {
+    return refusedBackups(
+      "Cannot back up: this server keeps its jobs in PostgreSQL; back the database up with " +
+        "pg_dump (see docs/operations.md)",
+    );
+  }
+  return new SqliteBackup({
+    path: config.db,
+    onFinished: (status) => {
+      if (status.state === "done") {
+        log.info("Backup written", {
+          path: status.path,
+          bytes: status.bytes_written,
+          took_ms: status.took_ms,
+        });
+      } else log.error("Backup failed", { path: status.path, cause: status.error });
+    },
+  });
 }
 
 /** A TLS certificate or key file's text; throws a one-line `Error` naming the file. */
@@ -268,6 +298,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     : Math.max(1, Math.floor((fdLimit.limit - RESERVED_DESCRIPTORS) / DESCRIPTORS_PER_CONNECTION));
   const maxConnections = Math.min(config.maxConnections, fdRoom);
   let door: FrontDoor | null = null;
+  const backups = backupsOf(store, config, log);
   const api = createApi({
     broker,
     scheduler,
@@ -298,6 +329,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       allowedOrigins: config.allowedOrigins,
     },
     body: { timeoutMs: config.bodyTimeoutMs, budget: memoryBudget },
+    backups,
   });
   // The Amazon SQS API shares the port: POST / and POST /ACCOUNT/QUEUE are its (docs/sqs.md).
   const sqs = config.sqs === "off" ? null : createSqsApi({
@@ -351,6 +383,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     jumps.stop();
     scheduler.close();
     broker.close();
+    await backups.close?.();
     await store.close();
     throw new Error(
       `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
@@ -391,6 +424,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Requests in flight get the grace period; then their connections are cut. Every write
       // already acknowledged is committed, and the store finishes the commits in flight.
       await listening.shutdown(config.shutdownGraceMs);
+      await backups.close?.();
       await store.close();
       log.info("tegami stopped: database closed cleanly");
     })();

@@ -42,6 +42,8 @@ export const OPERATIONS = {
   manageSchedules: "admin",
   /** Prometheus metrics (`GET /metrics`). */
   metrics: "admin",
+  /** Back up the database into a file on the server's host (`POST`, `GET /v1/backup`). */
+  backup: "admin",
   /** Liveness, readiness, the dashboard's files and the API documents. */
   open: "open",
 } as const satisfies Record<string, Access>;

@@ -1,6 +1,7 @@
 /**
  * The client commands of the `tegami` program: `enqueue`, `stats`, `job`, `dead`,
- * `queue settings`, `consume --exec` and `schedule` (schedule_command.ts). They talk to a running server through the client library, find it with
+ * `queue settings`, `consume --exec`, `schedule` (schedule_command.ts) and `backup`
+ * (backup_command.ts). They talk to a running server through the client library, find it with
  * `--url`/`TEGAMI_URL` and authenticate with `--token`/`TEGAMI_TOKEN`.
  *
  * @module
@@ -22,6 +23,7 @@ import { enqueueStream } from "./enqueue_stream.ts";
 import { execProblem } from "./exec_check.ts";
 import { textTable } from "./table.ts";
 import { scheduleCommand, ScheduleUsageError } from "./schedule_command.ts";
+import { backupCommand, BackupUsageError } from "./backup_command.ts";
 
 /** Where a command reads and writes; the process's own streams in production. */
 export interface CommandIO {
@@ -50,6 +52,7 @@ export const CLIENT_COMMANDS = [
   "queue",
   "consume",
   "schedule",
+  "backup",
 ] as const;
 
 /** Runs a client command; answers the exit code (0 ok, 1 failed, 2 usage error). */
@@ -74,11 +77,13 @@ export async function runClientCommand(
         return await consumeCommand(args, io);
       case "schedule":
         return await scheduleCommand(args, io);
+      case "backup":
+        return await backupCommand(args, io);
     }
   } catch (error) {
     if (
       error instanceof ConfigError || error instanceof UsageError ||
-      error instanceof ScheduleUsageError
+      error instanceof ScheduleUsageError || error instanceof BackupUsageError
     ) {
       io.err(`tegami ${command}: ${error.message}\n`);
       return 2;

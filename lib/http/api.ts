@@ -41,6 +41,7 @@ import {
   type RequestLimits,
 } from "../api/requests.ts";
 import type { Asset } from "../dashboard/assets.ts";
+import type { BackupStatus } from "../store/sqlite/sqlite_backup.ts";
 import { statsView } from "../api/views.ts";
 import { parseQueueSettings, settingsView } from "../core/queue_settings.ts";
 import { type BodyOptions, type JsonBody, readJsonBody } from "./body.ts";
@@ -80,6 +81,24 @@ export interface ApiOptions {
   crossSite?: CrossSiteRules;
   /** Time limit and memory budget for request bodies. @default none */
   body?: Pick<BodyOptions, "timeoutMs" | "budget">;
+  /** Backups of the database, for `/v1/backup`. @default none: those routes answer `conflict` */
+  backups?: Backups;
+}
+
+/** Backups of the database into a file on the server's host, one at a time. */
+export interface Backups {
+  /** Starts a backup into `path` (absolute); answers at once, with its status. */
+  start(path: string): BackupStatus;
+  /** The running or last backup, or null if none was started. */
+  status(): Promise<BackupStatus | null>;
+}
+
+/** The {@linkcode Backups} of a server that cannot take them: every call fails with `reason`. */
+export function refusedBackups(reason: string): Backups {
+  const refuse = (): never => {
+    throw new TegamiError("conflict", reason);
+  };
+  return { start: refuse, status: () => Promise.resolve().then(refuse) };
 }
 
 interface Context {
@@ -141,6 +160,19 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
     const schedule = await scheduler(ctx).get(scheduleName(ctx.params[0]));
     requireQueue(ctx.principal, schedule.queue);
     return schedule;
+  };
+
+  const backups = options.backups ??
+    refusedBackups("Cannot back up: this server takes no backups");
+
+  /** Throws `forbidden` for a token limited to some queues: a backup holds every queue. */
+  const requireEveryQueue = (ctx: Context, action: string): void => {
+    if (ctx.principal.limited) {
+      throw new TegamiError(
+        "forbidden",
+        `Cannot ${action} with token "${ctx.principal.name}": it is limited to some queues`,
+      );
+    }
   };
 
   // The API documents, embedded by the imports (a compiled binary carries them), as sent.
@@ -467,6 +499,31 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       },
     },
     {
+      method: "POST",
+      path: ["v1", "backup"],
+      access: OPERATIONS.backup,
+      handle: async (ctx) => {
+        const path = parseBackupPath(await body(ctx));
+        requireEveryQueue(ctx, "back up the database");
+        const status = backups.start(path);
+        log.info("Backup started", { path, by: ctx.principal.name });
+        return json(202, status);
+      },
+    },
+    {
+      method: "GET",
+      path: ["v1", "backup"],
+      access: OPERATIONS.backup,
+      handle: async (ctx) => {
+        requireEveryQueue(ctx, "read the backup");
+        const status = await backups.status();
+        if (status === null) {
+          throw new TegamiError("not_found", "Cannot find a backup: none was started");
+        }
+        return json(200, status);
+      },
+    },
+    {
       method: "GET",
       path: ["healthz"],
       access: OPERATIONS.open,
@@ -692,6 +749,22 @@ function requestUrl(request: HttpRequest): URL {
   } catch {
     throw invalid("Host", "not a valid host name and port");
   }
+}
+
+/** The body of `POST /v1/backup`: `{path}`, an absolute path on the server's host. */
+function parseBackupPath(value: unknown): string {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw invalid("body", "expected an object {path}");
+  }
+  for (const name of Object.keys(value)) {
+    if (name !== "path") throw invalid(name, "unknown field");
+  }
+  const path = (value as { path?: unknown }).path;
+  if (typeof path !== "string" || !path.startsWith("/") || path.length > 4096) {
+    throw invalid("path", "expected an absolute file path on the server's host");
+  }
+  if (path.includes("\0")) throw invalid("path", "must not contain NUL");
+  return path;
 }
 
 function notFound(request: HttpRequest, url: URL): TegamiError {
