@@ -118,7 +118,8 @@ function megabytes(bytes: number): string {
 
 /** `backing up: 120.0 of 400.0 MiB (30%)`, for a terminal. */
 function progressLine(status: BackupStatus): string {
-  const total = status.bytes_total;
+  // The total is an estimate (the pages in use); a finished copy is its own total.
+  const total = status.state === "done" ? status.bytes_written : status.bytes_total;
   const share = total === null || total === 0
     ? ""
     : ` (${Math.min(100, Math.floor((status.bytes_written / total) * 100))}%)`;

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { runClientCommand } from "../../lib/cli/client_commands.ts";
 import { runCli as tegami } from "../helpers/process_server.ts";
 import { startTestServer } from "../helpers/test_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -59,4 +60,24 @@ Deno.test("tegami backup exits 2 for a usage mistake and 1 when the server refus
   const gone = await tegami(["backup", "--url", "http://127.0.0.1:9", "--to", "/tmp/x.db"]);
   assert.equal(gone.code, 1);
   assert.match(gone.stderr, /^tegami backup: Cannot reach http:\/\/127\.0\.0\.1:9/);
+});
+
+Deno.test("tegami backup shows its progress on a terminal, on stderr, ending the line", async () => {
+  await using tmp = await tempDir("tegami-backup-cli-");
+  await using server = await startTestServer({ realTime: true });
+  let out = "";
+  let err = "";
+  const code = await runClientCommand("backup", ["--url", server.url, "--to", `${tmp.path}/c.db`], {
+    stdin: new ReadableStream(),
+    out: (text) => out += text,
+    err: (text) => err += text,
+    isTerminal: true,
+    stdinBytes: null,
+    env: {},
+    stopRequested: new Promise(() => {}),
+  });
+  assert.equal(code, 0, err);
+  assert.match(err, /^\rbacking up: 0\.\d MiB/);
+  assert.match(err, /\rbacking up: 0\.\d MiB of 0\.\d MiB \(100%\) +\n$/);
+  assert.match(out, /c\.db: written in/);
 });
