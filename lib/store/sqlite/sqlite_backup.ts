@@ -81,11 +81,16 @@ type WorkerMessage =
 /** A copy that fails its checks (or cannot be read): the message says which. */
 export class CopyCheckError extends Error {}
 
-/** Starts the backup worker; its source is embedded, so a compiled binary needs no file. */
+/**
+ * The worker's module as a `data:` URL. Not a file (a compiled binary carries a worker file only
+ * when built with `--include`), and not a blob URL, which a compiled binary's module loader may
+ * not resolve and which the runtime may read after a revoke that follows `new Worker` at once.
+ */
+const WORKER_URL = `data:text/javascript,${encodeURIComponent(workerSource)}`;
+
+/** Starts the backup worker. */
 function startWorker(onMessage: (message: WorkerMessage) => void): Worker {
-  const url = URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
-  const worker = new Worker(url, { type: "module", name: "tegami-backup" });
-  URL.revokeObjectURL(url);
+  const worker = new Worker(WORKER_URL, { type: "module", name: "tegami-backup" });
   worker.onmessage = (event: MessageEvent<WorkerMessage>) => onMessage(event.data);
   worker.onerror = (event) => {
     event.preventDefault();

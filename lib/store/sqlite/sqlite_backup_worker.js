@@ -7,7 +7,7 @@
  * goes on writing.
  *
  * Plain JavaScript importing nothing but `node:sqlite`: `sqlite_backup.ts` embeds it as text and
- * starts it from a blob URL, so a compiled binary carries it without an `--include`.
+ * starts it from a `data:` URL, so a compiled binary carries it without an `--include`.
  *
  * In: `{op: "backup", source, target, temp, schemaVersion}` or `{op: "verify", path,
  * schemaVersion}`. Out: `{type: "started", totalBytes}` (backup only), then `{type: "done",
