@@ -8,6 +8,15 @@
  */
 
 import { invalid, TegamiError } from "../core/errors.ts";
+import {
+  type Attribute,
+  attributeNameProblem,
+  attributesText,
+  attributeTypeProblem,
+  attributeValueProblem,
+  MAX_ATTRIBUTES,
+  MAX_ATTRIBUTES_BYTES,
+} from "../core/attributes.ts";
 import { elementSpans, memberSpan, type Span } from "./json_spans.ts";
 import {
   type Backoff,
@@ -158,6 +167,7 @@ export function pathJobId(segment: string): number {
 /** The fields each request body may hold, made once. */
 const JOB_FIELDS = new Set([
   "payload",
+  "attributes",
   "priority",
   "key",
   "group",
@@ -170,6 +180,7 @@ const JOB_FIELDS = new Set([
   "on_duplicate",
 ]);
 const BACKOFF_FIELDS = new Set(["base_ms", "max_ms"]);
+const ATTRIBUTE_FIELDS = new Set(["type", "value"]);
 const BATCH_FIELDS = new Set(["jobs", "atomic"]);
 const LEASE_FIELDS = new Set(["max", "wait_ms", "lease_ms"]);
 const ACK_FIELDS = new Set(["token", "result"]);
@@ -198,6 +209,9 @@ export function parseJob(
   const payload = rawPayload === undefined
     ? jsonText(body.payload, prefix + "payload", limits.maxPayload)
     : withinLimit(rawPayload, prefix + "payload", limits.maxPayload);
+  const attributes = has(body, "attributes") && body.attributes !== null
+    ? parseAttributes(body.attributes, prefix + "attributes")
+    : null;
   const priority = integer(body, "priority", PRIORITY_RANGE[0], PRIORITY_RANGE[1], prefix) ?? 0;
   const key = textField(body, "key", MAX_KEY_BYTES, prefix);
   const group = textField(body, "group", MAX_GROUP_BYTES, prefix);
@@ -236,6 +250,7 @@ export function parseJob(
   }
   return {
     payload,
+    attributes,
     priority,
     key,
     group,
@@ -246,6 +261,43 @@ export function parseJob(
     key_ttl_ms: keyTtl,
     on_duplicate: onDuplicate,
   };
+}
+
+/**
+ * A job's `attributes`: an object of at most `MAX_ATTRIBUTES` members, each `{"type", "value"}`
+ * by the rules of core/attributes.ts; answers their stored text (null for none). `field` names
+ * the member in errors, and each attribute by its name.
+ */
+function parseAttributes(value: unknown, field: string): string | null {
+  const body = asObject(value, field);
+  const names = Object.keys(body);
+  if (names.length > MAX_ATTRIBUTES) {
+    throw invalid(field, `at most ${MAX_ATTRIBUTES} attributes, not ${names.length}`);
+  }
+  const out = new Map<string, Attribute>();
+  for (const name of names) {
+    const where = `${field}.${name}`;
+    const problem = attributeNameProblem(name);
+    if (problem !== null) throw invalid(where, problem);
+    const attribute = asObject(body[name], where);
+    rejectUnknown(attribute, ATTRIBUTE_FIELDS, where + ".");
+    const { type, value: text } = attribute;
+    if (typeof type !== "string") throw invalid(where + ".type", "expected a string");
+    const typeProblem = attributeTypeProblem(type);
+    if (typeProblem !== null) throw invalid(where + ".type", typeProblem);
+    if (typeof text !== "string") throw invalid(where + ".value", "expected a string");
+    const valueProblem = attributeValueProblem(type, text);
+    if (valueProblem !== null) throw invalid(where + ".value", valueProblem);
+    out.set(name, { type, value: text });
+  }
+  const stored = attributesText(out);
+  if (stored !== null && utf8Length(stored) > MAX_ATTRIBUTES_BYTES) {
+    throw new TegamiError(
+      "payload_too_large",
+      `Invalid "${field}": over the limit of ${MAX_ATTRIBUTES_BYTES} bytes of attributes`,
+    );
+  }
+  return stored;
 }
 
 /**

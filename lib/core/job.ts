@@ -37,7 +37,7 @@ export interface Backoff {
   max_ms: number;
 }
 
-/** A stored job. `payload`, `checkpoint` and `result` hold JSON text. */
+/** A stored job. `payload`, `attributes`, `checkpoint` and `result` hold JSON text. */
 export interface Job {
   /** Unique, increasing id. */
   id: number;
@@ -47,6 +47,8 @@ export interface Job {
   state: JobState;
   /** The payload as JSON text. */
   payload: string;
+  /** Its attributes as JSON text (core/attributes.ts), or null for none. */
+  attributes: string | null;
   /** Higher first. */
   priority: number;
   /** Dedup key, unique per queue among the stored jobs that still hold theirs. */
@@ -103,6 +105,8 @@ export interface Delivery {
 export interface NewJob {
   /** The payload as JSON text. */
   payload: string;
+  /** Its attributes as JSON text (core/attributes.ts), or null for none. @default null */
+  attributes?: string | null;
   /** Higher first. */
   priority: number;
   /** Dedup key or null. */
@@ -144,7 +148,8 @@ function jsonOrNull(text: string | null): string {
 /** The members of the API's job object as JSON text, without the braces. */
 function jobMembers(job: Job): string {
   return `"id":${job.id},"queue":${JSON.stringify(job.queue)},"state":"${job.state}",` +
-    `"payload":${job.payload},"priority":${job.priority},"key":${JSON.stringify(job.key)},` +
+    `"payload":${job.payload},"attributes":${jsonOrNull(job.attributes)},` +
+    `"priority":${job.priority},"key":${JSON.stringify(job.key)},` +
     `"key_expires_at":${job.key_expires_at},` +
     `"group":${JSON.stringify(job.group)},` +
     `"attempts":${job.attempts},"max_attempts":${job.max_attempts},"run_at":${job.run_at},` +

@@ -58,8 +58,8 @@ export const MAX_LIST_LIMIT = 1000;
  * Room a job object takes besides its user JSON values (payload, checkpoint, result), in bytes:
  * member names and numbers (under 1 KiB), the queue name (128), the key and the group (512 bytes
  * each, up to 3072 once JSON-escaped), `last_error` (8192 characters plus the cut marker, up to 6
- * bytes each once escaped: under 48.1 KiB), the progress report (4 KiB) and the lease. 64 KiB
- * covers them all with room to spare.
+ * bytes each once escaped: under 48.1 KiB), the progress report (4 KiB), the attributes (4 KiB,
+ * `MAX_ATTRIBUTES_BYTES`) and the lease. 64 KiB covers them all with room to spare.
  */
 export const JOB_OVERHEAD_BYTES = 64 * 1024;
 

@@ -12,6 +12,7 @@
  */
 
 import { createHash } from "node:crypto";
+import { NOT_XML_TEXT } from "../core/attributes.ts";
 import { TegamiError } from "../core/errors.ts";
 import type { Delivery, NewJob } from "../core/job.ts";
 import { MIN_LEASE_MS } from "../core/limits.ts";
@@ -25,13 +26,18 @@ import {
   type SqsServices,
   stringInput,
 } from "./action_context.ts";
-import { parseMessageAttributes } from "./message_attributes.ts";
-import { md5OfBody } from "./message_md5.ts";
+import {
+  jobAttributes,
+  messageAttributes,
+  parseMessageAttributes,
+  selectAttributes,
+} from "./message_attributes.ts";
+import { md5OfAttributes, md5OfBody } from "./message_md5.ts";
 import { MAX_VISIBILITY_SECONDS } from "./queue_attributes.ts";
 import { isFifo } from "./queue_url.ts";
 import { parseReceiptHandle, receiptHandle } from "./receipt_handle.ts";
 import { invalidParameter, missingParameter, notYet, SqsError, toSqsError } from "./sqs_error.ts";
-import type { WireMap, WireStruct } from "./wire_values.ts";
+import { bytesBase64, type WireMap, type WireStruct } from "./wire_values.ts";
 
 /** How long a FIFO message's deduplication id holds, ms (AWS's 5-minute window). */
 export const DEDUP_WINDOW_MS = 5 * 60 * 1000;
@@ -44,8 +50,6 @@ export const MAX_RECEIVE = 10;
 /** The longest long poll, seconds. */
 export const MAX_WAIT_SECONDS = 20;
 
-// deno-lint-ignore no-control-regex
-const NOT_SQS_TEXT = /[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/u;
 /** Message group and deduplication ids: 1 to 128 printable ASCII characters. */
 const ID_TEXT = /^[\x21-\x7e]{1,128}$/;
 
@@ -69,6 +73,8 @@ export function sequenceNumber(id: number): string {
 interface Prepared {
   job: NewJob;
   md5: string;
+  /** The MD5 of its message attributes, when it has any. */
+  md5OfAttributes: string | null;
   bodyBytes: number;
 }
 
@@ -81,7 +87,7 @@ function prepare(
 ): Prepared {
   const body = stringInput(entry, "MessageBody");
   if (body === undefined || body === "") throw missingParameter("MessageBody");
-  if (NOT_SQS_TEXT.test(body)) {
+  if (NOT_XML_TEXT.test(body)) {
     throw new SqsError(
       "InvalidMessageContents",
       "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to " +
@@ -100,9 +106,6 @@ function prepare(
     );
   }
   const attributes = parseMessageAttributes(entry.MessageAttributes as WireMap | undefined);
-  if (attributes.size > 0) {
-    throw notYet("Storing message attributes with a message (MessageAttributes)");
-  }
   const system = entry.MessageSystemAttributes;
   if (system instanceof Map && system.size > 0) {
     throw notYet("Storing message system attributes (MessageSystemAttributes)");
@@ -143,6 +146,7 @@ function prepare(
   return {
     job: {
       payload,
+      attributes: jobAttributes(attributes),
       priority: 0,
       key,
       key_ttl_ms: key === null ? null : DEDUP_WINDOW_MS,
@@ -154,6 +158,7 @@ function prepare(
       backoff: null,
     },
     md5: md5OfBody(body),
+    md5OfAttributes: attributes.size === 0 ? null : md5OfAttributes(attributes),
     bodyBytes,
   };
 }
@@ -163,6 +168,7 @@ function sent(queue: string, prepared: Prepared, id: number): Record<string, str
     MD5OfMessageBody: prepared.md5,
     MessageId: String(id),
   };
+  if (prepared.md5OfAttributes !== null) out.MD5OfMessageAttributes = prepared.md5OfAttributes;
   if (isFifo(queue)) out.SequenceNumber = sequenceNumber(id);
   return out;
 }
@@ -234,6 +240,7 @@ function messageOf(
   queue: string,
   delivery: Delivery,
   wanted: ReadonlySet<string>,
+  attributeNames: readonly string[],
 ): Record<string, unknown> {
   const { job, lease } = delivery;
   const body = bodyOf(job.payload);
@@ -256,6 +263,17 @@ function messageOf(
     put("MessageDeduplicationId", job.key);
   }
   if (Object.keys(attributes).length > 0) message.Attributes = attributes;
+  const chosen = selectAttributes(messageAttributes(job.attributes), attributeNames);
+  if (chosen.size > 0) {
+    message.MD5OfMessageAttributes = md5OfAttributes(chosen);
+    const out: Record<string, Record<string, string>> = {};
+    for (const [name, a] of chosen) {
+      out[name] = a.binaryValue !== null
+        ? { DataType: a.dataType, BinaryValue: bytesBase64(a.binaryValue) }
+        : { DataType: a.dataType, StringValue: a.stringValue ?? "" };
+    }
+    message.MessageAttributes = out;
+  }
   return message;
 }
 
@@ -287,7 +305,8 @@ const receiveMessage: Action = async (services, call) => {
   }
   // AWS leaves Messages out of an empty answer.
   if (deliveries.length === 0) return {};
-  return { Messages: deliveries.map((d) => messageOf(queue, d, wanted)) };
+  const names = (input.MessageAttributeNames as string[] | undefined) ?? [];
+  return { Messages: deliveries.map((d) => messageOf(queue, d, wanted, names)) };
 };
 
 /** A receipt handle of `queue`'s job: its job and token, after checking the job's queue. */

@@ -1,17 +1,27 @@
 /**
  * Message attributes as `SendMessage` carries them, read from a decoded request and checked by
- * AWS's rules: at most 10, a name of letters, digits, `_`, `-` and `.` (not starting with `AWS.`
- * or `Amazon.`, no `..`, no leading or trailing `.`, at most 256 characters), a data type
- * `String`, `Number` or `Binary` with an optional `.label`, and the value that type needs.
- *
- * tegami cannot store attributes with a job yet, so the SQS API refuses a message that carries
- * any, after checking them (see `message_md5.ts` for their digest).
+ * the rules of core/attributes.ts (AWS's): at most 10, a name of letters, digits, `_`, `-` and
+ * `.` (not starting with `AWS.` or `Amazon.`, no `..`, no leading or trailing `.`, at most 256
+ * characters), a data type `String`, `Number` or `Binary` with an optional `.label`, and the
+ * value that type needs. They are a job's attributes, stored with it (binary values as base64)
+ * and given back by `ReceiveMessage` and by tegami's own API alike.
  *
  * @module
  */
 
+import {
+  type Attribute,
+  attributeNameProblem,
+  attributesText,
+  attributeTypeProblem,
+  attributeValueProblem,
+  isBinaryType,
+  MAX_ATTRIBUTES,
+  MAX_ATTRIBUTES_BYTES,
+  readAttributes,
+} from "../core/attributes.ts";
 import { invalidParameter, SqsError } from "./sqs_error.ts";
-import type { WireMap, WireStruct } from "./wire_values.ts";
+import { base64Bytes, bytesBase64, type WireMap, type WireStruct } from "./wire_values.ts";
 
 /** One message attribute. */
 export interface MessageAttribute {
@@ -23,26 +33,7 @@ export interface MessageAttribute {
   binaryValue: Uint8Array | null;
 }
 
-/** The most attributes a message may carry. */
-export const MAX_ATTRIBUTES = 10;
-
-const NAME = /^[A-Za-z0-9_.-]{1,256}$/;
-const DATA_TYPE = /^(String|Number|Binary)(\.[^\s]{1,250})?$/;
-const NUMBER = /^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$/;
-
-function nameProblem(name: string): string | null {
-  if (!NAME.test(name)) {
-    return "names hold 1 to 256 letters, digits, underscores, hyphens and periods";
-  }
-  const lower = name.toLowerCase();
-  if (lower.startsWith("aws.") || lower.startsWith("amazon.")) {
-    return "names starting with AWS. or Amazon. are reserved";
-  }
-  if (name.includes("..") || name.startsWith(".") || name.endsWith(".")) {
-    return "names must not start or end with a period, nor hold two in a row";
-  }
-  return null;
-}
+export { MAX_ATTRIBUTES };
 
 /** Reads and checks the `MessageAttributes` of a message (`param` names them in errors). */
 export function parseMessageAttributes(
@@ -59,7 +50,7 @@ export function parseMessageAttributes(
     );
   }
   for (const [name, raw] of map) {
-    const problem = nameProblem(name);
+    const problem = attributeNameProblem(name);
     if (problem !== null) {
       throw new SqsError(
         "InvalidParameterValue",
@@ -74,7 +65,7 @@ export function parseMessageAttributes(
         `The message attribute '${name}' must contain a non-empty attribute type.`,
       );
     }
-    if (!DATA_TYPE.test(dataType) || dataType.length > 256) {
+    if (attributeTypeProblem(dataType) !== null || dataType.length > 256) {
       throw new SqsError(
         "InvalidParameterValue",
         `The type of message attribute '${name}' is invalid: expected String, Number or ` +
@@ -107,13 +98,73 @@ export function parseMessageAttributes(
           "field 'String'.",
       );
     }
-    if (dataType.startsWith("Number") && !NUMBER.test(stringValue)) {
+    if (dataType.startsWith("Number") && attributeValueProblem(dataType, stringValue) !== null) {
       throw new SqsError(
         "InvalidParameterValue",
         `Can't cast the value of message (user) attribute '${name}' to a number.`,
       );
     }
+    if (attributeValueProblem(dataType, stringValue) !== null) {
+      throw new SqsError(
+        "InvalidParameterValue",
+        `Message attribute '${name}' holds characters that are not valid: valid unicode ` +
+          "characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to " +
+          "#x10FFFF",
+      );
+    }
     out.set(name, { dataType, stringValue, binaryValue: null });
+  }
+  return out;
+}
+
+/** Message attributes as a job stores them (binary values as base64); null for none. */
+export function jobAttributes(attributes: ReadonlyMap<string, MessageAttribute>): string | null {
+  const out = new Map<string, Attribute>();
+  for (const [name, a] of attributes) {
+    out.set(name, {
+      type: a.dataType,
+      value: a.binaryValue !== null ? bytesBase64(a.binaryValue) : a.stringValue ?? "",
+    });
+  }
+  const text = attributesText(out);
+  if (text !== null && new TextEncoder().encode(text).length > MAX_ATTRIBUTES_BYTES) {
+    throw invalidParameter(
+      "MessageAttributes",
+      `Message attributes must take at most ${MAX_ATTRIBUTES_BYTES} bytes as tegami stores them ` +
+        "(their JSON text).",
+    );
+  }
+  return text;
+}
+
+/** A job's stored attributes as message attributes. */
+export function messageAttributes(text: string | null): Map<string, MessageAttribute> {
+  const out = new Map<string, MessageAttribute>();
+  for (const [name, a] of readAttributes(text)) {
+    out.set(
+      name,
+      isBinaryType(a.type)
+        ? { dataType: a.type, stringValue: null, binaryValue: base64Bytes(a.value, name) }
+        : { dataType: a.type, stringValue: a.value, binaryValue: null },
+    );
+  }
+  return out;
+}
+
+/**
+ * Which of `attributes` a `MessageAttributeNames` list asks for: every one for `All` or `.*`,
+ * those named, and those starting with a `prefix.` given as `prefix.*`.
+ */
+export function selectAttributes(
+  attributes: ReadonlyMap<string, MessageAttribute>,
+  names: readonly string[],
+): Map<string, MessageAttribute> {
+  const out = new Map<string, MessageAttribute>();
+  if (names.length === 0 || attributes.size === 0) return out;
+  const all = names.includes("All") || names.includes(".*");
+  const prefixes = names.filter((n) => n.endsWith(".*")).map((n) => n.slice(0, -1));
+  for (const [name, a] of attributes) {
+    if (all || names.includes(name) || prefixes.some((p) => name.startsWith(p))) out.set(name, a);
   }
   return out;
 }

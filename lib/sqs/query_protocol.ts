@@ -148,7 +148,8 @@ function encode(value: unknown, shape: Shape): string {
     case "bool":
       return String(value);
     case "blob":
-      return bytesBase64(value as Uint8Array);
+      // Bytes, or base64 text already (what the JSON answer carries as it is).
+      return typeof value === "string" ? xmlText(value) : bytesBase64(value as Uint8Array);
     case "struct": {
       let out = "";
       const record = value as Record<string, unknown>;

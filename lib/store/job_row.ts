@@ -30,6 +30,8 @@ export interface JobRow {
   grp: string | null;
   /** The payload as the JSON text received. */
   payload: string;
+  /** The attributes as JSON text (core/attributes.ts), or null for none. */
+  attributes: string | null;
   /** Deliveries so far, less any that reached no consumer; requeueing a dead job zeroes it. */
   attempts: number;
   /** Deliveries allowed before the job is dead: its own, else its queue's, else 5. */
@@ -100,6 +102,7 @@ export function rowToJob(row: JobRow): Job {
     queue: row.queue,
     state: row.state,
     payload: row.payload,
+    attributes: row.attributes,
     priority: row.priority,
     key: row.key ?? row.released_key,
     key_expires_at: row.key_expires_at,

@@ -11,6 +11,7 @@ import { settle, type TestServer } from "./test_server.ts";
 /** Every field of a job as `GET /v1/jobs/{id}` shows it, sorted. */
 export const JOB_FIELDS = [
   "attempts",
+  "attributes",
   "backoff",
   "checkpoint",
   "created_at",

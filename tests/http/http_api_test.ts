@@ -38,6 +38,7 @@ Deno.test("POST /v1/queues/{q}/jobs stores every field it is given", async () =>
   const now = server.clock.now();
   const id = await enqueue(server, "mail", {
     payload: { nested: [1, "two", { three: null }] },
+    attributes: null,
     priority: 7,
     key: "order-1",
     group: "customer-9",
@@ -53,6 +54,7 @@ Deno.test("POST /v1/queues/{q}/jobs stores every field it is given", async () =>
     queue: "mail",
     state: "delayed",
     payload: { nested: [1, "two", { three: null }] },
+    attributes: null,
     priority: 7,
     key: "order-1",
     key_expires_at: null,

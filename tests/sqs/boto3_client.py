@@ -100,6 +100,20 @@ def actions(url):
     assert [m["Body"] for m in got] == ["f1"], got
     assert error_code(lambda: c.send_message(QueueUrl=f, MessageBody="x")) == "MissingParameter"
 
+    # Message attributes through the query protocol: boto3 checks MD5OfMessageAttributes of the
+    # send and of the receive.
+    a = c.create_queue(QueueName="py-attrs")["QueueUrl"]
+    attributes = {
+        "kind": {"DataType": "String", "StringValue": "invoice <&>"},
+        "size": {"DataType": "Number", "StringValue": "12.5"},
+        "blob": {"DataType": "Binary.raw", "BinaryValue": b"\x00\x01\xff"},
+    }
+    sent = c.send_message(QueueUrl=a, MessageBody="with", MessageAttributes=attributes)
+    assert len(sent["MD5OfMessageAttributes"]) == 32, sent
+    got = c.receive_message(QueueUrl=a, MessageAttributeNames=["All"])["Messages"][0]
+    assert got["MessageAttributes"] == attributes, got
+    assert got["MD5OfMessageAttributes"] == sent["MD5OfMessageAttributes"]
+
     c.send_message(QueueUrl=q, MessageBody="purged")
     c.purge_queue(QueueUrl=q)
     assert "Messages" not in c.receive_message(QueueUrl=q)

@@ -356,31 +356,106 @@ Deno.test("ReceiveMessage long-polls until a message comes, and answers empty af
   }
 });
 
-Deno.test("SendMessage checks message attributes and refuses them until they can be stored", async () => {
+for (const store of STORES) {
+  Deno.test({
+    name: `${store.name}: message attributes are stored with the job and given back, MD5s and all`,
+    ignore: store.ignore,
+    fn: async () => {
+      await using sqs = await startSqsServer({ store });
+      const { client, server } = sqs;
+      const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: "attrs" }));
+      const png = Uint8Array.of(0x89, 0x50, 0x4e, 0x47, 0, 255);
+      // The SDK checks MD5OfMessageAttributes against what it sent, and on receipt against what
+      // came back: a digest computed differently fails these calls.
+      const sent = await client.send(
+        new SendMessageCommand({
+          QueueUrl,
+          MessageBody: "with attributes",
+          MessageAttributes: {
+            "trace.id": { DataType: "String", StringValue: "00-ab-cd-01" },
+            "trace.sampled": { DataType: "Number.bool", StringValue: "1" },
+            thumbnail: { DataType: "Binary", BinaryValue: png },
+          },
+        }),
+      );
+      assert.match(sent.MD5OfMessageAttributes ?? "", /^[0-9a-f]{32}$/);
+      const job = await server.request("GET", `/v1/jobs/${sent.MessageId}`);
+      assert.deepEqual(job.body.attributes, {
+        thumbnail: { type: "Binary", value: "iVBORwD/" },
+        "trace.id": { type: "String", value: "00-ab-cd-01" },
+        "trace.sampled": { type: "Number.bool", value: "1" },
+      });
+      const [all] = (await client.send(
+        new ReceiveMessageCommand({ QueueUrl, MessageAttributeNames: ["All"] }),
+      )).Messages!;
+      assert.equal(all.MD5OfMessageAttributes, sent.MD5OfMessageAttributes);
+      assert.deepEqual(all.MessageAttributes?.thumbnail.BinaryValue, png);
+      assert.equal(all.MessageAttributes?.["trace.id"].StringValue, "00-ab-cd-01");
+      await client.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl,
+          ReceiptHandle: all.ReceiptHandle,
+          VisibilityTimeout: 0,
+        }),
+      );
+      const [some] = (await client.send(
+        new ReceiveMessageCommand({ QueueUrl, MessageAttributeNames: ["trace.*"] }),
+      )).Messages!;
+      assert.deepEqual(Object.keys(some.MessageAttributes ?? {}).sort(), [
+        "trace.id",
+        "trace.sampled",
+      ]);
+      assert.notEqual(some.MD5OfMessageAttributes, sent.MD5OfMessageAttributes, "of the subset");
+      await client.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl,
+          ReceiptHandle: some.ReceiptHandle,
+          VisibilityTimeout: 0,
+        }),
+      );
+      const [none] = (await client.send(new ReceiveMessageCommand({ QueueUrl }))).Messages!;
+      assert.equal(none.MessageAttributes, undefined, "none asked for, none given");
+      // The other door: a job enqueued with attributes through tegami's API.
+      const made = await server.request("POST", "/v1/queues/attrs2/jobs", {
+        payload: "native",
+        attributes: { kind: { type: "String", value: "invoice" } },
+      });
+      const url2 = QueueUrl!.replace(/attrs$/, "attrs2");
+      const [native] = (await client.send(
+        new ReceiveMessageCommand({ QueueUrl: url2, MessageAttributeNames: ["kind"] }),
+      )).Messages!;
+      assert.equal(native.MessageId, String(made.body.id));
+      assert.deepEqual(native.MessageAttributes, {
+        kind: { DataType: "String", StringValue: "invoice" },
+      });
+    },
+  });
+}
+
+Deno.test("SendMessage refuses bad message attributes with AWS's errors", async () => {
   await using sqs = await startSqsServer();
   const { client } = sqs;
   const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: "attrs" }));
-  const refused = await sdkError(
-    client.send(
-      new SendMessageCommand({
-        QueueUrl,
-        MessageBody: "x",
-        MessageAttributes: { kind: { DataType: "String", StringValue: "a" } },
-      }),
+  const send = (MessageAttributes: Record<string, unknown>) =>
+    sdkError(
+      client.send(
+        // deno-lint-ignore no-explicit-any
+        new SendMessageCommand({ QueueUrl, MessageBody: "x", MessageAttributes } as any),
+      ),
+    );
+  const cases: Record<string, unknown>[] = [
+    { n: { DataType: "Number", StringValue: "not a number" } },
+    { "AWS.x": { DataType: "String", StringValue: "a" } },
+    { s: { DataType: "String", StringValue: "bell\u0007" } },
+    { big: { DataType: "String", StringValue: "x".repeat(5000) } },
+    Object.fromEntries(
+      Array.from({ length: 11 }, (_, i) => [`a${i}`, { DataType: "String", StringValue: "x" }]),
     ),
-  );
-  assert.equal(refused.name, "UnsupportedOperation");
-  assert.match(refused.message, /MessageAttributes/);
-  const malformed = await sdkError(
-    client.send(
-      new SendMessageCommand({
-        QueueUrl,
-        MessageBody: "x",
-        MessageAttributes: { n: { DataType: "Number", StringValue: "not a number" } },
-      }),
-    ),
-  );
-  assert.equal(malformed.name, "InvalidParameterValue");
+  ];
+  for (const attributes of cases) {
+    const refused = await send(attributes);
+    assert.equal(refused.name, "InvalidParameterValue", JSON.stringify(attributes).slice(0, 80));
+  }
   const fifoOnly = await sdkError(
     client.send(
       new SendMessageCommand({ QueueUrl, MessageBody: "x", MessageDeduplicationId: "d" }),

@@ -449,6 +449,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       queue: "q",
       state: "pending",
       payload: '{"a":1}',
+      attributes: null,
       priority: 3,
       key: "k1",
       key_expires_at: null,
@@ -472,6 +473,28 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.deepEqual(second?.backoff, { base_ms: 10, max_ms: 20 });
     assert.equal(second?.key, null);
     assert.equal(second?.lease_ms, null);
+  });
+
+  test("enqueue() stores a job's attributes, and a claim and a replace carry them", async (store) => {
+    const attributes = '{"trace":{"type":"String","value":"00-ab-cd-01"}}';
+    const [{ id }] = await store.enqueue("q", [newJob({ attributes, key: "k" })], T0);
+    const [plain] = await store.enqueue("q", [newJob()], T0);
+    assert.equal((await store.get(id))?.attributes, attributes);
+    assert.equal((await store.get(plain.id))?.attributes, null);
+    const replacing = '{"n":{"type":"Number","value":"7"}}';
+    await store.enqueue(
+      "q",
+      [newJob({ attributes: replacing, key: "k", on_duplicate: "replace" })],
+      T0,
+    );
+    assert.equal((await store.get(id))?.attributes, replacing);
+    const claimed = await store.claim("q", 2, null, T0);
+    assert.deepEqual(claimed.map((d) => d.job.attributes), [replacing, null]);
+    await store.enqueue("r", [newJob({ attributes })], T0);
+    const [grouped] = await store.enqueue("r", [newJob({ attributes, group: "g" })], T0);
+    const fair = await store.claimFair("r", [{ max: 2, lease_ms: null }], T0);
+    assert.deepEqual(fair[0].map((d) => d.job.attributes), [attributes, attributes]);
+    assert.equal((await store.get(grouped.id))?.state, "leased");
   });
 
   test("enqueue() of a long batch mixing keyed and unkeyed jobs keeps each its place and id", async (store) => {

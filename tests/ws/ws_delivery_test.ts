@@ -80,6 +80,7 @@ Deno.test("a job enqueued after subscribing is pushed without polling, with its 
     queue: "w",
     state: "leased",
     payload: { to: "a@b" },
+    attributes: null,
     priority: 3,
     key: "k1",
     key_expires_at: null,

@@ -21,6 +21,7 @@ import migrationRetentionIndex from "./migrations/007_retention_index.sql" with 
 import migrationConsumerPrefetch from "./migrations/008_consumer_prefetch.sql" with {
   type: "text",
 };
+import migrationAttributes from "./migrations/009_attributes.sql" with { type: "text" };
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
@@ -32,6 +33,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   migrationGroupBulk,
   migrationRetentionIndex,
   migrationConsumerPrefetch,
+  migrationAttributes,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

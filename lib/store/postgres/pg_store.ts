@@ -395,13 +395,13 @@ export class PgStore implements Store {
       const inserted = fresh.length === 0 ? [] : await tx<{ id: number }[]>`
         WITH changed AS (
         INSERT INTO jobs (queue, state, priority, key, grp, payload, max_attempts, run_at,
-          lease_ms, backoff_base_ms, backoff_max_ms, created_at, key_expires_at)
+          lease_ms, backoff_base_ms, backoff_max_ms, created_at, key_expires_at, attributes)
         SELECT ${queue}, t.state, t.priority, t.key, t.grp, t.payload,
           -- withQueueDefaults() (core/queue_settings.ts) in SQL: the job's own, else its queue's
           -- (s, from the row this transaction reads), else the server's.
           coalesce(t.max_attempts, s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int), t.run_at,
           coalesce(t.lease_ms, s.lease_ms), coalesce(t.base_ms, s.backoff_base_ms),
-          coalesce(t.max_ms, s.backoff_max_ms), ${now}::bigint, t.key_expires_at
+          coalesce(t.max_ms, s.backoff_max_ms), ${now}::bigint, t.key_expires_at, t.attributes
         FROM unnest(
           ${fresh.map((f) => f.state)}::text[], ${fresh.map((f) => f.job.priority)}::int[],
           ${fresh.map((f) => f.job.key)}::text[], ${fresh.map((f) => f.job.group ?? null)}::text[],
@@ -410,9 +410,10 @@ export class PgStore implements Store {
           ${fresh.map((f) => f.job.lease_ms)}::bigint[],
           ${fresh.map((f) => f.job.backoff?.base_ms ?? null)}::bigint[],
           ${fresh.map((f) => f.job.backoff?.max_ms ?? null)}::bigint[],
-          ${fresh.map((f) => f.key_expires_at)}::bigint[]
+          ${fresh.map((f) => f.key_expires_at)}::bigint[],
+          ${fresh.map((f) => f.job.attributes ?? null)}::text[]
         ) WITH ORDINALITY AS t(state, priority, key, grp, payload, max_attempts, run_at, lease_ms,
-          base_ms, max_ms, key_expires_at, ord)
+          base_ms, max_ms, key_expires_at, attributes, ord)
         LEFT JOIN queue_settings s ON s.name = ${queue}
         ORDER BY t.ord
         RETURNING id, queue, grp, state
@@ -1519,22 +1520,23 @@ async function enqueueMany(
   const inserted = await tx<{ id: number }[]>`
     WITH changed AS (
     INSERT INTO jobs (queue, state, priority, grp, payload, max_attempts, run_at, lease_ms,
-      backoff_base_ms, backoff_max_ms, created_at)
+      backoff_base_ms, backoff_max_ms, created_at, attributes)
     SELECT t.queue, t.state, t.priority, t.grp, t.payload,
       -- withQueueDefaults() (core/queue_settings.ts) in SQL: the job's own, else its queue's
       -- (s, from the row this transaction reads), else the server's.
       coalesce(t.max_attempts, s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int), t.run_at,
       coalesce(t.lease_ms, s.lease_ms), coalesce(t.base_ms, s.backoff_base_ms),
-      coalesce(t.max_ms, s.backoff_max_ms), t.now
+      coalesce(t.max_ms, s.backoff_max_ms), t.now, t.attributes
     FROM unnest(
       ${queues}::text[], ${states}::text[], ${jobs.map((j) => j.priority)}::int[],
       ${jobs.map((j) => j.group ?? null)}::text[],
       ${jobs.map((j) => j.payload)}::text[], ${jobs.map((j) => j.max_attempts)}::int[],
       ${runAts}::bigint[], ${jobs.map((j) => j.lease_ms)}::bigint[],
       ${jobs.map((j) => j.backoff?.base_ms ?? null)}::bigint[],
-      ${jobs.map((j) => j.backoff?.max_ms ?? null)}::bigint[], ${nows}::bigint[]
+      ${jobs.map((j) => j.backoff?.max_ms ?? null)}::bigint[], ${nows}::bigint[],
+      ${jobs.map((j) => j.attributes ?? null)}::text[]
     ) WITH ORDINALITY AS t(queue, state, priority, grp, payload, max_attempts, run_at,
-      lease_ms, base_ms, max_ms, now, ord)
+      lease_ms, base_ms, max_ms, now, attributes, ord)
     LEFT JOIN queue_settings s ON s.name = t.queue
     ORDER BY t.ord
     RETURNING id, queue, grp, state
@@ -1705,7 +1707,8 @@ async function applyDuplicates(
         THEN coalesce(u.base_ms, s.backoff_base_ms) ELSE j.backoff_base_ms END,
       backoff_max_ms = CASE WHEN u.replace = 1
         THEN coalesce(u.max_ms, s.backoff_max_ms) ELSE j.backoff_max_ms END,
-      key_expires_at = CASE WHEN u.replace = 1 THEN u.key_expires_at ELSE j.key_expires_at END
+      key_expires_at = CASE WHEN u.replace = 1 THEN u.key_expires_at ELSE j.key_expires_at END,
+      attributes = CASE WHEN u.replace = 1 THEN u.attributes ELSE j.attributes END
     FROM unnest(
       ${changes.map((c) => c.id)}::bigint[], ${changes.map((c) => c.state)}::text[],
       ${changes.map((c) => c.run_at)}::bigint[], ${
@@ -1715,9 +1718,10 @@ async function applyDuplicates(
       ${of((j) => j.max_attempts)}::int[], ${of((j) => j.lease_ms)}::bigint[],
       ${of((j) => j.backoff?.base_ms ?? null)}::bigint[],
       ${of((j) => j.backoff?.max_ms ?? null)}::bigint[],
-      ${changes.map((c) => c.key_expires_at)}::bigint[]
+      ${changes.map((c) => c.key_expires_at)}::bigint[],
+      ${of((j) => j.attributes ?? null)}::text[]
     ) AS u(id, state, run_at, replace, payload, priority, max_attempts, lease_ms, base_ms, max_ms,
-      key_expires_at)
+      key_expires_at, attributes)
     LEFT JOIN queue_settings s ON s.name = ${queue}
     WHERE j.id = u.id`;
 }

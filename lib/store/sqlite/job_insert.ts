@@ -25,6 +25,7 @@ export const INSERT_COLUMNS = [
   "backoff_max_ms",
   "created_at",
   "key_expires_at",
+  "attributes",
 ] as const;
 
 /** Inserts runs of new rows in as few statements as their number allows. */

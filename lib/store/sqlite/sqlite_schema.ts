@@ -170,6 +170,10 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE probe ADD COLUMN room BLOB;
   `,
+  // A job's attributes (core/attributes.ts): JSON text, null for none.
+  `
+  ALTER TABLE jobs ADD COLUMN attributes TEXT;
+  `,
 ];
 
 /**

@@ -589,6 +589,7 @@ export class SqliteStore implements Store {
       job.backoff?.max_ms ?? null,
       now,
       keyExpiresAt(job, now),
+      job.attributes ?? null,
     );
     this.#moves.push([queue, null, state]);
     return { id: 0, deduplicated: false, duplicate: null, state, run_at: runAt };
@@ -1423,6 +1424,7 @@ export class SqliteStore implements Store {
           job.backoff?.base_ms ?? null,
           job.backoff?.max_ms ?? null,
           keyExpiresAt(job, now),
+          job.attributes ?? null,
           holder.id,
         );
         break;
@@ -1563,7 +1565,8 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
     releaseKey: p("UPDATE jobs SET released_key = key, key = NULL WHERE id = ?"),
     replaceJob: p(
       `UPDATE jobs SET state = ?, payload = ?, priority = ?, max_attempts = ?, run_at = ?,
-         lease_ms = ?, backoff_base_ms = ?, backoff_max_ms = ?, key_expires_at = ? WHERE id = ?`,
+         lease_ms = ?, backoff_base_ms = ?, backoff_max_ms = ?, key_expires_at = ?,
+         attributes = ? WHERE id = ?`,
     ),
     extendJob: p("UPDATE jobs SET state = ?, run_at = ? WHERE id = ?"),
     selectPending: rows(

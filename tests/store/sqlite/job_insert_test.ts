@@ -34,6 +34,7 @@ function rows(n: number, tag: string): SQLInputValue[] {
       backoff_max_ms: null,
       created_at: 1000,
       key_expires_at: null,
+      attributes: null,
     };
     values.push(...INSERT_COLUMNS.map((column) => row[column]));
   }
