@@ -1,6 +1,8 @@
 /**
  * The HTTP side of the client: enqueue (one or a batch), get, cancel, queue stats, dead letters,
- * pause/resume, queue settings. Uses only the standard `fetch`, so it runs in Deno, browsers and Node 20 or later.
+ * pause/resume, queue settings. Uses the standard `fetch`, so it runs in Deno, browsers and Node 20
+ * or later; on Node, unless given a `fetch`, it sends through `node:http`, which costs a Node
+ * producer less CPU per request (see node_http.ts).
  * Server errors come back as {@linkcode TegamiError} carrying the server's code.
  *
  * `enqueue` calls made in the same tick go out together: one request per queue carrying them all
@@ -15,6 +17,7 @@
 
 import { type ErrorCode, TegamiError } from "../core/errors.ts";
 import { TickBatch } from "./tick_batch.ts";
+import { fetchTransport, nodeTransport, type Transport } from "./node_http.ts";
 import { scheduleBody, type ScheduleDefinition, type ScheduleInfo } from "./schedules.ts";
 
 /** Options of one job. */
@@ -158,7 +161,7 @@ export interface ConnectionOptions {
   url?: string;
   /** Bearer token, when the server uses `--tokens`. */
   token?: string;
-  /** The `fetch` to use. @default globalThis.fetch */
+  /** The `fetch` to use. @default globalThis.fetch (on Node, `node:http` unless one is given) */
   fetch?: typeof fetch;
 }
 
@@ -271,15 +274,17 @@ export class TegamiClient {
   /** The server's base URL, without a trailing slash. */
   readonly url: string;
   readonly #token: string | undefined;
-  readonly #fetch: typeof fetch;
+  readonly #send: Transport;
   readonly #maxCoalesced: number;
-  readonly #calls = new TickBatch<Call>((calls) => this.#send(calls));
+  readonly #calls = new TickBatch<Call>((calls) => this.#sendCalls(calls));
 
   /** Makes a client; nothing is sent until the first call. */
   constructor(options: ClientOptions = {}) {
     this.url = baseUrl(options.url);
     this.#token = options.token;
-    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#send = options.fetch !== undefined
+      ? fetchTransport(options.fetch)
+      : nodeTransport() ?? fetchTransport(globalThis.fetch.bind(globalThis));
     this.#maxCoalesced = Math.max(1, options.maxCoalesced ?? 1000);
   }
 
@@ -292,22 +297,22 @@ export class TegamiClient {
     const headers: Record<string, string> = {};
     if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`;
     if (body !== undefined) headers["content-type"] = "application/json";
-    let response: Response;
+    let status: number;
+    let text: string;
     try {
-      response = await this.#fetch(this.url + path, { method, headers, body });
+      ({ status, text } = await this.#send(method, this.url + path, headers, body));
     } catch (cause) {
       throw new TegamiError("unavailable", `Cannot reach ${this.url}: ${String(cause)}`, {
         cause,
       });
     }
-    const text = await response.text();
     let parsed: unknown = null;
     try {
       parsed = text === "" ? null : JSON.parse(text);
     } catch {
       parsed = null;
     }
-    if (!response.ok) throw errorFromAnswer(response.status, parsed);
+    if (status < 200 || status > 299) throw errorFromAnswer(status, parsed);
     return parsed as T;
   }
 
@@ -329,7 +334,7 @@ export class TegamiClient {
   }
 
   /** Sends one tick's enqueue calls: one request per queue (more past the size caps). */
-  #send(calls: Call[]): void {
+  #sendCalls(calls: Call[]): void {
     const byQueue = new Map<string, Call[]>();
     for (const call of calls) {
       const list = byQueue.get(call.queue);

@@ -1,7 +1,8 @@
 /**
  * `deno task test:node`: the client SDK's tests on Node. Bundles `lib/client/mod.ts` to one ES
- * module (`deno bundle`), starts a real server, and runs `client_on_node.mjs` with Node's test
- * runner on every Node it finds: the machine's `node` (Node 20 needs --experimental-websocket
+ * module (`deno bundle`), and `lib/client/node_websocket.ts` to another, starts a real server, and
+ * runs `client_on_node.mjs` and `node_transports_on_node.mjs` (the Node transports, against bare
+ * servers of their own) with Node's test runner on every Node it finds: the machine's `node` (Node 20 needs --experimental-websocket
  * for the standard WebSocket), and Node 22 and 24 from the pinned npm packages in
  * `tests/node/tools` when installed (`npm ci --prefix tests/node/tools`, as `.ci/run` does).
  * Each must pass; a Node below 20 is refused by the SDK's contract, not tried.
@@ -16,11 +17,19 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 
 const dir = await Deno.makeTempDir({ prefix: "tegami-node-" });
 const bundle = `${dir}/client.mjs`;
-const built = await new Deno.Command(Deno.execPath(), {
-  args: ["bundle", "--platform", "browser", "--format", "esm", "-o", bundle, "lib/client/mod.ts"],
-  cwd: ROOT,
-}).output();
-if (built.code !== 0) throw new Error(new TextDecoder().decode(built.stderr));
+const websocketBundle = `${dir}/node_websocket.mjs`;
+for (
+  const [out, entry] of [[bundle, "lib/client/mod.ts"], [
+    websocketBundle,
+    "lib/client/node_websocket.ts",
+  ]]
+) {
+  const built = await new Deno.Command(Deno.execPath(), {
+    args: ["bundle", "--platform", "browser", "--format", "esm", "-o", out, entry],
+    cwd: ROOT,
+  }).output();
+  if (built.code !== 0) throw new Error(new TextDecoder().decode(built.stderr));
+}
 
 const nodes: string[] = ["node"];
 for (const pkg of ["node22", "node24"]) {
@@ -45,8 +54,18 @@ const results: string[] = [];
     const flags = major < 22 ? ["--experimental-websocket"] : [];
     console.log(`\n== Node ${version} ${flags.join(" ")}`);
     const run = await new Deno.Command(node, {
-      args: [...flags, "--test", "--test-reporter=spec", `${HERE}client_on_node.mjs`],
-      env: { TEGAMI_URL: server.url, TEGAMI_CLIENT: `file://${bundle}` },
+      args: [
+        ...flags,
+        "--test",
+        "--test-reporter=spec",
+        `${HERE}client_on_node.mjs`,
+        `${HERE}node_transports_on_node.mjs`,
+      ],
+      env: {
+        TEGAMI_URL: server.url,
+        TEGAMI_CLIENT: `file://${bundle}`,
+        TEGAMI_NODE_WEBSOCKET: `file://${websocketBundle}`,
+      },
       stdout: "inherit",
       stderr: "inherit",
     }).output();

@@ -1,0 +1,251 @@
+// The client's Node transports, run by tests/node/run.ts on every Node with Node's test runner:
+// NodeWebSocket (lib/client/node_websocket.ts, bundled as TEGAMI_NODE_WEBSOCKET) against a bare
+// node:net server that writes exact RFC 6455 bytes, and the producer's node:http transport
+// (lib/client/node_http.ts) through the bundled client (TEGAMI_CLIENT).
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { createServer as createHttpServer } from "node:http";
+import { createServer } from "node:net";
+import { test } from "node:test";
+
+const { NodeWebSocket } = await import(process.env.TEGAMI_NODE_WEBSOCKET);
+const { TegamiClient } = await import(process.env.TEGAMI_CLIENT);
+const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+/**
+ * A server that answers one upgrade (with `protocol` chosen, or the status line `refuse`), then
+ * hands the socket and what the client sent to `talk`.
+ */
+async function rawServer(talk, { protocol = "tegami.v2", refuse } = {}) {
+  const server = createServer((socket) => {
+    let head = Buffer.alloc(0);
+    const onData = (chunk) => {
+      head = Buffer.concat([head, chunk]);
+      const end = head.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      socket.off("data", onData);
+      const text = head.subarray(0, end).toString();
+      if (refuse !== undefined) {
+        socket.end(`${refuse}\r\ncontent-length: 0\r\n\r\n`);
+        return;
+      }
+      const key = /sec-websocket-key: (.*)/i.exec(text)[1].trim();
+      const accept = createHash("sha1").update(key + GUID).digest("base64");
+      socket.write(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+          `Sec-WebSocket-Accept: ${accept}\r\nSec-WebSocket-Protocol: ${protocol}\r\n\r\n`,
+      );
+      talk(socket, text, frames(socket, head.subarray(end + 4)));
+    };
+    socket.on("data", onData);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `ws://127.0.0.1:${server.address().port}/v1/ws`, close: () => server.close() };
+}
+
+/** The client's frames as they arrive, unmasked: `next()` answers `{ fin, op, masked, data }`. */
+function frames(socket, first) {
+  let buffer = first;
+  const queue = [];
+  let wake = null;
+  const parse = () => {
+    for (;;) {
+      if (buffer.length < 2) return;
+      let length = buffer[1] & 127;
+      let at = 2;
+      if (length === 126) [length, at] = [buffer.readUInt16BE(2), 4];
+      else if (length === 127) [length, at] = [Number(buffer.readBigUInt64BE(2)), 10];
+      const masked = (buffer[1] & 128) !== 0;
+      if (buffer.length < at + (masked ? 4 : 0) + length) return;
+      const key = masked ? buffer.subarray(at, at + 4) : null;
+      if (masked) at += 4;
+      const data = Buffer.from(buffer.subarray(at, at + length));
+      if (key) { for (let i = 0; i < data.length; i++) data[i] ^= key[i % 4]; }
+      queue.push({ fin: (buffer[0] & 128) !== 0, op: buffer[0] & 15, masked, data });
+      buffer = buffer.subarray(at + length);
+      wake?.();
+    }
+  };
+  socket.on("data", (chunk) => {
+    buffer = Buffer.concat([buffer, chunk]);
+    parse();
+  });
+  parse();
+  return {
+    async next() {
+      while (queue.length === 0) await new Promise((resolve) => wake = resolve);
+      return queue.shift();
+    },
+  };
+}
+
+/** An unmasked server frame with FIN `fin`, opcode `op` and `data`. */
+function frame(op, data, fin = true) {
+  const payload = Buffer.from(data);
+  const length = payload.length;
+  const head = length < 126
+    ? Buffer.from([(fin ? 128 : 0) | op, length])
+    : length < 65536
+    ? Buffer.from([(fin ? 128 : 0) | op, 126, length >> 8, length & 255])
+    : Buffer.concat([Buffer.from([(fin ? 128 : 0) | op, 127]), bigLength(length)]);
+  return Buffer.concat([head, payload]);
+}
+
+function bigLength(length) {
+  const bytes = Buffer.alloc(8);
+  bytes.writeBigUInt64BE(BigInt(length));
+  return bytes;
+}
+
+/** Opens a NodeWebSocket and collects what it sees. */
+function open(url) {
+  const ws = new NodeWebSocket(url, "tegami.v2");
+  const messages = [];
+  let wake = null;
+  const opened = new Promise((resolve, reject) => {
+    ws.onopen = resolve;
+    ws.onerror = () => reject(new Error("the socket failed"));
+  });
+  const closed = new Promise((resolve) => ws.onclose = resolve);
+  ws.onmessage = (event) => {
+    messages.push(event.data);
+    wake?.();
+  };
+  const next = async () => {
+    while (messages.length === 0) await new Promise((resolve) => wake = resolve);
+    return messages.shift();
+  };
+  return { ws, opened, closed, next };
+}
+
+test("NodeWebSocket opens with the subprotocol and sends masked text frames (RFC 6455 §5.3)", async () => {
+  let server;
+  const got = new Promise((resolve) => {
+    server = rawServer(async (_socket, request, incoming) => {
+      resolve({ request, frame: await incoming.next() });
+    });
+  });
+  const { url, close } = await server;
+  const client = open(url);
+  await client.opened;
+  assert.equal(client.ws.protocol, "tegami.v2");
+  client.ws.send("héllo");
+  const { request, frame: sent } = await got;
+  assert.match(request, /^GET \/v1\/ws HTTP\/1\.1\r\n/);
+  assert.match(request, /sec-websocket-protocol: tegami\.v2/i);
+  assert.match(request, /sec-websocket-version: 13/i);
+  assert.deepEqual([sent.fin, sent.op, sent.masked], [true, 1, true]);
+  assert.equal(sent.data.toString(), "héllo");
+  client.ws.close();
+  close();
+});
+
+test("NodeWebSocket reassembles a fragmented message and answers a ping between its fragments (RFC 6455 §5.4, §5.5.2)", async () => {
+  const pongs = [];
+  const { url, close } = await rawServer(async (socket, _request, incoming) => {
+    // Three fragments with a ping between, all in one write: the client must split them itself.
+    socket.write(Buffer.concat([
+      frame(1, "one ", false),
+      frame(9, "are you there"),
+      frame(0, "two ", false),
+      frame(0, "three"),
+    ]));
+    pongs.push(await incoming.next());
+  });
+  const client = open(url);
+  await client.opened;
+  assert.equal(await client.next(), "one two three");
+  while (pongs.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.deepEqual([pongs[0].op, pongs[0].data.toString()], [10, "are you there"]);
+  client.ws.close();
+  close();
+});
+
+test("NodeWebSocket reads frames with 16-bit and 64-bit lengths split across writes (RFC 6455 §5.2)", async () => {
+  const medium = "m".repeat(60_000);
+  const large = "l".repeat(70_000);
+  const { url, close } = await rawServer((socket) => {
+    const bytes = Buffer.concat([frame(1, medium), frame(1, large)]);
+    // One byte, then the rest in uneven pieces.
+    socket.write(bytes.subarray(0, 1));
+    setTimeout(() => socket.write(bytes.subarray(1, 3)), 5);
+    setTimeout(() => socket.write(bytes.subarray(3, 70_000)), 10);
+    setTimeout(() => socket.write(bytes.subarray(70_000)), 15);
+  });
+  const client = open(url);
+  await client.opened;
+  assert.equal(await client.next(), medium);
+  assert.equal(await client.next(), large);
+  client.ws.close();
+  close();
+});
+
+test("NodeWebSocket echoes the server's close and reports its code and reason (RFC 6455 §5.5.1, §7.1.5)", async () => {
+  let echoed;
+  const { url, close } = await rawServer(async (socket, _request, incoming) => {
+    socket.write(frame(8, Buffer.concat([Buffer.from([0x03, 0xe9]), Buffer.from("going away")])));
+    echoed = await incoming.next();
+  });
+  const client = open(url);
+  await client.opened;
+  const event = await client.closed;
+  assert.deepEqual([event.code, event.reason, event.wasClean], [1001, "going away", true]);
+  while (echoed === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.deepEqual([echoed.op, echoed.data.readUInt16BE(0)], [8, 1001]);
+  close();
+});
+
+test("NodeWebSocket fails with 1006 when the upgrade is refused (RFC 6455 §4.1)", async () => {
+  const { url, close } = await rawServer(() => {}, { refuse: "HTTP/1.1 403 Forbidden" });
+  const ws = new NodeWebSocket(url, "tegami.v2");
+  let failed = false;
+  ws.onerror = () => failed = true;
+  const event = await new Promise((resolve) => ws.onclose = resolve);
+  assert.equal(failed, true);
+  assert.equal(event.code, 1006);
+  assert.equal(ws.readyState, NodeWebSocket.CLOSED);
+  close();
+});
+
+test("TegamiClient on Node sends through node:http, not fetch, and reads a chunked answer", async () => {
+  const server = createHttpServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk) => body += chunk);
+    request.on("end", () => {
+      // No content-length: Node answers chunked, as a proxy may.
+      response.writeHead(201, { "content-type": "application/json" });
+      response.write(`{"id":7,"dedup`);
+      response.end(`licated":false,"duplicate":null,"echo":${JSON.stringify(body)}}`);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const fetched = globalThis.fetch;
+  globalThis.fetch = () => Promise.reject(new Error("fetch was used"));
+  try {
+    const client = new TegamiClient({ url: `http://127.0.0.1:${server.address().port}` });
+    const answer = await client.enqueue("q", { n: 1 });
+    assert.equal(answer.id, 7);
+    assert.equal(answer.echo, `{"payload":{"n":1}}`);
+  } finally {
+    globalThis.fetch = fetched;
+    server.close();
+  }
+});
+
+test("TegamiClient on Node uses the fetch it is given", async () => {
+  const calls = [];
+  const client = new TegamiClient({
+    url: "http://tegami.invalid",
+    fetch: (url, init) => {
+      calls.push([url, init.method]);
+      return Promise.resolve(new Response(`{"id":1,"deduplicated":false,"duplicate":null}`));
+    },
+  });
+  assert.deepEqual(await client.enqueue("q", 1), { id: 1, deduplicated: false, duplicate: null });
+  assert.deepEqual(calls, [["http://tegami.invalid/v1/queues/q/jobs", "POST"]]);
+});
+
+test("TegamiClient on Node rejects with unavailable when node:http cannot connect", async () => {
+  const client = new TegamiClient({ url: "http://127.0.0.1:1" });
+  await assert.rejects(client.enqueue("q", 1), { code: "unavailable" });
+});
