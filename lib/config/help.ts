@@ -138,6 +138,10 @@ export function topLevelHelp(version: string): string {
     ["", "  [--payload JSON] [--missed last|all|none] (see tegami schedule --help)"],
     ["schedule list|get|delete|pause|resume", ""],
     ["", "  list schedules with their next tick; read, delete, pause, resume one"],
+    ["backup --to FILE", "have the server write a checked, compacted copy of its SQLite"],
+    ["", "  database to FILE on its host while it serves, and report it (--json);"],
+    ["", "  restore by starting tegami serve --db FILE"],
+    ["backup --verify FILE", "check a copy offline: integrity, schema version, jobs by state"],
     ["help", "show this help"],
   ];
   return [
@@ -148,7 +152,7 @@ export function topLevelHelp(version: string): string {
     "Commands:",
     ...commands.map(([usage, what]) => `  ${usage.padEnd(26)}${what}`),
     "",
-    "Flags of the client commands (enqueue, stats, job, dead, queue, consume, schedule):",
+    "Flags of the client commands (enqueue, stats, job, dead, queue, consume, schedule, backup):",
     flagHelp(CLIENT_FLAGS),
     "",
     "Other flags:",

@@ -81,3 +81,10 @@ Deno.test("tegami backup shows its progress on a terminal, on stderr, ending the
   assert.match(err, /\rbacking up: 0\.\d MiB of 0\.\d MiB \(100%\) +\n$/);
   assert.match(out, /c\.db: written in/);
 });
+
+Deno.test("tegami --help lists backup --to and --verify", async () => {
+  const help = await tegami(["--help"]);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /backup --to FILE +have the server write a checked, compacted copy/);
+  assert.match(help.stdout, /backup --verify FILE +check a copy offline/);
+});

@@ -115,6 +115,6 @@ Deno.test("tegami --help lists queue settings and its flags", async () => {
   assert.match(text, /--concurrency N --rate 100\/1s --group-limit N --max-attempts N/);
   assert.match(
     text,
-    /Flags of the client commands \(enqueue, stats, job, dead, queue, consume, schedule\)/,
+    /Flags of the client commands \(enqueue, stats, job, dead, queue, consume, schedule, backup\)/,
   );
 });
