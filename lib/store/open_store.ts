@@ -43,7 +43,7 @@ export function redactUrl(url: string): string {
 }
 
 /** The command that installs the PostgreSQL driver next to a source checkout. */
-export const INSTALL_DRIVER = "npx --yes deno@2.9.6 install";
+export const INSTALL_DRIVER = "npx --yes deno@2.9.6 task install:postgres";
 
 /**
  * Opens the store `config.db` names: a `postgres://` URL opens the PostgreSQL store (loaded
