@@ -151,17 +151,100 @@ interface JobFrame {
   lease: { token: string; expires_at: number };
 }
 
+/** A request sent and not yet answered: its frame's text (ref included), resent on reconnect. */
 interface Pending {
-  frame: Record<string, unknown>;
+  ref: number;
+  text: string;
   resolve: (answer: Record<string, unknown>) => void;
   reject: (error: unknown) => void;
 }
 
-interface Active {
-  id: number;
-  token: string;
-  abort: AbortController;
-  timer: ReturnType<typeof setInterval> | undefined;
+/**
+ * A job handed to the handler, and its context. What most handlers never touch is made on first
+ * use: the `AbortController` behind `signal` and the progress reporter. Its lease is extended by
+ * the consumer's one extension timer, not a timer of its own.
+ */
+class RunningJob<T> implements JobContext<T> {
+  readonly id: number;
+  readonly queue: string;
+  readonly group: string | null;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly payload: T;
+  readonly checkpoint: unknown;
+  readonly lastError: string | null;
+  /** The lease token. */
+  readonly token: string;
+  /** The lease length each extension asks for. */
+  readonly leaseMs: number;
+  /** When the extension timer extends this lease next, ms since the epoch. */
+  extendAt: number;
+  /** Set once the handler returned or threw: its lease is no longer extended. */
+  done = false;
+  readonly #call: (frame: Record<string, unknown>) => Promise<Record<string, unknown>>;
+  #abort: AbortController | null = null;
+  #lost: unknown = undefined;
+  #reporter: ProgressReporter | null = null;
+
+  constructor(
+    job: JobFrame,
+    leaseMs: number,
+    call: (frame: Record<string, unknown>) => Promise<Record<string, unknown>>,
+  ) {
+    this.id = job.id;
+    this.queue = job.queue;
+    this.group = job.group ?? null;
+    this.attempt = job.attempt;
+    this.maxAttempts = job.max_attempts;
+    this.payload = job.payload as T;
+    this.checkpoint = job.checkpoint;
+    this.lastError = job.last_error;
+    this.token = job.lease.token;
+    this.leaseMs = leaseMs;
+    // Extend at a third of the lease: two chances before it would expire.
+    this.extendAt = Date.now() + extendEvery(leaseMs);
+    this.#call = call;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#abort === null) {
+      this.#abort = new AbortController();
+      if (this.#lost !== undefined) this.#abort.abort(this.#lost);
+    }
+    return this.#abort.signal;
+  }
+
+  /** Aborts the handler's signal with `reason` (now, or when it is first read). */
+  abort(reason: unknown): void {
+    if (this.#lost !== undefined) return;
+    this.#lost = reason;
+    this.#abort?.abort(reason);
+  }
+
+  async saveCheckpoint(data: unknown): Promise<void> {
+    await this.#call({ op: "checkpoint", id: this.id, token: this.token, data: data ?? null });
+  }
+
+  progress(value: unknown): Promise<void> {
+    this.#reporter ??= new ProgressReporter((value) =>
+      this.#call({ op: "progress", id: this.id, token: this.token, progress: value ?? null })
+    );
+    return this.#reporter.report(value);
+  }
+
+  async extend(leaseMs?: number): Promise<void> {
+    await this.#call({
+      op: "extend",
+      id: this.id,
+      token: this.token,
+      lease_ms: leaseMs ?? this.leaseMs,
+    });
+  }
+}
+
+/** How often a lease of `leaseMs` is extended while its handler runs. */
+function extendEvery(leaseMs: number): number {
+  return Math.max(50, Math.floor(leaseMs / 3));
 }
 
 /** Consumes `queue`, running `handler` for each job. */
@@ -204,8 +287,13 @@ export function consume<T = unknown>(
   let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   const pending = new Map<number, Pending>();
   const waiting: JobFrame[] = [];
-  const active = new Map<string, Active>();
-  const settling = new Set<Promise<unknown>>();
+  const active = new Map<string, RunningJob<T>>();
+  /** Handlers running and requests tracked for close(), and who waits for them to end. */
+  let unsettled = 0;
+  let idleWaiters: (() => void)[] = [];
+  /** The one timer that extends every running job's lease, and when it fires. */
+  let extendTimer: ReturnType<typeof setTimeout> | undefined;
+  let extendTimerAt = Infinity;
   let readyWaiters: (() => void)[] = [];
   let subscribed = false;
 
@@ -224,7 +312,7 @@ export function consume<T = unknown>(
    * The requests of one tick, sent together: as `batch` frames of at most
    * {@linkcode MAX_FRAME_BYTES} each (a lone request as it is).
    */
-  const outbox = new TickBatch<Record<string, unknown>>((frames) => {
+  const outbox = new TickBatch<Pending>((requests) => {
     if (ws === null || !connected) return; // resent from `pending` once connected again
     let texts: string[] = [];
     let refs: number[] = [];
@@ -240,15 +328,14 @@ export function consume<T = unknown>(
       refs = [];
       bytes = 0;
     };
-    for (const frame of frames) {
-      const text = JSON.stringify(frame);
+    for (const { ref, text } of requests) {
       if (
         texts.length > 0 &&
         (bytes + text.length + BATCH_OVERHEAD > frameBytes ||
           texts.length >= MAX_BATCH_FRAMES)
       ) flush();
       texts.push(text);
-      refs.push(frame.ref as number);
+      refs.push(ref);
       bytes += text.length + 1;
     }
     flush();
@@ -256,15 +343,26 @@ export function consume<T = unknown>(
   /** The refs of the requests each `batch` in flight carried, by the batch's ref. */
   const batches = new Map<string, number[]>();
 
-  /** Sends a request and awaits its reply; survives reconnects (resent with its ref). */
-  const call = (frame: Record<string, unknown>): Promise<Record<string, unknown>> => {
+  /**
+   * Sends the request whose frame's text `textOf` makes with a fresh ref; `resolve` or `reject`
+   * gets its reply. Survives reconnects (resent with its ref).
+   */
+  const request = (
+    textOf: (ref: number) => string,
+    resolve: (answer: Record<string, unknown>) => void,
+    reject: (error: unknown) => void,
+  ): void => {
     const ref = nextRef++;
-    const full = { ...frame, ref };
-    return new Promise((resolve, reject) => {
-      pending.set(ref, { frame: full, resolve, reject });
-      outbox.add(full);
-    });
+    const entry: Pending = { ref, text: textOf(ref), resolve, reject };
+    pending.set(ref, entry);
+    outbox.add(entry);
   };
+
+  /** Sends a request and awaits its reply; survives reconnects (resent with its ref). */
+  const call = (frame: Record<string, unknown>): Promise<Record<string, unknown>> =>
+    new Promise((resolve, reject) =>
+      request((ref) => JSON.stringify({ ...frame, ref }), resolve, reject)
+    );
 
   /** Settles the request a reply answers. */
   const answered = (frame: Record<string, unknown>) => {
@@ -283,7 +381,7 @@ export function consume<T = unknown>(
     if (options.leaseMs !== undefined) subscribe.lease_ms = options.leaseMs;
     if (!closing) sendRaw(subscribe);
     batches.clear();
-    for (const request of [...pending.values()]) outbox.add(request.frame);
+    for (const entry of [...pending.values()]) outbox.add(entry);
   };
 
   const onFrame = (frame: Record<string, unknown>) => {
@@ -300,7 +398,7 @@ export function consume<T = unknown>(
         if (at >= 0) waiting.splice(at, 1);
         for (const job of active.values()) {
           if (job.id === id) {
-            job.abort.abort(
+            job.abort(
               new TegamiError(
                 "lease_lost",
                 `Job ${id} ${frame.op === "cancel" ? "was cancelled" : "lease expired"}`,
@@ -364,69 +462,97 @@ export function consume<T = unknown>(
     while (!closing && active.size < concurrency && waiting.length > 0) start(waiting.shift()!);
   };
 
+  /** Counts `promise` as unsettled until it settles; its failure goes to `onError`. */
   const track = (promise: Promise<unknown>) => {
-    const settled = promise.catch(onError).finally(() => settling.delete(settled));
-    settling.add(settled);
+    unsettled++;
+    promise.catch(onError).finally(settle);
+  };
+  const settle = () => {
+    if (--unsettled > 0) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const resolve of waiters) resolve();
   };
 
-  const start = (job: JobFrame) => {
-    const abort = new AbortController();
-    const token = job.lease.token;
-    const leaseMs = options.leaseMs ?? Math.max(200, job.lease.expires_at - Date.now());
-    const entry: Active = { id: job.id, token, abort, timer: undefined };
-    active.set(token, entry);
-    const extend = async (ms?: number) => {
-      await call({ op: "extend", id: job.id, token, lease_ms: ms ?? leaseMs });
-    };
-    // Extend at a third of the lease: two chances before it would expire.
-    entry.timer = setInterval(() => {
-      extend().catch((error) => {
-        if (error instanceof TegamiError && error.code === "lease_lost") abort.abort(error);
-        else onError(error);
-      });
-    }, Math.max(50, Math.floor(leaseMs / 3)));
-    const reporter = new ProgressReporter((value) =>
-      call({ op: "progress", id: job.id, token, progress: value ?? null })
-    );
-    const context: JobContext<T> = {
-      id: job.id,
-      queue: job.queue,
-      attempt: job.attempt,
-      maxAttempts: job.max_attempts,
-      payload: job.payload as T,
-      checkpoint: job.checkpoint,
-      lastError: job.last_error,
-      group: job.group ?? null,
-      signal: abort.signal,
-      saveCheckpoint: async (data) => {
-        await call({ op: "checkpoint", id: job.id, token, data: data ?? null });
-      },
-      progress: (value) => reporter.report(value),
-      extend,
-    };
-    const run = (async () => {
-      let outcome: Record<string, unknown>;
+  /** Arms the extension timer for `at` unless it fires sooner already. */
+  const armExtends = (at: number) => {
+    if (at >= extendTimerAt) return;
+    clearTimeout(extendTimer);
+    extendTimerAt = at;
+    extendTimer = setTimeout(extendDue, Math.max(0, at - Date.now()));
+  };
+
+  /** Extends every running job whose time came, then arms the timer for the next one. */
+  const extendDue = () => {
+    extendTimerAt = Infinity;
+    const now = Date.now();
+    let next = Infinity;
+    for (const job of active.values()) {
+      if (job.done) continue;
+      if (job.extendAt <= now) {
+        job.extendAt = now + extendEvery(job.leaseMs);
+        job.extend().catch((error) => {
+          if (error instanceof TegamiError && error.code === "lease_lost") job.abort(error);
+          else onError(error);
+        });
+      }
+      next = Math.min(next, job.extendAt);
+    }
+    if (next < Infinity && !stopped) armExtends(next);
+  };
+
+  const start = (frame: JobFrame) => {
+    const leaseMs = options.leaseMs ?? Math.max(200, frame.lease.expires_at - Date.now());
+    const job = new RunningJob<T>(frame, leaseMs, call);
+    active.set(job.token, job);
+    unsettled++;
+    armExtends(job.extendAt);
+    let result: unknown;
+    try {
+      result = handler(job.payload, job);
+    } catch (error) {
+      finish(job, error, true);
+      return;
+    }
+    if (typeof (result as PromiseLike<unknown> | null)?.then === "function") {
+      (result as PromiseLike<unknown>).then(
+        (value) => finish(job, value, false),
+        (error) => finish(job, error, true),
+      );
+    } else finish(job, result, false);
+  };
+
+  /** Acks (or, for a failure, nacks) a job whose handler ended; frees its place once answered. */
+  const finish = (job: RunningJob<T>, outcome: unknown, failed: boolean) => {
+    job.done = true;
+    let tail = "";
+    if (failed) {
+      tail = `,"error":${JSON.stringify(errorText(outcome))}`;
+      if (outcome instanceof JobFailure) {
+        if (outcome.delayMs !== undefined) tail += `,"delay_ms":${JSON.stringify(outcome.delayMs)}`;
+        if (outcome.dead) tail += `,"dead":true`;
+      }
+    } else if (outcome !== undefined) {
+      let result: string | undefined;
       try {
-        const result = await handler(job.payload as T, context);
-        outcome = { op: "ack", id: job.id, token };
-        if (result !== undefined) outcome.result = result;
+        result = JSON.stringify(outcome);
       } catch (error) {
-        outcome = { op: "nack", id: job.id, token, error: errorText(error) };
-        if (error instanceof JobFailure) {
-          if (error.delayMs !== undefined) outcome.delay_ms = error.delayMs;
-          if (error.dead) outcome.dead = true;
-        }
-      } finally {
-        clearInterval(entry.timer);
+        finish(job, new Error(`Cannot send the handler's result: ${errorText(error)}`), true);
+        return;
       }
-      try {
-        await call(outcome);
-      } finally {
-        active.delete(token);
-        pump();
-      }
-    })();
-    track(run);
+      if (result !== undefined) tail = `,"result":${result}`;
+    }
+    const op = failed ? "nack" : "ack";
+    const head = `{"op":"${op}","id":${job.id},"token":${JSON.stringify(job.token)}${tail},"ref":`;
+    const done = () => {
+      active.delete(job.token);
+      pump();
+      settle();
+    };
+    request((ref) => `${head}${ref}}`, done, (error) => {
+      onError(error);
+      done();
+    });
   };
 
   const connect = () => {
@@ -479,25 +605,23 @@ export function consume<T = unknown>(
       for (const job of waiting.splice(0)) {
         track(call({ op: "nack", id: job.id, token: job.lease.token, delay_ms: 0 }));
       }
-      const deadline = Date.now() + timeoutMs;
-      while (settling.size > 0 && Date.now() < deadline) {
+      if (unsettled > 0) {
         let timer: ReturnType<typeof setTimeout> | undefined;
         await Promise.race([
-          Promise.allSettled([...settling]),
-          new Promise((resolve) => timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))),
+          new Promise<void>((resolve) => idleWaiters.push(resolve)),
+          new Promise((resolve) => timer = setTimeout(resolve, timeoutMs)),
         ]);
         clearTimeout(timer);
       }
       for (const job of active.values()) {
-        clearInterval(job.timer);
-        job.abort.abort(
-          new TegamiError("unavailable", "The consumer closed before the job finished"),
-        );
+        job.done = true;
+        job.abort(new TegamiError("unavailable", "The consumer closed before the job finished"));
       }
       stopped = true;
       clearTimeout(reconnectTimer);
-      for (const request of pending.values()) {
-        request.reject(new TegamiError("unavailable", "The consumer closed"));
+      clearTimeout(extendTimer);
+      for (const entry of pending.values()) {
+        entry.reject(new TegamiError("unavailable", "The consumer closed"));
       }
       pending.clear();
       ws?.close(1000, "consumer closed");
