@@ -14,7 +14,9 @@ import { pg, STORES } from "./sqs_fixture.ts";
 const PYTHON = "/usr/bin/python3";
 const SCRIPT = new URL("./boto3_client.py", import.meta.url).pathname;
 
-const boto3 = new Deno.Command(PYTHON, { args: ["-c", "import boto3"] }).outputSync().success;
+// CI installs python3-boto3 (.ci/run), so there a missing boto3 fails the tests instead.
+const boto3 = new Deno.Command(PYTHON, { args: ["-c", "import boto3"] }).outputSync().success ||
+  Deno.env.get("CI") === "true";
 if (!boto3) console.warn(`Skipping the boto3 tests: ${PYTHON} cannot import boto3`);
 
 async function runScript(args: string[]): Promise<void> {
