@@ -78,12 +78,17 @@ export interface CpuUse {
 }
 
 /**
- * Starts measuring CPU of `pids` (the server), this process and the machine; call the answer to
- * stop. `serverMain` is measured only when `singleThreaded` (the first pid's main thread does the
- * server's work); it is `NaN` otherwise.
+ * Starts measuring CPU of `pids` (the server), the driver (this process, or the process `driver`
+ * that runs the clients) and the machine; call the answer to stop. `serverMain` is measured only
+ * when `singleThreaded` (the first pid's main thread does the server's work); it is `NaN`
+ * otherwise.
  */
-export function cpuMeter(pids: readonly number[], singleThreaded: boolean): () => CpuUse {
-  const self = Deno.pid;
+export function cpuMeter(
+  pids: readonly number[],
+  singleThreaded: boolean,
+  driver: number = Deno.pid,
+): () => CpuUse {
+  const self = driver;
   const main = singleThreaded ? pids[0] : undefined;
   const read = () => ({
     server: pids.reduce((total, pid) => total + cpuSeconds(pid), 0),

@@ -9,6 +9,8 @@
 
 import type { Measurement } from "./measurement.ts";
 import type { CpuUse } from "./proc.ts";
+import { ON_NODE } from "./peers/node_target.ts";
+import { SDK_NAME } from "./peers/tegami.ts";
 
 /** One line of the table: a workload on a system, measured, skipped or failed. */
 export interface Row {
@@ -39,10 +41,19 @@ function tegamiOf(rows: readonly Row[], row: Row): Row | undefined {
   return rows.find((r) => r.workload === row.workload && r.system === "tegami");
 }
 
-/** tegami's jobs/s over this row's, for peer rows of throughput workloads. */
+/** The tegami row a row is compared with: for a system driven from Node, the SDK on Node's. */
+function baseOf(rows: readonly Row[], row: Row): Row | undefined {
+  if (!row.system.endsWith(ON_NODE)) return tegamiOf(rows, row);
+  return rows.find((r) => r.workload === row.workload && r.system === SDK_NAME + ON_NODE);
+}
+
+/**
+ * tegami's jobs/s over this row's, for peer rows of throughput workloads (for a system driven from
+ * Node, tegami's through the SDK on Node).
+ */
 export function ratioOf(rows: readonly Row[], row: Row): number | undefined {
   if (row.system.startsWith("tegami") || row.throughput === false) return undefined;
-  const ours = jobsPerSecond(tegamiOf(rows, row)?.measurement);
+  const ours = jobsPerSecond(baseOf(rows, row)?.measurement);
   const theirs = jobsPerSecond(row.measurement);
   return ours === undefined || theirs === undefined ? undefined : ours / theirs;
 }
@@ -72,6 +83,21 @@ function perJob(
   return fixed(total / unit / m.jobs, digits);
 }
 
+/**
+ * CPU µs per job of the server and of the driver (the clients: the bench process, or the Node
+ * process for a system driven from Node), for throughput workloads.
+ */
+export function cpuPerJob(
+  row: Row,
+): { server: number; client: number } | undefined {
+  const m = row.measurement;
+  const rate = jobsPerSecond(m);
+  if (row.throughput === false || m?.cpu === undefined || rate === undefined || rate === 0) {
+    return undefined;
+  }
+  return { server: m.cpu.server / rate * 1e6, client: m.cpu.driver / rate * 1e6 };
+}
+
 /** Renders the rows as one markdown table. */
 export function markdownTable(rows: readonly Row[]): string {
   const header = [
@@ -82,6 +108,7 @@ export function markdownTable(rows: readonly Row[]): string {
     "p99 ms",
     "tegami ÷ system",
     "CPU cores: server (main, waiting) / driver (main, waiting) / machine",
+    "CPU µs/job: server / client",
     "server RSS MB",
     "disk KB/job",
     "SQL stmts/job",
@@ -89,11 +116,14 @@ export function markdownTable(rows: readonly Row[]): string {
   ];
   const lines = [
     `| ${header.join(" | ")} |`,
-    `|${["---", "---", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "---"].join("|")}|`,
+    `|${
+      ["---", "---", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "---"].join("|")
+    }|`,
   ];
   for (const row of rows) {
     const m = row.measurement;
     const ratio = ratioOf(rows, row);
+    const perJobCpu = cpuPerJob(row);
     const cells = [
       row.workload,
       row.system,
@@ -102,6 +132,9 @@ export function markdownTable(rows: readonly Row[]): string {
       fixed(m?.latency?.p99, 2),
       ratio === undefined ? "" : `${ratio.toFixed(2)}×`,
       m?.cpu === undefined ? "" : cpuCell(m.cpu),
+      perJobCpu === undefined
+        ? ""
+        : `${perJobCpu.server.toFixed(0)} / ${perJobCpu.client.toFixed(0)}`,
       m?.rssBytes === undefined ? "" : fixed(m.rssBytes / MB, 0),
       perJob(m?.diskBytes, m, 1024, 2),
       perJob(m?.statements, m, 1, 1),
@@ -133,6 +166,7 @@ export function jsonRows(rows: readonly Row[]): Record<string, unknown>[] {
         driver_main_waiting: m.cpu.driverMainWait,
         machine: m.cpu.machine,
       },
+      cpu_us_per_job: cpuPerJob(row) ?? null,
       rss_mb: m?.rssBytes === undefined ? null : m.rssBytes / MB,
       disk_bytes_per_job: m?.diskBytes === undefined || m.jobs === 0 ? null : m.diskBytes / m.jobs,
       statements_per_job: m?.statements === undefined || m.jobs === 0

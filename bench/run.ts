@@ -25,7 +25,9 @@ import { parseArgs } from "node:util";
 import { beanstalkdPeer } from "./peers/beanstalkd.ts";
 import { bullmqPeer } from "./peers/bullmq.ts";
 import type { Peer, Target } from "./peers/peer.ts";
+import type { Measurement } from "./measurement.ts";
 import { rabbitmqPeer } from "./peers/rabbitmq.ts";
+import { nodePeer, NodeTarget, type NodeWorkload } from "./peers/node_target.ts";
 import { pgBossPeer } from "./peers/pg_boss.ts";
 import { pgFloorPeer } from "./peers/pg_floor.ts";
 import { benchPgUrl } from "./peers/pg_schema.ts";
@@ -62,7 +64,12 @@ const PEER_KEYS = [
   "pg2",
   "pgboss",
   "pgfloor",
+  "sdknode",
+  "rabbitmqnode",
+  "bullmqnode",
 ] as const;
+/** What `--peers node` selects: the systems driven from Node. */
+const NODE_PEERS = ["sdknode", "rabbitmqnode", "bullmqnode"];
 /** What `--pg` selects: the PostgreSQL rows. */
 const PG_PEERS = ["pg", "pg2", "pgboss", "pgfloor"];
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -100,6 +107,8 @@ process and prints one markdown table. Progress goes to stderr.
                      pages its commits wrote belong to (bench/wal_pages.ts; read from the
                      write-ahead log after the workload, so the commits since its last
                      checkpoint)
+  --node PATH        the Node that runs the clients of sdknode, rabbitmqnode and bullmqnode
+                     (default: node on PATH; e.g. tests/node/tools/node_modules/node22/bin/node)
   --json             print JSON instead of the table
   -h, --help         this text
 
@@ -118,7 +127,10 @@ runtime alone costs; "floorsdk" is that floor driven through the client library,
 tegami, to show what the runtime alone costs for the library's traffic. "pgfloor" is not a queue
 either: tegami's PostgreSQL table driven from the bench with one claim and one ack statement per
 batch and no server (bench/peers/pg_floor.ts), in W2 only, to show what PostgreSQL alone does on
-this machine.`;
+this machine. "sdknode", "rabbitmqnode" and "bullmqnode" ("node" selects all three) are tegami,
+RabbitMQ and BullMQ again with their clients on Node (tegami's client library, amqplib,
+BullMQ) in a process of their own (bench/node/driver.mjs), for W1, W2 and W3: the driver CPU of
+their rows is that Node process's.`;
 
 /** A command-line mistake: printed with the help hint, exit code 2. */
 class UsageError extends Error {}
@@ -139,6 +151,7 @@ interface Options {
   cpuProfileDir: string | undefined;
   v8Flags: string | undefined;
   walPages: boolean;
+  node: string;
 }
 
 function count(name: string, text: string): number {
@@ -170,6 +183,7 @@ function parseOptions(args: string[]): Options | null {
       "cpu-prof": { type: "string" },
       "v8-flags": { type: "string" },
       "wal-pages": { type: "boolean", default: false },
+      node: { type: "string", default: "node" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -191,6 +205,7 @@ function parseOptions(args: string[]): Options | null {
   const peerList = values.pg ? PG_PEERS.join(",") : values.peers ?? "all";
   for (const name of peerList.split(",").map((s) => s.trim().toLowerCase())) {
     if (name === "all") PEER_KEYS.forEach((key) => peers.add(key));
+    else if (name === "node") NODE_PEERS.forEach((key) => peers.add(key));
     else if (name === "none" || name === "") continue;
     else if ((PEER_KEYS as readonly string[]).includes(name)) peers.add(name);
     else {
@@ -217,6 +232,7 @@ function parseOptions(args: string[]): Options | null {
     cpuProfileDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
     v8Flags: values["v8-flags"],
     walPages: values["wal-pages"],
+    node: values.node,
   };
 }
 
@@ -311,6 +327,23 @@ async function main(): Promise<number> {
   if (o.peers.has("pg2")) peers.push(tegamiPgPeer(benchPgUrl(), 2, pgOptions));
   if (o.peers.has("pgboss")) peers.push(pgBossPeer());
   if (o.peers.has("pgfloor")) peers.push(pgFloorPeer());
+  if (o.peers.has("sdknode")) {
+    const sdk = tegamiSdkPeer({ sync: o.sync, serveArgs: o.serveArgs, v8Flags: o.v8Flags });
+    peers.push(nodePeer(sdk, "tegami", "sdknode", o.node));
+  }
+  if (o.peers.has("rabbitmqnode")) {
+    peers.push(nodePeer(rabbitmqPeer(amqpUrl), "rabbitmq", "rabbitmqnode", o.node));
+  }
+  if (o.peers.has("bullmqnode")) peers.push(nodePeer(bullmqPeer(), "bullmq", "bullmqnode", o.node));
+  const onNode = (p: Peer) => NODE_PEERS.includes(p.key);
+  /** Runs `workload` in the Node driver for a target driven from Node, else `here`. */
+  const either = (
+    t: Target,
+    workload: NodeWorkload,
+    queue: string,
+    jobs: number,
+    here: () => Promise<Measurement>,
+  ) => t instanceof NodeTarget ? t.run(workload, queue, jobs) : here();
 
   const runner = new Runner(progress, !o.cold, o.walPages);
   const timings: Record<string, number> = {};
@@ -321,7 +354,7 @@ async function main(): Promise<number> {
   let filled: Filled | undefined;
   const plan: [Exclude<WorkloadKey, "scale">, Peer[], Workload][] = [
     // pg-boss runs inside this process; its server is the shared PostgreSQL.
-    ["RSS", everyone.filter((p) => !["sdk", "floorsdk", "pgboss"].includes(p.key)), {
+    ["RSS", everyone.filter((p) => !["sdk", "floorsdk", "pgboss"].includes(p.key) && !onNode(p)), {
       label: "RSS idle",
       throughput: false,
       warm: false,
@@ -332,7 +365,7 @@ async function main(): Promise<number> {
     }],
     ["W1", everyone, {
       label: "W1 end to end",
-      run: (t) => endToEnd(t, { queue: "w1", jobs: o.jobs }),
+      run: (t) => either(t, "W1", "w1", o.jobs, () => endToEnd(t, { queue: "w1", jobs: o.jobs })),
     }],
     ["W1g", [tegami], {
       label: "W1g end to end over 1000 groups",
@@ -348,11 +381,14 @@ async function main(): Promise<number> {
       prepare: async (t) => {
         filled = await fillBacklog(t, w2);
       },
-      run: (t) => drain(t, w2, filled!),
+      run: async (t) =>
+        t instanceof NodeTarget
+          ? { ...await t.run("W2", w2.queue, w2.backlog), rssBytes: filled!.rssBytes }
+          : drain(t, w2, filled!),
     }],
     ["W3", everyone, {
       label: "W3 enqueue",
-      run: (t) => enqueue(t, { queue: "w3", jobs: o.jobs }),
+      run: (t) => either(t, "W3", "w3", o.jobs, () => enqueue(t, { queue: "w3", jobs: o.jobs })),
     }],
     ["W3b", [tegami], {
       label: "W3b enqueue over WebSocket",
@@ -363,7 +399,7 @@ async function main(): Promise<number> {
       label: "W4 batch enqueue",
       run: (t) => batchEnqueue(asTegami(t), { queue: "w4", jobs: o.backlog }),
     }],
-    ["W5", everyone, {
+    ["W5", everyone.filter((p) => !onNode(p)), {
       label: "W5 idle push latency",
       throughput: false,
       run: (t) => pushLatency(t, { queue: "w5", samples: o.samples }),

@@ -18,6 +18,7 @@ import {
 import type { Measurement } from "./measurement.ts";
 import { type Peer, PeerUnavailable, type Target } from "./peers/peer.ts";
 import { TegamiTarget } from "./peers/tegami.ts";
+import { NodeTarget } from "./peers/node_target.ts";
 import { writtenBytes } from "./proc.ts";
 import type { Row } from "./report.ts";
 import { describeWalPages, walPages } from "./wal_pages.ts";
@@ -91,9 +92,13 @@ export class Runner {
     const { label } = workload;
     this.#progress(`${label} · ${target.name} …`);
     try {
-      if (this.#warm && workload.warm !== false) await warmUp(target);
+      // A Node driver warms up in its own process, whose JIT needs it too (node_target.ts).
+      if (this.#warm && workload.warm !== false && !(target instanceof NodeTarget)) {
+        await warmUp(target);
+      }
       await workload.prepare?.(target);
-      const tegami = target instanceof TegamiTarget ? target : null;
+      const server = target instanceof NodeTarget ? target.inner : target;
+      const tegami = server instanceof TegamiTarget ? server : null;
       const before = tegami === null ? null : await tegami.commitBatches();
       const consumersBefore = tegami === null ? null : await tegami.consumerCommitBatches();
       const writtenBefore = writtenBytes(target.pids);

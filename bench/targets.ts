@@ -12,6 +12,8 @@ import type { Row } from "./report.ts";
 import { PLACEMENTS } from "./workloads/scaling.ts";
 import { FLOOR_NAME, FLOOR_SDK_NAME, pgName, SDK_NAME } from "./peers/tegami.ts";
 import { PG_FLOOR_NAME } from "./peers/pg_floor.ts";
+import { ON_NODE } from "./peers/node_target.ts";
+import { cpuPerJob } from "./report.ts";
 
 /** One target and how this run fares. */
 export interface TargetCheck {
@@ -25,11 +27,22 @@ export interface TargetCheck {
 
 const MB = 1024 * 1024;
 
-/** tegami's rows by exact name (they share a prefix); a peer's by the start of its name. */
-function find(rows: readonly Row[], workload: string, system: string): Measurement | undefined {
+/**
+ * tegami's rows by exact name (they share a prefix); a peer's by the start of its name, and with
+ * its clients on Node only when `system` ends with " on Node".
+ */
+function findRow(rows: readonly Row[], workload: string, system: string): Row | undefined {
+  const onNode = system.endsWith(ON_NODE);
+  const start = onNode ? system.slice(0, -ON_NODE.length) : system;
   const named = (name: string) =>
-    system.startsWith("tegami") ? name === system : name.startsWith(system);
-  return rows.find((r) => r.workload === workload && named(r.system))?.measurement;
+    system.startsWith("tegami")
+      ? name === system
+      : name.startsWith(start) && name.endsWith(ON_NODE) === onNode;
+  return rows.find((r) => r.workload === workload && named(r.system));
+}
+
+function find(rows: readonly Row[], workload: string, system: string): Measurement | undefined {
+  return findRow(rows, workload, system)?.measurement;
 }
 
 const KB = 1024;
@@ -84,6 +97,45 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
   ratio("W2 drain", "RabbitMQ", "W2 through the SDK ≥ 1.5× RabbitMQ", 1.5, SDK_NAME);
   withFloor("W2 drain", "RabbitMQ", FLOOR_SDK_NAME);
   ratio("W1 end to end", FLOOR_NAME, "W1 with raw HTTP enqueue ≥ 0.8× the runtime floor", 0.8);
+
+  // With every client on Node (issue 43): the SDK against amqplib, throughput and client CPU.
+  const sdkNode = SDK_NAME + ON_NODE;
+  const rabbitNode = "RabbitMQ" + ON_NODE;
+  ratio(
+    "W1 end to end",
+    rabbitNode,
+    "W1 through the SDK on Node ≥ 1.5× RabbitMQ on Node",
+    1.5,
+    sdkNode,
+  );
+  ratio("W2 drain", rabbitNode, "W2 through the SDK on Node ≥ 1.2× RabbitMQ on Node", 1.2, sdkNode);
+  ratio("W3 enqueue", rabbitNode, "W3 through the SDK on Node ≥ 2× RabbitMQ on Node", 2, sdkNode);
+  {
+    const ours = find(rows, "W1 end to end", sdkNode)?.latency;
+    const theirs = find(rows, "W1 end to end", rabbitNode)?.latency;
+    checks.push({
+      target: "W1 p99 on Node at or below RabbitMQ's on Node",
+      measured: ours === undefined || theirs === undefined
+        ? "not measured"
+        : `${ours.p99.toFixed(1)} vs ${theirs.p99.toFixed(1)} ms`,
+      met: ours === undefined || theirs === undefined ? null : ours.p99 <= theirs.p99,
+    });
+  }
+  for (const workload of ["W1 end to end", "W2 drain", "W3 enqueue"]) {
+    const ours = findRow(rows, workload, sdkNode);
+    const theirs = findRow(rows, workload, rabbitNode);
+    const a = ours === undefined ? undefined : cpuPerJob(ours);
+    const b = theirs === undefined ? undefined : cpuPerJob(theirs);
+    checks.push({
+      target: `${workload.split(" ")[0]}: client CPU per job on Node ≤ amqplib's`,
+      measured: a === undefined || b === undefined
+        ? "not measured"
+        : `${a.client.toFixed(1)} vs ${b.client.toFixed(1)} µs (server ${a.server.toFixed(1)} vs ${
+          b.server.toFixed(1)
+        } µs)`,
+      met: a === undefined || b === undefined ? null : a.client <= b.client,
+    });
+  }
 
   // On PostgreSQL: against pg-boss, one instance against two, and the push across instances.
   ratio("W1 end to end", "pg-boss", "W1 on PostgreSQL ≥ 5× pg-boss", 5, pgName(1));

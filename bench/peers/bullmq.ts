@@ -32,6 +32,11 @@ class BullTarget extends ChildProcessTarget {
     return new Redis({ host: "127.0.0.1", port: this.port, maxRetriesPerRequest: null });
   }
 
+  /** What the Node driver needs to reach this server. */
+  nodeSpec(queue: string): Promise<{ spec: Record<string, unknown>; queue: string }> {
+    return Promise.resolve({ spec: { redis: { port: this.port } }, queue });
+  }
+
   producer(queue: string): Promise<Producer> {
     const redis = this.#redis();
     const q = new Queue(queue, { connection: redis });

@@ -51,6 +51,11 @@ class RabbitTarget implements Target {
     return name;
   }
 
+  /** What the Node driver needs to reach this server, with the queue declared for it. */
+  async nodeSpec(queue: string): Promise<{ spec: Record<string, unknown>; queue: string }> {
+    return { spec: { amqp: { url: this.#url } }, queue: await this.#declare(queue) };
+  }
+
   async producer(queue: string): Promise<Producer> {
     const name = await this.#declare(queue);
     const connection = await amqp.connect(this.#url);

@@ -214,6 +214,11 @@ export class TegamiTarget implements Target {
     return [this.#server.child.pid, ...this.#others.map((o) => o.child.pid)];
   }
 
+  /** What the Node driver needs to reach this server (bench/peers/node_target.ts). */
+  nodeSpec(queue: string): Promise<{ spec: Record<string, unknown>; queue: string }> {
+    return Promise.resolve({ spec: { tegami: { url: this.url } }, queue });
+  }
+
   /** Where consumers connect: the last instance (with 2 on PostgreSQL, not the producers'). */
   get consumerUrl(): string {
     return this.#others.at(-1)?.url ?? this.url;
