@@ -130,7 +130,8 @@ batch and no server (bench/peers/pg_floor.ts), in W2 only, to show what PostgreS
 this machine. "sdknode", "rabbitmqnode" and "bullmqnode" ("node" selects all three) are tegami,
 RabbitMQ and BullMQ again with their clients on Node (tegami's client library, amqplib,
 BullMQ) in a process of their own (bench/node/driver.mjs), for W1, W2 and W3: the driver CPU of
-their rows is that Node process's.`;
+their rows is that Node process's. TEGAMI_BENCH_NODE_CLIENT=FILE drives tegami from Node with
+another build of the client library (deno bundle --platform browser lib/client/mod.ts).`;
 
 /** A command-line mistake: printed with the help hint, exit code 2. */
 class UsageError extends Error {}

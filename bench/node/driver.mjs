@@ -3,9 +3,10 @@
 // RabbitMQ, BullMQ — so that the client's CPU per job is Node's, as in most users' workers.
 // Spawned by bench/peers/node_target.ts with the workload as JSON in argv[2]; it runs a short
 // W1 on a queue of its own first (a fresh Node has not compiled the client's hot paths), then
-// writes one JSON line `{"event":"start"}` when its clock starts (the bench starts its CPU
-// meter on it) and one `{"event":"done", …}` with the result when it stops. Nothing else goes
-// to stdout.
+// writes one JSON line `{"event":"start"}` when its clock starts and `{"event":"stop"}` when it
+// stops, before closing its connections (the bench reads its CPU from /proc between the two),
+// then `{"event":"done", …}` with the result. Nothing else goes to stdout. With `waitForStdin`
+// it exits only once the bench closes its stdin, so /proc is read while it lives.
 //
 // The workloads mirror bench/workloads/{end_to_end,drain,enqueue}.ts: 100-byte payloads
 // stamped with their number and send time; W1 counts from the first send to the last receipt,
@@ -71,7 +72,7 @@ function summarize(samples) {
 }
 
 /** W1: `producers` × `inflight` sends in flight and `consumers` consumers at once. */
-async function endToEnd(client, spec, queue, jobs, onStart = () => {}) {
+async function endToEnd(client, spec, queue, jobs, onStart = () => {}, onStop = () => {}) {
   const { producers = 4, inflight = 32, consumers = 4, prefetch = 32 } = spec;
   const latencies = new Float64Array(jobs);
   const seen = new Uint8Array(jobs);
@@ -98,14 +99,16 @@ async function endToEnd(client, spec, queue, jobs, onStart = () => {}) {
       })
     ));
     await guarded(Promise.all([sending, allReceived]), () => next + received, "W1");
-    return { jobs, seconds: (performance.now() - startedAt) / 1000, latencies };
+    const seconds = (performance.now() - startedAt) / 1000;
+    onStop();
+    return { jobs, seconds, latencies };
   } finally {
     await Promise.all([...senders, ...subscribed].map((c) => c.close()));
   }
 }
 
 /** W2: `consumers` consumers drain a backlog of `jobs` the bench filled. */
-async function drain(client, spec, queue, jobs, onStart) {
+async function drain(client, spec, queue, jobs, onStart, onStop) {
   const { consumers = 4, prefetch = 32 } = spec;
   let received = 0;
   let startedAt = 0;
@@ -123,14 +126,16 @@ async function drain(client, spec, queue, jobs, onStart) {
   );
   try {
     await guarded(drained, () => received, "W2");
-    return { jobs, seconds: (performance.now() - startedAt) / 1000 };
+    const seconds = (performance.now() - startedAt) / 1000;
+    onStop();
+    return { jobs, seconds };
   } finally {
     await Promise.all(subscribed.map((c) => c.close()));
   }
 }
 
 /** W3: `producers` × `inflight` sends in flight into a queue nobody consumes. */
-async function enqueue(client, spec, queue, jobs, onStart) {
+async function enqueue(client, spec, queue, jobs, onStart, onStop) {
   const { producers = 4, inflight = 32 } = spec;
   const senders = await Promise.all(range(producers).map(() => client.producer(queue)));
   try {
@@ -147,7 +152,9 @@ async function enqueue(client, spec, queue, jobs, onStart) {
       })
     ));
     await guarded(sending, () => acked, "W3");
-    return { jobs, seconds: (performance.now() - startedAt) / 1000 };
+    const seconds = (performance.now() - startedAt) / 1000;
+    onStop();
+    return { jobs, seconds };
   } finally {
     await Promise.all(senders.map((p) => p.close()));
   }
@@ -306,8 +313,12 @@ async function main() {
     void emit({ event: "start" });
   };
   const run = { W1: endToEnd, W2: drain, W3: enqueue }[spec.workload];
-  const result = await run(client, spec, spec.queue, spec.jobs, onStart);
-  const cpu = process.cpuUsage(cpuAt);
+  let cpu;
+  const onStop = () => {
+    cpu = process.cpuUsage(cpuAt);
+    void emit({ event: "stop" });
+  };
+  const result = await run(client, spec, spec.queue, spec.jobs, onStart, onStop);
   await emit({
     event: "done",
     jobs: result.jobs,
@@ -318,6 +329,14 @@ async function main() {
     cpuMicros: cpu.user + cpu.system,
   });
   await client.close();
+  // The bench reads this process's CPU from /proc when it reads "stop": stay until it is done.
+  if (spec.waitForStdin) {
+    await new Promise((resolve) => {
+      process.stdin.on("data", () => {});
+      process.stdin.on("end", resolve);
+      process.stdin.on("close", resolve);
+    });
+  }
 }
 
 main().then(() => process.exit(0), (error) => {

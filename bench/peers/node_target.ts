@@ -40,6 +40,9 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 let bundled: Promise<string> | null = null;
 
 function clientBundle(): Promise<string> {
+  // Another build of the library (an older one, to compare) when the environment names one.
+  const given = Deno.env.get("TEGAMI_BENCH_NODE_CLIENT");
+  if (given !== undefined) return Promise.resolve(new URL(given, `file://${Deno.cwd()}/`).href);
   bundled ??= (async () => {
     const dir = await Deno.makeTempDir({ prefix: "tegami-bench-node-" });
     const out = `${dir}/client.mjs`;
@@ -107,8 +110,11 @@ export class NodeTarget implements Target {
   async run(workload: NodeWorkload, queue: string, jobs: number): Promise<Measurement> {
     const { spec, queue: name } = await this.#inner.nodeSpec(queue);
     const warm = await this.#inner.nodeSpec(`${queue}-warm-up`);
+    // Node 20 has the standard WebSocket behind a flag: an older client library needs it.
+    const flags = Number(this.#version.split(".")[0]) < 22 ? ["--experimental-websocket"] : [];
     const child = new Deno.Command(this.#node, {
       args: [
+        ...flags,
         DRIVER,
         JSON.stringify({
           ...spec,
@@ -118,12 +124,13 @@ export class NodeTarget implements Target {
           jobs,
           warmUp: WARM_UP_JOBS,
           warmUpQueue: warm.queue,
+          waitForStdin: true,
           tegami: this.#client === "tegami"
             ? { ...spec.tegami as object, client: await clientBundle() }
             : undefined,
         }),
       ],
-      stdin: "null",
+      stdin: "piped",
       stdout: "piped",
       stderr: "piped",
     }).spawn();
@@ -139,9 +146,11 @@ export class NodeTarget implements Target {
         const line = JSON.parse(rest.slice(0, end));
         rest = rest.slice(end + 1);
         if (line.event === "start") meter = cpuMeter(this.pids, this.singleThreaded, child.pid);
+        else if (line.event === "stop") cpu = meter?.();
         else if (line.event === "done") {
-          cpu = meter?.();
           done = line;
+          // The driver waits for this before it exits, so /proc was read while it lived.
+          await child.stdin.close();
         }
       }
     }
