@@ -270,6 +270,7 @@ const SETTING_FLAGS = {
   backoff: "backoff",
   retain_done_ms: "retain-done",
   retain_dead_ms: "retain-dead",
+  retain_pending_ms: "retain-pending",
 } as const satisfies Record<keyof QueueSettings, string>;
 
 /** A flag's text as a setting's value; `none` unsets it (null: the default). */
@@ -282,6 +283,7 @@ function settingValue(setting: keyof QueueSettings, flag: string, text: string):
     case "lease_ms":
     case "retain_done_ms":
     case "retain_dead_ms":
+    case "retain_pending_ms":
       return duration(text);
     case "backoff": {
       const parts = text.split(",");

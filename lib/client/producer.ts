@@ -153,6 +153,11 @@ export interface QueueSettings {
   retain_done_ms: number | null;
   /** How long dead jobs are kept, ms; null: until requeued or removed. */
   retain_dead_ms: number | null;
+  /**
+   * How long a pending job waits for a consumer from when it became due, ms; past it the sweep
+   * deletes it. null: until it is delivered.
+   */
+  retain_pending_ms: number | null;
 }
 
 /** How to reach a server. */

@@ -128,6 +128,7 @@ export function topLevelHelp(version: string): string {
     ["queue settings QUEUE", "show a queue's settings, or change the ones given and keep the"],
     ["", "  rest: --concurrency N --rate 100/1s --group-limit N --max-attempts N"],
     ["", "  --lease 30s --backoff 1s,1h --retain-done 24h --retain-dead 7d"],
+    ["", "  --retain-pending 4d (how long a job may wait for a consumer)"],
     ["", "  (none unsets one); --reset starts from the defaults; --json"],
     ["consume QUEUE --exec CMD", "run CMD for each job: payload on stdin, TEGAMI_JOB_ID,"],
     ["", "  TEGAMI_ATTEMPT and TEGAMI_QUEUE in its env; exit 0 acks with stdout"],

@@ -1,7 +1,8 @@
 /**
  * A queue's settings: limits the claim enforces (`concurrency`, `rate`, `group_limit`), the
  * defaults a job enqueued without its own value takes (`max_attempts`, `lease_ms`, `backoff`),
- * and how long the queue's finished jobs are kept (`retain_done_ms`, `retain_dead_ms`).
+ * how long the queue's finished jobs are kept (`retain_done_ms`, `retain_dead_ms`), and how long
+ * a job may wait for a consumer (`retain_pending_ms`).
  *
  * Settings are set as a whole: {@linkcode parseQueueSettings} reads a complete settings object
  * (`PUT /v1/queues/{queue}/settings`), an absent or null member meaning that field's default, so
@@ -51,6 +52,12 @@ export interface QueueSettings {
   retain_done_ms: number | null;
   /** How long dead jobs are kept, ms; null: until removed or requeued. */
   retain_dead_ms: number | null;
+  /**
+   * How long a pending job waits for a consumer, ms, counted from when it became due (its
+   * enqueue, its delay's end, a retry or a requeue); past it, the retention sweep deletes it
+   * (SQS's `MessageRetentionPeriod`). null: until it is delivered.
+   */
+  retain_pending_ms: number | null;
 }
 
 /** The most `concurrency` may be. */
@@ -74,6 +81,7 @@ export const DEFAULT_QUEUE_SETTINGS: Readonly<QueueSettings> = Object.freeze({
   backoff: null,
   retain_done_ms: null,
   retain_dead_ms: null,
+  retain_pending_ms: null,
 });
 
 /** A fresh copy of the default settings. */
@@ -85,7 +93,8 @@ export function defaultQueueSettings(): QueueSettings {
 export function isDefaultSettings(settings: QueueSettings): boolean {
   return settings.concurrency === null && settings.rate === null && settings.group_limit === 1 &&
     settings.max_attempts === null && settings.lease_ms === null && settings.backoff === null &&
-    settings.retain_done_ms === null && settings.retain_dead_ms === null;
+    settings.retain_done_ms === null && settings.retain_dead_ms === null &&
+    settings.retain_pending_ms === null;
 }
 
 /** The members a settings object may hold. */
@@ -187,6 +196,7 @@ export function parseQueueSettings(value: unknown): QueueSettings {
     backoff,
     retain_done_ms: optionalInteger(value, "retain_done_ms", 0, MAX_RETAIN_MS),
     retain_dead_ms: optionalInteger(value, "retain_dead_ms", 0, MAX_RETAIN_MS),
+    retain_pending_ms: optionalInteger(value, "retain_pending_ms", 0, MAX_RETAIN_MS),
   };
 }
 
@@ -201,6 +211,7 @@ export function settingsView(settings: Readonly<QueueSettings>): Record<string, 
     backoff: settings.backoff === null ? null : { ...settings.backoff },
     retain_done_ms: settings.retain_done_ms,
     retain_dead_ms: settings.retain_dead_ms,
+    retain_pending_ms: settings.retain_pending_ms,
   };
 }
 

@@ -27,7 +27,8 @@
    * @typedef {{
    *   concurrency: number | null, rate: string | null, group_limit: number, max_attempts: number | null,
    *   lease_ms: number | null, backoff: { base_ms: number, max_ms: number } | null,
-   *   retain_done_ms: number | null, retain_dead_ms: number | null
+   *   retain_done_ms: number | null, retain_dead_ms: number | null,
+   *   retain_pending_ms: number | null
    * }} QueueSettings
    * @typedef {{ name: string, paused: boolean, counts: Counts, oldest_pending_age_ms: number, consumers: number, rates: Rates, settings?: QueueSettings, groups?: GroupCounts, held?: string | null }} QueueView
    * @typedef {{ at: number, queues: Record<string, Rates> }} Sample
@@ -782,6 +783,13 @@
     }
     if (settings.retain_dead_ms !== null) {
       out.push(["keep dead", span(settings.retain_dead_ms), "how long dead jobs are kept"]);
+    }
+    if (settings.retain_pending_ms !== null) {
+      out.push([
+        "keep pending",
+        span(settings.retain_pending_ms),
+        "how long a job waits for a consumer before it is deleted",
+      ]);
     }
     return out;
   }

@@ -7,9 +7,12 @@
  *   tegami's most: there is no "receive for ever");
  * - a FIFO queue (name ending `.fifo`) has `group_limit` 1, one job of a group in flight; a
  *   standard queue made here has the largest `group_limit`, so groups only take turns;
+ * - `MessageRetentionPeriod` is its `retain_pending_ms`: a message not received that long after
+ *   it became visible is deleted by the sweep (a queue made here gets AWS's 4 days; a queue
+ *   without the setting keeps its messages and answers no such attribute);
  * - the `Approximate…` counts are the queue's pending, leased and delayed jobs.
  *
- * What tegami cannot keep yet (tags, `Policy`, KMS, a retention time, a queue's default delay or
+ * What tegami cannot keep yet (tags, `Policy`, KMS, a queue's default delay or
  * wait time, a per-queue size limit, a dead-letter target) is refused when it would differ from
  * what tegami does, with an error that says so, rather than accepted and forgotten.
  *
@@ -36,6 +39,11 @@ export interface AttributeContext {
   /** The largest message body, bytes. */
   maxMessageBytes: number;
 }
+
+/** SQS's default message retention, seconds (4 days), and its bounds. */
+export const DEFAULT_RETENTION_SECONDS = 345_600;
+const MIN_RETENTION_SECONDS = 60;
+const MAX_RETENTION_SECONDS = 1_209_600;
 
 /** SQS's default visibility timeout, seconds. */
 export const DEFAULT_VISIBILITY_SECONDS = 30;
@@ -84,6 +92,7 @@ export function newQueueSettings(queue: string): QueueSettings {
     ...defaultQueueSettings(),
     lease_ms: DEFAULT_VISIBILITY_SECONDS * 1000,
     max_attempts: NO_REDRIVE_ATTEMPTS,
+    retain_pending_ms: DEFAULT_RETENTION_SECONDS * 1000,
     group_limit: isFifo(queue) ? 1 : MAX_GROUP_LIMIT,
   };
 }
@@ -103,7 +112,7 @@ function notStored(name: string, what: string): SqsError {
 }
 
 function seconds(name: string, text: string, max: number): number {
-  if (!/^[0-9]{1,6}$/.test(text) || Number(text) > max) {
+  if (!/^[0-9]{1,10}$/.test(text) || Number(text) > max) {
     throw invalidValue(name, `Expected a whole number of seconds from 0 to ${max}.`);
   }
   return Number(text);
@@ -221,8 +230,18 @@ export function applyAttributes(
       case "SqsManagedSseEnabled":
         fixed("false", "encrypt messages at rest");
         break;
-      case "MessageRetentionPeriod":
-        throw notStored(name, "expire messages after a retention period");
+      case "MessageRetentionPeriod": {
+        const period = seconds(name, value, MAX_RETENTION_SECONDS);
+        if (period < MIN_RETENTION_SECONDS) {
+          throw invalidValue(
+            name,
+            `Expected a whole number of seconds from ${MIN_RETENTION_SECONDS} to ` +
+              `${MAX_RETENTION_SECONDS}.`,
+          );
+        }
+        out.retain_pending_ms = period * 1000;
+        break;
+      }
       case "Policy":
       case "RedriveAllowPolicy":
       case "KmsMasterKeyId":
@@ -274,6 +293,8 @@ export function readAttributes(
     () => String(Math.floor((settings.lease_ms ?? ctx.defaultLeaseMs) / 1000)),
   );
   put("MaximumMessageSize", () => String(ctx.maxMessageBytes));
+  const retain = settings.retain_pending_ms;
+  if (retain !== null) put("MessageRetentionPeriod", () => String(Math.floor(retain / 1000)));
   put("DelaySeconds", () => "0");
   put("ReceiveMessageWaitTimeSeconds", () => "0");
   const attempts = settings.max_attempts ?? DEFAULT_MAX_ATTEMPTS;

@@ -37,6 +37,8 @@ export interface SettingsRow {
   retain_done_ms: number | null;
   /** How long dead jobs are kept, ms; null: until removed or requeued. */
   retain_dead_ms: number | null;
+  /** How long a pending job waits for a consumer from when it became due, ms; null: no limit. */
+  retain_pending_ms: number | null;
 }
 
 /** The columns of `settings`. */
@@ -52,6 +54,7 @@ export function settingsToRow(settings: QueueSettings): SettingsRow {
     backoff_max_ms: settings.backoff?.max_ms ?? null,
     retain_done_ms: settings.retain_done_ms,
     retain_dead_ms: settings.retain_dead_ms,
+    retain_pending_ms: settings.retain_pending_ms,
   };
 }
 
@@ -71,5 +74,6 @@ export function rowToSettings(row: SettingsRow): QueueSettings {
       : { base_ms: Number(row.backoff_base_ms), max_ms: Number(row.backoff_max_ms) },
     retain_done_ms: n(row.retain_done_ms),
     retain_dead_ms: n(row.retain_dead_ms),
+    retain_pending_ms: n(row.retain_pending_ms),
   };
 }

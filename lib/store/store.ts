@@ -480,8 +480,9 @@ export interface Store {
   nextScheduleAt(): Promise<number | null>;
   /**
    * The retention sweep: deletes done and cancelled jobs finished longer ago than their queue's
-   * `retain_done_ms` (else `retainDoneMs`, the server's), and dead jobs finished longer ago
-   * than their queue's `retain_dead_ms` (none without one); answers how many.
+   * `retain_done_ms` (else `retainDoneMs`, the server's), dead jobs finished longer ago than their
+   * queue's `retain_dead_ms` (none without one), and pending jobs due longer ago than their
+   * queue's `retain_pending_ms` (none without one); answers how many.
    */
   sweepFinished(now: number, retainDoneMs: number): Promise<number>;
   /** Proves the database takes a write. */

@@ -34,14 +34,15 @@ Deno.test("tegami queue settings shows a queue's settings, none for those not se
     result.stdout,
     [
       "queue mail",
-      "  concurrency     none",
-      "  rate            none",
-      "  group_limit     1",
-      "  max_attempts    none",
-      "  lease_ms        none",
-      "  backoff         none",
-      "  retain_done_ms  none",
-      "  retain_dead_ms  none",
+      "  concurrency        none",
+      "  rate               none",
+      "  group_limit        1",
+      "  max_attempts       none",
+      "  lease_ms           none",
+      "  backoff            none",
+      "  retain_done_ms     none",
+      "  retain_dead_ms     none",
+      "  retain_pending_ms  none",
       "",
     ].join("\n"),
   );
@@ -69,6 +70,8 @@ Deno.test("tegami queue settings changes the settings given and keeps the others
     "2h",
     "--retain-dead",
     "7d",
+    "--retain-pending",
+    "4d",
   ]);
   assert.equal(result.code, 0, result.stderr);
   const all = {
@@ -80,6 +83,7 @@ Deno.test("tegami queue settings changes the settings given and keeps the others
     backoff: { base_ms: 1000, max_ms: 3_600_000 },
     retain_done_ms: 7_200_000,
     retain_dead_ms: 7 * 86_400_000,
+    retain_pending_ms: 4 * 86_400_000,
   };
   assert.deepEqual(await client.settings("mail"), all);
   result = await queue(server.url, ["settings", "mail", "--concurrency", "none", "--json"]);

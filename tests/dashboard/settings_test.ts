@@ -39,6 +39,7 @@ Deno.test({
       backoff: { base_ms: 500, max_ms: 60_000 },
       retain_done_ms: 3_600_000,
       retain_dead_ms: 500,
+      retain_pending_ms: 86_400_000,
     });
     await enqueue(server, "plain", { payload: 1 });
     await using dashboard = await openDashboard(server);
@@ -56,6 +57,7 @@ Deno.test({
       "backoff 500 ms – 1 m 00 s",
       "keep done 1 h 00 m",
       "keep dead 500 ms",
+      "keep pending 1 d 0 h",
     ]);
     assert.equal(
       await page.getAttribute(`${settingsOf("billing")} [data-setting="concurrency"]`, "title"),

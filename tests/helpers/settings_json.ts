@@ -15,4 +15,5 @@ export const DEFAULT_SETTINGS_JSON = Object.freeze({
   backoff: null,
   retain_done_ms: null,
   retain_dead_ms: null,
+  retain_pending_ms: null,
 });

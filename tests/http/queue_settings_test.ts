@@ -20,6 +20,7 @@ const FULL = {
   backoff: { base_ms: 500, max_ms: 60_000 },
   retain_done_ms: 3_600_000,
   retain_dead_ms: 86_400_000,
+  retain_pending_ms: 345_600_000,
 };
 
 async function put(server: TestServer, queue: string, body: unknown): Promise<unknown> {
@@ -111,6 +112,7 @@ Deno.test("PUT /v1/queues/{q}/settings refuses bad settings with 400 naming the 
     [{ backoff: { base_ms: 1, max_ms: 2, x: 1 } }, /"backoff.x": unknown field/],
     [{ retain_done_ms: -1 }, /"retain_done_ms": expected an integer from 0 to 31536000000/],
     [{ retain_dead_ms: 31_536_000_001 }, /"retain_dead_ms": expected an integer from 0/],
+    [{ retain_pending_ms: -1 }, /"retain_pending_ms": expected an integer from 0/],
   ];
   for (const [body, message] of cases) {
     const answer = await server.request("PUT", "/v1/queues/q/settings", body);

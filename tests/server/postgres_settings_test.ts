@@ -19,6 +19,7 @@ const SETTINGS = {
   backoff: { base_ms: 100, max_ms: 10_000 },
   retain_done_ms: 600_000,
   retain_dead_ms: null,
+  retain_pending_ms: 3_600_000,
 };
 
 Deno.test({

@@ -125,8 +125,11 @@ def actions(url):
     assert error_code(lambda: c.tag_queue(QueueUrl=f, Tags={"a": "b"})) == \
         "AWS.SimpleQueueService.UnsupportedOperation"
     assert error_code(lambda: c.set_queue_attributes(
-        QueueUrl=f, Attributes={"MessageRetentionPeriod": "60"}
+        QueueUrl=f, Attributes={"MessageRetentionPeriod": "59"}
     )) == "InvalidAttributeValue"
+    c.set_queue_attributes(QueueUrl=f, Attributes={"MessageRetentionPeriod": "60"})
+    attrs = c.get_queue_attributes(QueueUrl=f, AttributeNames=["MessageRetentionPeriod"])
+    assert attrs["Attributes"] == {"MessageRetentionPeriod": "60"}, attrs
 
 
 def auth(url, name, token):

@@ -112,10 +112,26 @@ for (const store of STORES) {
       const after = await server.request("GET", "/v1/queues/attrs/settings");
       assert.equal(after.body.lease_ms, 5000);
       assert.equal(after.body.max_attempts, 1000);
+      assert.equal(after.body.retain_pending_ms, 345_600_000, "AWS's 4 days, from CreateQueue");
+      await client.send(
+        new SetQueueAttributesCommand({
+          QueueUrl,
+          Attributes: { MessageRetentionPeriod: "1209600" },
+        }),
+      );
+      const retention = await client.send(
+        new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ["MessageRetentionPeriod"] }),
+      );
+      assert.deepEqual(retention.Attributes, { MessageRetentionPeriod: "1209600" });
+      assert.equal(
+        (await server.request("GET", "/v1/queues/attrs/settings")).body.retain_pending_ms,
+        1_209_600_000,
+      );
       // What tegami cannot keep is refused, naming it, never accepted and forgotten.
       for (
         const [name, value, code] of [
-          ["MessageRetentionPeriod", "60", "InvalidAttributeValue"],
+          ["MessageRetentionPeriod", "59", "InvalidAttributeValue"],
+          ["MessageRetentionPeriod", "1209601", "InvalidAttributeValue"],
           ["DelaySeconds", "5", "InvalidAttributeValue"],
           ["Policy", "{}", "InvalidAttributeValue"],
           [

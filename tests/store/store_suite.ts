@@ -135,6 +135,7 @@ const FULL_SETTINGS: QueueSettings = {
   backoff: { base_ms: 200, max_ms: 60_000 },
   retain_done_ms: 3_600_000,
   retain_dead_ms: 86_400_000,
+  retain_pending_ms: 345_600_000,
 };
 
 /** Counts with the given states set and every other state zero. */
@@ -2340,6 +2341,32 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.equal(await store.get(long), null);
     assert.equal(await store.get(cancelled), null);
     assert.deepEqual(await countsOf(store, "long"), counts());
+  });
+
+  test("sweepFinished() removes pending jobs due longer ago than their queue's retain_pending_ms", async (store) => {
+    await store.putSettings("q", queueSettings({ retain_pending_ms: 100 }), T0);
+    const old = await enqueueOne(store, "q", { run_at: T0 });
+    const grouped = await enqueueOne(store, "q", { run_at: T0, group: "g" });
+    const [{ id: young }] = await store.enqueue("q", [newJob({ run_at: T0 + 50 })], T0 + 50);
+    const delayed = await enqueueOne(store, "q", { run_at: T0 + 10_000 });
+    const leased = await enqueueOne(store, "r");
+    await store.putSettings("r", queueSettings({ retain_pending_ms: 100 }), T0);
+    await claimOne(store, "r", T0, 60_000);
+    const kept = await enqueueOne(store, "other", { run_at: T0 });
+    assert.equal(await store.sweepFinished(T0 + 100, 60_000), 0, "due exactly 100 ms ago: kept");
+    assert.equal(await store.sweepFinished(T0 + 101, 60_000), 2);
+    assert.equal(await store.get(old), null);
+    assert.equal(await store.get(grouped), null);
+    assert.equal(await stateOf(store, young), "pending");
+    assert.equal(await stateOf(store, delayed), "delayed", "a delayed job has not waited yet");
+    assert.equal(await stateOf(store, leased), "leased", "a leased job is not waiting");
+    assert.equal(await stateOf(store, kept), "pending", "without retain_pending_ms jobs wait");
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1, delayed: 1 }));
+    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 0, leased: 0, full: 0 });
+    // The group's count went with its job: a new job of the group is claimed as usual.
+    await store.enqueue("q", [newJob({ run_at: T0 + 200, group: "g" })], T0 + 200);
+    const claimed = await store.claim("q", 5, null, T0 + 200);
+    assert.deepEqual(claimed.map((d) => d.job.group).sort(), ["g", null]);
   });
 
   test("sweepFinished() removes dead jobs past their queue's retain_dead_ms only", async (store) => {

@@ -22,6 +22,7 @@ import migrationConsumerPrefetch from "./migrations/008_consumer_prefetch.sql" w
   type: "text",
 };
 import migrationAttributes from "./migrations/009_attributes.sql" with { type: "text" };
+import migrationRetainPending from "./migrations/010_retain_pending.sql" with { type: "text" };
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
@@ -34,6 +35,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   migrationRetentionIndex,
   migrationConsumerPrefetch,
   migrationAttributes,
+  migrationRetainPending,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

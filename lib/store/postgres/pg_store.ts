@@ -1160,8 +1160,24 @@ export class PgStore implements Store {
             LIMIT ${MAINTENANCE_BATCH}
           )
           DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
-        const full = done.length === MAINTENANCE_BATCH || dead.length === MAINTENANCE_BATCH;
-        return [done.length + dead.length, full] as const;
+        // Pending jobs of the queues with a retain_pending_ms that have waited longer than it
+        // since they became due, oldest first (jobs_pending_age).
+        const pending = await tx`
+          WITH f AS (
+            SELECT x.id FROM queue_settings s
+            CROSS JOIN LATERAL (
+              SELECT j.id FROM jobs j
+              WHERE j.queue = s.name AND j.state = 'pending'
+                AND j.run_at < ${now}::bigint - s.retain_pending_ms
+              ORDER BY j.run_at LIMIT ${MAINTENANCE_BATCH} FOR UPDATE OF j SKIP LOCKED
+            ) x
+            WHERE s.retain_pending_ms IS NOT NULL
+            LIMIT ${MAINTENANCE_BATCH}
+          )
+          DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
+        const full = done.length === MAINTENANCE_BATCH || dead.length === MAINTENANCE_BATCH ||
+          pending.length === MAINTENANCE_BATCH;
+        return [done.length + dead.length + pending.length, full] as const;
       });
       total += n;
       if (!full) return total;

@@ -174,6 +174,10 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE jobs ADD COLUMN attributes TEXT;
   `,
+  // How long a pending job waits for a consumer (queue_settings.ts, retain_pending_ms).
+  `
+  ALTER TABLE queue_settings ADD COLUMN retain_pending_ms INTEGER;
+  `,
 ];
 
 /**

@@ -973,6 +973,7 @@ export class SqliteStore implements Store {
           row.backoff_max_ms,
           row.retain_done_ms,
           row.retain_dead_ms,
+          row.retain_pending_ms,
           now,
         );
         this.#settingsMoves.push([queue, stored]);
@@ -1204,7 +1205,8 @@ export class SqliteStore implements Store {
     // next one starts where it stopped.
     const queues: string[] = [];
     for (const [queue, c] of this.#counts) {
-      if (c.done + c.cancelled + c.dead > 0) queues.push(queue);
+      const expiring = c.pending > 0 && this.#settingsOf(queue).retain_pending_ms !== null;
+      if (c.done + c.cancelled + c.dead > 0 || expiring) queues.push(queue);
     }
     let total = 0;
     for (let next = 0; next < queues.length;) {
@@ -1222,6 +1224,9 @@ export class SqliteStore implements Store {
           sweep(s.sweepDone, queue, now - (own.retain_done_ms ?? retainDoneMs));
           if (own.retain_dead_ms !== null && n < MAINTENANCE_BATCH) {
             sweep(s.sweepDead, queue, now - own.retain_dead_ms);
+          }
+          if (own.retain_pending_ms !== null && n < MAINTENANCE_BATCH) {
+            sweep(s.sweepPending, queue, now - own.retain_pending_ms);
           }
           // A full chunk may have left more of this queue: the next transaction starts with it.
           if (n >= MAINTENANCE_BATCH) break;
@@ -1715,12 +1720,19 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
          LIMIT ?3 + 0)
        RETURNING state`,
     ),
+    // Pending jobs that have waited since before the cutoff, oldest first (jobs_pending_age).
+    sweepPending: p(
+      `DELETE FROM jobs WHERE id IN (
+         SELECT id FROM jobs WHERE queue = ?1 AND state = 'pending' AND run_at < ?2
+         ORDER BY run_at LIMIT ?3 + 0)
+       RETURNING state`,
+    ),
     allSettings: p("SELECT * FROM queue_settings"),
     putSettings: p(
       `INSERT OR REPLACE INTO queue_settings (name, concurrency, rate_limit, rate_per_ms,
          group_limit, max_attempts, lease_ms, backoff_base_ms, backoff_max_ms, retain_done_ms,
-         retain_dead_ms, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         retain_dead_ms, retain_pending_ms, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     deleteSettings: p("DELETE FROM queue_settings WHERE name = ?"),
     probe: p("INSERT OR REPLACE INTO probe (id, at, room) VALUES (1, ?, zeroblob(8192))"),

@@ -134,6 +134,7 @@ Deno.test("SqliteStore keeps queue settings across a close and reopen", async ()
     group_limit: 3,
     max_attempts: 4,
     retain_dead_ms: 60_000,
+    retain_pending_ms: 120_000,
   });
   await before.putSettings("configured", settings, T0);
   await before.close();
@@ -582,11 +583,19 @@ Deno.test("every statement of the store that names jobs_browse's WHERE term read
   await store.close();
 });
 
-Deno.test("the retention sweeps read one queue's jobs of one state from jobs_finished, up to the cutoff", async () => {
+Deno.test("the retention sweeps read one queue's jobs of one state from their index, up to the cutoff", async () => {
   const { store, sql } = openRecordingStatements();
   const sweeps = sql.filter((text) => /^DELETE FROM jobs WHERE id IN/.test(text.trim()));
-  assert.equal(sweeps.length, 2, sweeps.join("\n")); // done and cancelled; dead
-  for (const text of sweeps) {
+  assert.equal(sweeps.length, 3, sweeps.join("\n")); // done and cancelled; dead; pending
+  const pending = sweeps.filter((text) => text.includes("state = 'pending'"));
+  assert.equal(pending.length, 1);
+  assert.ok(
+    planSteps(pending[0]).some((step) =>
+      /INDEX jobs_pending_age \(queue=\? AND run_at<\?\)/.test(step)
+    ),
+    `${pending[0]}\n${planSteps(pending[0])}`,
+  );
+  for (const text of sweeps.filter((text) => !pending.includes(text))) {
     const steps = planSteps(text);
     assert.ok(
       steps.some((step) =>
