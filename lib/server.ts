@@ -6,6 +6,7 @@
  * @module
  */
 
+import { dirname, resolve } from "node:path";
 import { type Principal, TokenSet } from "./auth/tokens.ts";
 import { Broker } from "./core/broker.ts";
 import { Scheduler } from "./core/scheduler.ts";
@@ -99,6 +100,7 @@ function backupsOf(
   }
   return new SqliteBackup({
     path: config.db,
+    dir: config.backupDir ?? dirname(resolve(config.db)),
     onFinished: (status) => {
       if (status.state === "done") {
         log.info("Backup written", {

@@ -1,6 +1,7 @@
 /**
  * `tegami backup --to FILE`: has the server write a checked, compacted snapshot of its SQLite
- * database to FILE (a path on the server's host, written by the server), shows its progress and
+ * database to FILE (a file in the server's `--backup-dir` on its host, written by the server; a
+ * relative FILE is taken inside that directory), shows its progress and
  * reports what it holds. `tegami backup --verify FILE` checks a copy offline, without a server.
  *
  * Exit codes: 0 done (or the copy is sound), 1 the backup failed or the copy fails a check, 2 a
@@ -61,7 +62,8 @@ export async function backupCommand(args: string[], io: BackupIO): Promise<numbe
       return 1;
     }
   }
-  const target = resolve(to!);
+  // The server's path, resolved by the server inside its backup directory.
+  const target = to!;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (config.token !== null) headers.authorization = `Bearer ${config.token}`;
   const call = async (method: string, body?: unknown): Promise<BackupStatus> => {

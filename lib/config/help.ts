@@ -140,7 +140,7 @@ export function topLevelHelp(version: string): string {
     ["schedule list|get|delete|pause|resume", ""],
     ["", "  list schedules with their next tick; read, delete, pause, resume one"],
     ["backup --to FILE", "have the server write a checked, compacted copy of its SQLite"],
-    ["", "  database to FILE on its host while it serves, and report it (--json);"],
+    ["", "  database to FILE in its --backup-dir while it serves, and report it (--json);"],
     ["", "  restore by starting tegami serve --db FILE"],
     ["backup --verify FILE", "check a copy offline: integrity, schema version, jobs by state"],
     ["help", "show this help"],

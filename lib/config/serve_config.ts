@@ -93,6 +93,13 @@ export const SERVE_FLAGS = {
     "JSON tokens file; without one, anyone may call the API",
     { placeholder: "FILE" },
   ),
+  /** The directory backups are written into; null: the database's own. */
+  backupDir: flag.optionalString(
+    "backup-dir",
+    "directory tegami backup may write into (a FILE given to it is taken inside it); default: " +
+      "the database's directory",
+    { placeholder: "DIR" },
+  ),
   /** SQLite `synchronous` mode. */
   sync: flag.choice(
     "sync",

@@ -87,7 +87,7 @@ export interface ApiOptions {
 
 /** Backups of the database into a file on the server's host, one at a time. */
 export interface Backups {
-  /** Starts a backup into `path` (absolute); answers at once, with its status. */
+  /** Starts a backup into `path` (inside the backup directory); answers at once, with its status. */
   start(path: string): BackupStatus;
   /** The running or last backup, or null if none was started. */
   status(): Promise<BackupStatus | null>;
@@ -751,7 +751,10 @@ function requestUrl(request: HttpRequest): URL {
   }
 }
 
-/** The body of `POST /v1/backup`: `{path}`, an absolute path on the server's host. */
+/**
+ * The body of `POST /v1/backup`: `{path}`, a file in the server's backup directory (relative to
+ * it, or absolute); the backup itself refuses one outside it.
+ */
 function parseBackupPath(value: unknown): string {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw invalid("body", "expected an object {path}");
@@ -760,8 +763,8 @@ function parseBackupPath(value: unknown): string {
     if (name !== "path") throw invalid(name, "unknown field");
   }
   const path = (value as { path?: unknown }).path;
-  if (typeof path !== "string" || !path.startsWith("/") || path.length > 4096) {
-    throw invalid("path", "expected an absolute file path on the server's host");
+  if (typeof path !== "string" || path === "" || path.length > 4096) {
+    throw invalid("path", "expected a file path in the server's backup directory (--backup-dir)");
   }
   if (path.includes("\0")) throw invalid("path", "must not contain NUL");
   return path;

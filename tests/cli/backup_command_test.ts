@@ -6,7 +6,7 @@ import { tempDir } from "../helpers/temp_dir.ts";
 
 Deno.test("tegami backup --to writes a copy and reports it; --verify checks it", async () => {
   await using tmp = await tempDir("tegami-backup-cli-");
-  await using server = await startTestServer({ realTime: true });
+  await using server = await startTestServer({ realTime: true, config: { backupDir: tmp.path } });
   await server.request("POST", "/v1/queues/q/jobs", { jobs: [{ payload: 1 }, { payload: 2 }] });
   await server.request("POST", "/v1/queues/q/leases", { max: 1 });
   const target = `${tmp.path}/copy.db`;
@@ -64,7 +64,7 @@ Deno.test("tegami backup exits 2 for a usage mistake and 1 when the server refus
 
 Deno.test("tegami backup shows its progress on a terminal, on stderr, ending the line", async () => {
   await using tmp = await tempDir("tegami-backup-cli-");
-  await using server = await startTestServer({ realTime: true });
+  await using server = await startTestServer({ realTime: true, config: { backupDir: tmp.path } });
   let out = "";
   let err = "";
   const code = await runClientCommand("backup", ["--url", server.url, "--to", `${tmp.path}/c.db`], {

@@ -39,7 +39,10 @@ Deno.test("a backup taken under full load restores every job acknowledged before
   const acked: { id: number; at: number }[] = [];
   let running = true;
   {
-    await using server = await startTestServer({ realTime: true });
+    await using server = await startTestServer({
+      realTime: true,
+      config: { backupDir: tmp.path },
+    });
     // W1's shape: producers enqueue batches, consumers lease and ack, all as fast as they can.
     const producer = async (p: number) => {
       for (let n = 0; running; n++) {
@@ -123,7 +126,7 @@ Deno.test("a job leased at backup time stays leased on the restored server until
   const target = `${tmp.path}/copy.db`;
   let held: { id: number; token: string }[];
   {
-    await using server = await startTestServer({ clock });
+    await using server = await startTestServer({ clock, config: { backupDir: tmp.path } });
     await server.request("POST", "/v1/queues/q/jobs", { jobs: [{ payload: 1 }, { payload: 2 }] });
     const leased = await server.request("POST", "/v1/queues/q/leases", {
       max: 2,
@@ -157,8 +160,20 @@ Deno.test("a job leased at backup time stays leased on the restored server until
 Deno.test("POST /v1/backup refuses a second backup while one runs, and bad paths", async () => {
   await using server = await startTestServer();
   assert.equal((await server.request("GET", "/v1/backup")).status, 404);
-  const relative = await server.request("POST", "/v1/backup", { path: "copy.db" });
-  assert.equal(relative.status, 400);
+  // Only files inside the backup directory (by default the database's): not elsewhere, not up
+  // and out of it, not through a link that leads out of it.
+  await using elsewhere = await tempDir("tegami-backup-elsewhere-");
+  await Deno.symlink(elsewhere.path, `${server.dir}/out`);
+  for (const path of [`${elsewhere.path}/x.db`, "../x.db", `${server.dir}/../x.db`, "out/x.db"]) {
+    const outside = await server.request("POST", "/v1/backup", { path });
+    assert.equal(outside.status, 400, path);
+    assert.match(outside.body.error.message, /outside the backup directory/, path);
+  }
+  await Deno.symlink(`${elsewhere.path}/target.db`, `${server.dir}/link.db`);
+  const link = await server.request("POST", "/v1/backup", { path: "link.db" });
+  assert.equal(link.status, 400);
+  assert.match(link.body.error.message, /is a link/);
+  assert.deepEqual([...Deno.readDirSync(elsewhere.path)], [], "nothing written outside");
   const own = await server.request("POST", "/v1/backup", { path: server.dbPath });
   assert.equal(own.status, 400);
   assert.match(own.body.error.message, /is the database or one of its files/);

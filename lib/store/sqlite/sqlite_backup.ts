@@ -14,6 +14,7 @@
  * @module
  */
 
+import { dirname, resolve } from "node:path";
 import { TegamiError } from "../../core/errors.ts";
 import { JOB_STATES, type JobState } from "../../core/job.ts";
 import { MIGRATIONS } from "./sqlite_schema.ts";
@@ -59,6 +60,11 @@ export interface BackupStatus {
 export interface SqliteBackupOptions {
   /** The database file the server serves. */
   path: string;
+  /**
+   * The directory backups are written into (`--backup-dir`): a target is a file in it or below
+   * it, never anywhere else on the host, whatever the request names.
+   */
+  dir: string;
   /** The wall clock (ms since the epoch). @default Date.now */
   now?: () => number;
   /** Hears each backup's end. */
@@ -131,6 +137,7 @@ export function verifyCopy(path: string): Promise<CopyReport> {
 /** Takes backups of one database, one at a time, and remembers the last. */
 export class SqliteBackup {
   readonly #path: string;
+  readonly #dir: string;
   readonly #now: () => number;
   readonly #onFinished: ((status: BackupStatus) => void) | undefined;
   #status: BackupStatus | null = null;
@@ -142,17 +149,20 @@ export class SqliteBackup {
   /** Backups of the database `options.path`; none runs until {@linkcode SqliteBackup.start}. */
   constructor(options: SqliteBackupOptions) {
     this.#path = options.path;
+    this.#dir = resolve(options.dir);
     this.#now = options.now ?? Date.now;
     this.#onFinished = options.onFinished;
   }
 
   /**
-   * Starts a backup into `target`, an absolute path on this host, written by this process.
+   * Starts a backup into `file`, a path inside the backup directory (a relative one is taken
+   * from it), written by this process.
    *
    * @throws {TegamiError} `conflict` while another backup runs; `validation_failed` for a target
-   * that is not absolute, is the database or one of its files, or whose directory is missing.
+   * outside the backup directory, the database or one of its files, a link, or a file whose
+   * directory is missing.
    */
-  start(target: string): BackupStatus {
+  start(file: string): BackupStatus {
     if (this.#closed) {
       throw new TegamiError("unavailable", "Cannot back up: the server is shutting down");
     }
@@ -165,7 +175,7 @@ export class SqliteBackup {
     if (this.#path === ":memory:") {
       throw new TegamiError("conflict", "Cannot back up: the database is in memory");
     }
-    this.#checkTarget(target);
+    const target = this.#checkTarget(file);
     const temp = `${target}.tmp-${crypto.randomUUID().slice(0, 8)}`;
     this.#temp = temp;
     this.#startedAt = performance.now();
@@ -250,9 +260,39 @@ export class SqliteBackup {
     await removeQuietly(temp);
   }
 
-  #checkTarget(target: string): void {
-    if (!target.startsWith("/")) {
-      throw new TegamiError("validation_failed", `Invalid "path": expected an absolute path`);
+  /** The absolute path `file` names inside the backup directory, or `validation_failed`. */
+  #checkTarget(file: string): string {
+    if (file === "" || file.includes("\0")) {
+      throw new TegamiError("validation_failed", `Invalid "path": expected a file name or path`);
+    }
+    const target = resolve(this.#dir, file);
+    const outside = () =>
+      new TegamiError(
+        "validation_failed",
+        `Invalid "path": "${target.slice(0, 300)}" is outside the backup directory ` +
+          `"${this.#dir}" (--backup-dir)`,
+      );
+    // Compared once links are resolved: a link inside the directory cannot lead out of it.
+    let root: string;
+    let parent: string;
+    try {
+      root = Deno.realPathSync(this.#dir);
+      parent = Deno.realPathSync(dirname(target));
+    } catch {
+      throw new TegamiError(
+        "validation_failed",
+        `Invalid "path": its directory "${dirname(target)}" does not exist on the server's host`,
+      );
+    }
+    if (parent !== root && !parent.startsWith(root.endsWith("/") ? root : `${root}/`)) {
+      throw outside();
+    }
+    try {
+      if (Deno.lstatSync(target).isSymlink) {
+        throw new TegamiError("validation_failed", `Invalid "path": "${target}" is a link`);
+      }
+    } catch (error) {
+      if (error instanceof TegamiError) throw error;
     }
     const own = [this.#path, `${this.#path}-wal`, `${this.#path}-shm`, `${this.#path}.lock`];
     if (own.some((file) => sameFile(file, target))) {
@@ -274,6 +314,7 @@ export class SqliteBackup {
     if (!info.isDirectory) {
       throw new TegamiError("validation_failed", `Invalid "path": "${dir}" is not a directory`);
     }
+    return target;
   }
 }
 

@@ -53,6 +53,7 @@ Deno.test("SqliteBackup.start() writes a checked copy and reports its jobs by st
   const finished: BackupStatus[] = [];
   const backup = new SqliteBackup({
     path: `${tmp.path}/live.db`,
+    dir: tmp.path,
     onFinished: (status) => finished.push(status),
   });
   const started = backup.start(`${tmp.path}/copy.db`);
@@ -78,7 +79,7 @@ Deno.test("SqliteBackup.start() writes a checked copy and reports its jobs by st
 Deno.test("verifyCopy() refuses a copy with a corrupted page, naming integrity_check", async () => {
   await using tmp = await tempDir("tegami-backup-");
   await database(`${tmp.path}/live.db`, 500, 0);
-  const backup = new SqliteBackup({ path: `${tmp.path}/live.db` });
+  const backup = new SqliteBackup({ path: `${tmp.path}/live.db`, dir: tmp.path });
   backup.start(`${tmp.path}/copy.db`);
   assert.equal((await backupEnd(backup)).state, "done");
   // Scribble over a page in the middle of the jobs table (not the header, which is page 1).
@@ -117,8 +118,8 @@ Deno.test("verifyCopy() refuses a copy whose schema is newer than this program's
 Deno.test("SqliteBackup.start() refuses the database's own files and a second backup", async () => {
   await using tmp = await tempDir("tegami-backup-");
   await database(`${tmp.path}/live.db`, 1, 0);
-  const backup = new SqliteBackup({ path: `${tmp.path}/live.db` });
-  for (const target of [`${tmp.path}/live.db`, "relative.db", `${tmp.path}/none/x.db`]) {
+  const backup = new SqliteBackup({ path: `${tmp.path}/live.db`, dir: tmp.path });
+  for (const target of [`${tmp.path}/live.db`, "/etc/x.db", "../x.db", `${tmp.path}/none/x.db`]) {
     assert.throws(() => backup.start(target), { code: "validation_failed" }, target);
   }
   backup.start(`${tmp.path}/a.db`);
@@ -134,7 +135,7 @@ Deno.test("a backup keeps the event loop answering while its VACUUM INTO runs", 
   await database(`${tmp.path}/live.db`, 50_000, 150_000);
   const store = SqliteStore.open({ path: `${tmp.path}/live.db`, sync: "full", policy });
   try {
-    const backup = new SqliteBackup({ path: `${tmp.path}/live.db` });
+    const backup = new SqliteBackup({ path: `${tmp.path}/live.db`, dir: tmp.path });
     let worst = 0;
     let last = performance.now();
     const timer = setInterval(() => {
