@@ -16,9 +16,10 @@
  * `batch` frame (one alone goes as it is). Each call still resolves on its own reply, which the
  * server sends only once that write is committed and fsynced.
  *
- * Uses only the standard `WebSocket` (in Deno, a client of its own with Nagle off, see
- * `deno_websocket.ts`): runs in Deno, browsers and Node (tested on 20 with
- * `--experimental-websocket`, 22 and 24).
+ * Uses only the standard `WebSocket`, except for `ws://` URLs in Deno (a client of its own with
+ * Nagle off, see `deno_websocket.ts`) and on Node (one on `node:net`, see `node_websocket.ts`):
+ * runs in Deno, browsers and Node (tested on 20, 22 and 24; Node 20 needs
+ * `--experimental-websocket` for `wss://`).
  *
  * @module
  */
@@ -117,9 +118,9 @@ export interface ConsumeOptions extends ConnectionOptions {
   /** Told about failures that do not stop the consumer (lost acks, refused subscribe). */
   onError?: (error: unknown) => void;
   /**
-   * The WebSocket constructor. @default in Deno, for `ws://`, a client on a TCP connection with
-   * Nagle off (Deno's own `WebSocket` stalls 40 ms on frames over 1 KiB); else
-   * `globalThis.WebSocket`
+   * The WebSocket constructor. @default for `ws://`, in Deno a client on a TCP connection with
+   * Nagle off (Deno's own `WebSocket` stalls 40 ms on frames over 1 KiB) and on Node one on
+   * `node:net`; else `globalThis.WebSocket`
    */
   WebSocket?: typeof WebSocket;
 }

@@ -1,7 +1,8 @@
 // The client SDK on Node, run by tests/node/run.ts with Node's own test runner: the SDK bundled
 // to one ES module (TEGAMI_CLIENT), against a real tegami server (TEGAMI_URL, started with
-// --backoff-base 50ms). Only `fetch` and `WebSocket` are used, so Node 20 needs
-// --experimental-websocket; Node 22 and later have both built in. `deno task contract` runs it
+// --backoff-base 50ms). On Node the SDK sends through node:http and consumes ws:// on node:net
+// (run.ts still gives Node 20 --experimental-websocket here, and checks it without the flag in
+// no_websocket_on_node.mjs). `deno task contract` runs it
 // too, with TEGAMI_HTTP_URL pointing the producer's calls through Prism's validating proxy.
 import assert from "node:assert/strict";
 import { test } from "node:test";

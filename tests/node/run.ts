@@ -2,8 +2,9 @@
  * `deno task test:node`: the client SDK's tests on Node. Bundles `lib/client/mod.ts` to one ES
  * module (`deno bundle`), and `lib/client/node_websocket.ts` to another, starts a real server, and
  * runs `client_on_node.mjs` and `node_transports_on_node.mjs` (the Node transports, against bare
- * servers of their own) with Node's test runner on every Node it finds: the machine's `node` (Node 20 needs --experimental-websocket
- * for the standard WebSocket), and Node 22 and 24 from the pinned npm packages in
+ * servers of their own) with Node's test runner on every Node it finds: the machine's `node` (Node
+ * 20 with --experimental-websocket, which gives it the standard WebSocket, and without, where the
+ * consumer must still work on ws://), and Node 22 and 24 from the pinned npm packages in
  * `tests/node/tools` when installed (`npm ci --prefix tests/node/tools`, as `.ci/run` does).
  * Each must pass; a Node below 20 is refused by the SDK's contract, not tried.
  *
