@@ -1,21 +1,16 @@
 /**
  * How the producer sends its requests: through the standard `fetch` everywhere, and on Node
- * through `node:http` (or `node:https`) with a keep-alive agent. Node's `fetch` is undici's,
- * which builds a `Request`, a `Response` and WHATWG streams for every call and costs a Node
- * producer more CPU per request than `node:http` does; the answers are the same.
+ * through an HTTP/1.1 client of its own on `node:net` for `http://` (node_http1.ts) and
+ * `node:https` with a keep-alive agent for `https://`. Node's `fetch` is undici's, which builds a
+ * `Request`, a `Response` and WHATWG streams for every call, and `node:http` a `ClientRequest`
+ * and an `IncomingMessage`: both cost a Node producer more CPU per request; the answers are the
+ * same.
  *
  * @module
  */
 
 import { nodeBuiltin } from "./node_runtime.ts";
-
-/** An answer: its status and its body as text. */
-export interface Answer {
-  /** The HTTP status. */
-  status: number;
-  /** The body, decoded as UTF-8. */
-  text: string;
-}
+import { type Answer, Http1Client, type NodeNet } from "./node_http1.ts";
 
 /**
  * Sends one request and answers its status and body; rejects when the server cannot be reached
@@ -36,7 +31,7 @@ export function fetchTransport(fetcher: typeof fetch): Transport {
   };
 }
 
-/** What this module uses of `node:http` and `node:https`. */
+/** What this module uses of `node:https`. */
 interface NodeHttp {
   Agent: new (options: { keepAlive: boolean }) => unknown;
   request(
@@ -57,35 +52,37 @@ interface ClientRequest {
   end(body?: Uint8Array): void;
 }
 
-/** One keep-alive agent per scheme, shared by every client of the process (as fetch's pool is). */
-let agents: { http: NodeHttp; https: NodeHttp; plain: unknown; tls: unknown } | null = null;
+/**
+ * The connections, shared by every client of the process (as fetch's pool is): a pool per host for
+ * `http://`, a keep-alive agent for `https://`.
+ */
+let agents: { plain: Http1Client; https: NodeHttp; tls: unknown } | null = null;
 
 const encoder = new TextEncoder();
 
-/** The transport over `node:http` and `node:https` when running on Node, else null. */
+/** The transport over `node:net` and `node:https` when running on Node, else null. */
 export function nodeTransport(): Transport | null {
   if (agents === null) {
-    const http = nodeBuiltin<NodeHttp>("node:http");
+    const net = nodeBuiltin<NodeNet>("node:net");
     const https = nodeBuiltin<NodeHttp>("node:https");
-    if (http === null || https === null) return null;
+    if (net === null || https === null) return null;
     agents = {
-      http,
+      plain: new Http1Client(net),
       https,
-      plain: new http.Agent({ keepAlive: true }),
       tls: new https.Agent({ keepAlive: true }),
     };
   }
-  const { http, https, plain, tls } = agents;
-  return (method, url, headers, body) =>
-    new Promise((resolve, reject) => {
-      const secure = url.startsWith("https:");
+  const { plain, https, tls } = agents;
+  return (method, url, headers, body) => {
+    if (url.startsWith("http:")) return plain.request(method, url, headers, body);
+    return new Promise((resolve, reject) => {
       const bytes = body === undefined ? undefined : encoder.encode(body);
       // A length, never chunked: every server and proxy reads it.
       const sent: Record<string, string | number> = { ...headers };
       if (bytes !== undefined) sent["content-length"] = bytes.length;
-      const request = (secure ? https : http).request(
+      const request = https.request(
         url,
-        { method, headers: sent, agent: secure ? tls : plain },
+        { method, headers: sent, agent: tls },
         (response) => {
           let text = "";
           response.setEncoding("utf8");
@@ -97,4 +94,5 @@ export function nodeTransport(): Transport | null {
       request.on("error", reject);
       request.end(bytes);
     });
+  };
 }

@@ -1,7 +1,8 @@
 // The client's Node transports, run by tests/node/run.ts on every Node with Node's test runner:
 // NodeWebSocket (lib/client/node_websocket.ts, bundled as TEGAMI_NODE_WEBSOCKET) against a bare
 // node:net server that writes exact RFC 6455 bytes, and the producer's node:http transport
-// (lib/client/node_http.ts) through the bundled client (TEGAMI_CLIENT).
+// (lib/client/node_http.ts, node_http1.ts) through the bundled client (TEGAMI_CLIENT), against
+// node:http and bare node:net servers that write exact HTTP/1.1 bytes.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { createServer as createHttpServer } from "node:http";
@@ -207,7 +208,7 @@ test("NodeWebSocket fails with 1006 when the upgrade is refused (RFC 6455 §4.1)
   close();
 });
 
-test("TegamiClient on Node sends through node:http, not fetch, and reads a chunked answer", async () => {
+test("TegamiClient on Node sends through node:net, not fetch, and reads a chunked answer", async () => {
   const server = createHttpServer((request, response) => {
     let body = "";
     request.on("data", (chunk) => body += chunk);
@@ -245,7 +246,147 @@ test("TegamiClient on Node uses the fetch it is given", async () => {
   assert.deepEqual(calls, [["http://tegami.invalid/v1/queues/q/jobs", "POST"]]);
 });
 
-test("TegamiClient on Node rejects with unavailable when node:http cannot connect", async () => {
+test("TegamiClient on Node rejects with unavailable when it cannot connect", async () => {
   const client = new TegamiClient({ url: "http://127.0.0.1:1" });
   await assert.rejects(client.enqueue("q", 1), { code: "unavailable" });
+});
+
+/**
+ * A bare HTTP server on node:net: for the n-th request (counted over all connections) it writes
+ * `answers[n]` as exact bytes, in the pieces given when it is an array, and closes the connection
+ * after it when `closeAfter` has n. Answers its URL and the connections it accepted.
+ */
+async function rawHttpServer(answers, { closeAfter = [] } = {}) {
+  let served = 0;
+  const connections = [];
+  const requests = [];
+  const server = createServer((socket) => {
+    connections.push(socket);
+    let buffer = "";
+    socket.on("data", (chunk) => {
+      buffer += chunk.toString("latin1");
+      for (;;) {
+        const end = buffer.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        const head = buffer.slice(0, end);
+        const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (buffer.length < end + 4 + length) return;
+        requests.push(buffer.slice(0, end + 4 + length));
+        buffer = buffer.slice(end + 4 + length);
+        const n = served++;
+        const pieces = [answers[n]].flat();
+        pieces.forEach((piece, i) => setTimeout(() => socket.write(piece), i * 5));
+        if (closeAfter.includes(n)) setTimeout(() => socket.end(), pieces.length * 5 + 5);
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    connections,
+    requests,
+    close: () => {
+      for (const socket of connections) socket.destroy();
+      server.close();
+    },
+  };
+}
+
+const JOB = (id) => `{"id":${id},"deduplicated":false,"duplicate":null}`;
+const answer = (id, extra = "") =>
+  `HTTP/1.1 201 Created\r\ncontent-type: application/json\r\n${extra}content-length: ${
+    JOB(id).length
+  }\r\n\r\n${JOB(id)}`;
+
+test("TegamiClient on Node sends a request with its length, and reuses the connection (RFC 9112 §6.2, §9.3)", async () => {
+  const server = await rawHttpServer([answer(1), answer(2)]);
+  try {
+    const client = new TegamiClient({ url: server.url });
+    assert.equal((await client.enqueue("q", { n: 1 })).id, 1);
+    assert.equal((await client.enqueue("q", { n: 2 })).id, 2);
+    assert.equal(server.connections.length, 1);
+    const [first] = server.requests;
+    assert.match(first, /^POST \/v1\/queues\/q\/jobs HTTP\/1\.1\r\n/);
+    assert.match(first, /\r\nhost: 127\.0\.0\.1:\d+\r\n/);
+    assert.match(first, /\r\ncontent-length: 19\r\n\r\n\{"payload":\{"n":1\}\}$/);
+  } finally {
+    server.close();
+  }
+});
+
+test("TegamiClient on Node reads chunks split anywhere, with extensions and trailers (RFC 9112 §7.1)", async () => {
+  const body = JOB(3);
+  const bytes = "HTTP/1.1 201 Created\r\ntransfer-encoding: chunked\r\n\r\n" +
+    `5;ext=1\r\n${body.slice(0, 5)}\r\n${(body.length - 5).toString(16)}\r\n${body.slice(5)}\r\n` +
+    "0\r\nx-trailer: 1\r\n\r\n";
+  // In pieces of 3 bytes: heads, sizes and CRLFs all cut.
+  const pieces = [];
+  for (let i = 0; i < bytes.length; i += 3) pieces.push(bytes.slice(i, i + 3));
+  const server = await rawHttpServer([pieces, answer(4)]);
+  try {
+    const client = new TegamiClient({ url: server.url });
+    assert.equal((await client.enqueue("q", 1)).id, 3);
+    assert.equal((await client.enqueue("q", 2)).id, 4);
+    assert.equal(server.connections.length, 1);
+  } finally {
+    server.close();
+  }
+});
+
+test("TegamiClient on Node reads an answer framed by the connection's end, then connects again (RFC 9112 §6.3)", async () => {
+  const server = await rawHttpServer(
+    [`HTTP/1.0 201 Created\r\n\r\n${JOB(5)}`, answer(6, "connection: close\r\n"), answer(7)],
+    { closeAfter: [0, 1] },
+  );
+  try {
+    const client = new TegamiClient({ url: server.url });
+    assert.equal((await client.enqueue("q", 1)).id, 5);
+    assert.equal((await client.enqueue("q", 2)).id, 6);
+    assert.equal((await client.enqueue("q", 3)).id, 7);
+    assert.equal(server.connections.length, 3);
+  } finally {
+    server.close();
+  }
+});
+
+test("TegamiClient on Node opens a new connection once the server closed an idle one", async () => {
+  const server = await rawHttpServer([answer(8), answer(9)]);
+  try {
+    const client = new TegamiClient({ url: server.url });
+    assert.equal((await client.enqueue("q", 1)).id, 8);
+    server.connections[0].end();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal((await client.enqueue("q", 2)).id, 9);
+    assert.equal(server.connections.length, 2);
+  } finally {
+    server.close();
+  }
+});
+
+test("TegamiClient on Node rejects with unavailable when the connection ends mid-answer", async () => {
+  const server = await rawHttpServer(
+    ['HTTP/1.1 201 Created\r\ncontent-length: 100\r\n\r\n{"id":'],
+    { closeAfter: [0] },
+  );
+  try {
+    const client = new TegamiClient({ url: server.url });
+    await assert.rejects(client.enqueue("q", 1), { code: "unavailable" });
+  } finally {
+    server.close();
+  }
+});
+
+test("TegamiClient on Node takes an answer without a body (204) and an interim 100 (RFC 9110 §15.2)", async () => {
+  const server = await rawHttpServer([
+    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+    answer(10),
+  ]);
+  try {
+    const client = new TegamiClient({ url: server.url });
+    assert.equal(await client.request("DELETE", "/v1/anything"), null);
+    assert.equal((await client.enqueue("q", 1)).id, 10);
+    assert.equal(server.connections.length, 1);
+  } finally {
+    server.close();
+  }
 });
