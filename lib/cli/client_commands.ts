@@ -271,6 +271,7 @@ const SETTING_FLAGS = {
   retain_done_ms: "retain-done",
   retain_dead_ms: "retain-dead",
   retain_pending_ms: "retain-pending",
+  dead_letter_queue: "dead-letter-queue",
 } as const satisfies Record<keyof QueueSettings, string>;
 
 /** A flag's text as a setting's value; `none` unsets it (null: the default). */
@@ -279,6 +280,7 @@ function settingValue(setting: keyof QueueSettings, flag: string, text: string):
   const duration = (value: string) => durationFlag(value, flag)!;
   switch (setting) {
     case "rate":
+    case "dead_letter_queue":
       return text; // checked by the server, which names the field
     case "lease_ms":
     case "retain_done_ms":

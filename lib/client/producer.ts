@@ -111,6 +111,8 @@ export interface JobInfo<T = unknown> {
   lease_expires_at: number | null;
   /** When it finished (done, dead, cancelled). */
   finished_at: number | null;
+  /** The queue it was moved from when it ran out of attempts there, or null. */
+  dead_lettered_from: string | null;
 }
 
 /** A queue's numbers. */
@@ -158,6 +160,8 @@ export interface QueueSettings {
    * deletes it. null: until it is delivered.
    */
   retain_pending_ms: number | null;
+  /** The queue a job that would be dead here moves to; null: it stays in the dead list. */
+  dead_letter_queue: string | null;
 }
 
 /** How to reach a server. */

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { isDefaultSettings, type QueueSettings } from "./queue_settings.ts";
+import { checkDeadLetterQueue, isDefaultSettings, type QueueSettings } from "./queue_settings.ts";
 import { type Clock, EarliestTimer, type TimerHandle } from "./clock.ts";
 import { IntakeGate } from "./intake_gate.ts";
 import { MAINTENANCE_BATCH } from "./limits.ts";
@@ -365,10 +365,16 @@ export class Broker {
   async nack(id: number, token: string, request: NackRequest): Promise<NackResult> {
     const out = await this.#store.nack(id, token, request, this.#clock.now());
     if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
-    this.#over(token, out.queue, out.state === "dead" ? "dead" : "nacked", "settled");
+    this.#over(
+      token,
+      out.queue,
+      out.state === "dead" || out.moved_to !== undefined ? "dead" : "nacked",
+      "settled",
+    );
     // Whatever became of the job, its lease's slot (of a group, of a limit) is free: offer the
     // queue again (cheap when nothing is pending).
     this.wake(out.queue);
+    if (out.moved_to !== undefined) this.wake(out.moved_to);
     if (out.state === "delayed") this.#armAt(out.run_at);
     return out;
   }
@@ -401,8 +407,10 @@ export class Broker {
     const ended = await this.#store.release(leases, this.#clock.now());
     for (const lease of ended) {
       // The holder is the one giving the lease back (or is gone): nobody to tell.
-      this.#over(lease.token, lease.queue, lease.state === "dead" ? "dead" : "released", null);
+      const dead = lease.state === "dead" || lease.moved_to !== undefined;
+      this.#over(lease.token, lease.queue, dead ? "dead" : "released", null);
       this.wake(lease.queue);
+      if (lease.moved_to !== undefined) this.wake(lease.moved_to);
     }
     return ended;
   }
@@ -427,6 +435,7 @@ export class Broker {
    */
   async putSettings(queue: string, settings: QueueSettings): Promise<QueueSettings> {
     this.#refuseIfClosed();
+    checkDeadLetterQueue(queue, settings);
     if (!isDefaultSettings(settings)) this.requireQueueRoom(queue);
     const stored = await this.#store.putSettings(queue, settings, this.#clock.now());
     this.wake(queue);
@@ -771,7 +780,7 @@ export class Broker {
         this.#over(
           lease.token,
           lease.queue,
-          lease.state === "dead" ? "dead" : "expired",
+          lease.state === "dead" || lease.moved_to !== undefined ? "dead" : "expired",
           "expired",
         );
       }

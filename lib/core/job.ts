@@ -83,6 +83,8 @@ export interface Job {
   lease_expires_at: number | null;
   /** When the job reached done, dead or cancelled. */
   finished_at: number | null;
+  /** The queue it ran out of attempts in and was moved from (its dead-letter queue is this one). */
+  dead_lettered_from: string | null;
 }
 
 /** The lease a delivery carries. */
@@ -157,7 +159,8 @@ function jobMembers(job: Job): string {
     `"created_at":${job.created_at},"checkpoint":${jsonOrNull(job.checkpoint)},` +
     `"progress":${jsonOrNull(job.progress)},"progress_at":${job.progress_at},` +
     `"result":${jsonOrNull(job.result)},"last_error":${JSON.stringify(job.last_error)},` +
-    `"lease_expires_at":${job.lease_expires_at},"finished_at":${job.finished_at}`;
+    `"lease_expires_at":${job.lease_expires_at},"finished_at":${job.finished_at},` +
+    `"dead_lettered_from":${JSON.stringify(job.dead_lettered_from)}`;
 }
 
 /**

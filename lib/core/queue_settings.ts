@@ -24,6 +24,7 @@ import {
   MAX_DELAY_MS,
   MAX_LEASE_MS,
   MIN_LEASE_MS,
+  QUEUE_NAME,
 } from "./limits.ts";
 
 /** Most deliveries of a queue per interval: `limit` per `per_ms` milliseconds. */
@@ -58,6 +59,12 @@ export interface QueueSettings {
    * (SQS's `MessageRetentionPeriod`). null: until it is delivered.
    */
   retain_pending_ms: number | null;
+  /**
+   * The queue a job that would be dead here moves to instead (out of attempts, nacked dead, or
+   * its consumer gone on its last attempt), pending there with its attempts reset and the move
+   * recorded on it; null: it stays in this queue's dead list.
+   */
+  dead_letter_queue: string | null;
 }
 
 /** The most `concurrency` may be. */
@@ -82,6 +89,7 @@ export const DEFAULT_QUEUE_SETTINGS: Readonly<QueueSettings> = Object.freeze({
   retain_done_ms: null,
   retain_dead_ms: null,
   retain_pending_ms: null,
+  dead_letter_queue: null,
 });
 
 /** A fresh copy of the default settings. */
@@ -94,7 +102,7 @@ export function isDefaultSettings(settings: QueueSettings): boolean {
   return settings.concurrency === null && settings.rate === null && settings.group_limit === 1 &&
     settings.max_attempts === null && settings.lease_ms === null && settings.backoff === null &&
     settings.retain_done_ms === null && settings.retain_dead_ms === null &&
-    settings.retain_pending_ms === null;
+    settings.retain_pending_ms === null && settings.dead_letter_queue === null;
 }
 
 /** The members a settings object may hold. */
@@ -197,7 +205,27 @@ export function parseQueueSettings(value: unknown): QueueSettings {
     retain_done_ms: optionalInteger(value, "retain_done_ms", 0, MAX_RETAIN_MS),
     retain_dead_ms: optionalInteger(value, "retain_dead_ms", 0, MAX_RETAIN_MS),
     retain_pending_ms: optionalInteger(value, "retain_pending_ms", 0, MAX_RETAIN_MS),
+    dead_letter_queue: optionalQueueName(value, "dead_letter_queue"),
   };
+}
+
+function optionalQueueName(body: Record<string, unknown>, name: string): string | null {
+  const value = body[name];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "string" || !QUEUE_NAME.test(value)) {
+    throw invalid(name, "expected a queue name or null");
+  }
+  return value;
+}
+
+/**
+ * Refuses settings of `queue` that name it as its own dead-letter queue (a job would move to
+ * where it already is). Every door applies it before settings are stored.
+ */
+export function checkDeadLetterQueue(queue: string, settings: Readonly<QueueSettings>): void {
+  if (settings.dead_letter_queue === queue) {
+    throw invalid("dead_letter_queue", "a queue cannot be its own dead-letter queue");
+  }
 }
 
 /** The settings as the API shows them: every member present, the rate as its canonical text. */
@@ -212,6 +240,7 @@ export function settingsView(settings: Readonly<QueueSettings>): Record<string, 
     retain_done_ms: settings.retain_done_ms,
     retain_dead_ms: settings.retain_dead_ms,
     retain_pending_ms: settings.retain_pending_ms,
+    dead_letter_queue: settings.dead_letter_queue,
   };
 }
 

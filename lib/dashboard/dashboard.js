@@ -28,7 +28,7 @@
    *   concurrency: number | null, rate: string | null, group_limit: number, max_attempts: number | null,
    *   lease_ms: number | null, backoff: { base_ms: number, max_ms: number } | null,
    *   retain_done_ms: number | null, retain_dead_ms: number | null,
-   *   retain_pending_ms: number | null
+   *   retain_pending_ms: number | null, dead_letter_queue: string | null
    * }} QueueSettings
    * @typedef {{ name: string, paused: boolean, counts: Counts, oldest_pending_age_ms: number, consumers: number, rates: Rates, settings?: QueueSettings, groups?: GroupCounts, held?: string | null }} QueueView
    * @typedef {{ at: number, queues: Record<string, Rates> }} Sample
@@ -789,6 +789,13 @@
         "keep pending",
         span(settings.retain_pending_ms),
         "how long a job waits for a consumer before it is deleted",
+      ]);
+    }
+    if (settings.dead_letter_queue !== null) {
+      out.push([
+        "dead letters to",
+        settings.dead_letter_queue,
+        "where a job that runs out of attempts goes",
       ]);
     }
     return out;

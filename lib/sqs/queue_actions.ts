@@ -112,6 +112,22 @@ const getQueueUrl: Action = async (services, call) => {
 /** Without MaxResults, ListQueues answers at most this many (as AWS does). */
 const LIST_LIMIT = 1000;
 
+/** A list's `NextToken`: the last queue name of the page, base64. */
+function encodeToken(name: string): string {
+  return btoa(String.fromCharCode(...new TextEncoder().encode(name)));
+}
+
+/** The queue name a `NextToken` carries, or `InvalidParameterValue`. */
+function decodeToken(token: string): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(
+      Uint8Array.from(atob(token), (c) => c.charCodeAt(0)),
+    );
+  } catch {
+    throw invalidParameter("NextToken", "Invalid NextToken value.");
+  }
+}
+
 const listQueues: Action = async (services, call) => {
   const prefix = stringInput(call.input, "QueueNamePrefix") ?? "";
   const max = call.input.MaxResults as number | undefined;
@@ -119,16 +135,7 @@ const listQueues: Action = async (services, call) => {
     throw invalidParameter("MaxResults", `Must be between 1 and ${LIST_LIMIT}, if provided.`);
   }
   const token = stringInput(call.input, "NextToken");
-  let after: string | null = null;
-  if (token !== undefined && token !== "") {
-    try {
-      after = new TextDecoder("utf-8", { fatal: true }).decode(
-        Uint8Array.from(atob(token), (c) => c.charCodeAt(0)),
-      );
-    } catch {
-      throw invalidParameter("NextToken", "Invalid NextToken value.");
-    }
-  }
+  const after = token === undefined || token === "" ? null : decodeToken(token);
   const all = await services.broker.stats();
   const names = all
     .filter((s) =>
@@ -140,9 +147,7 @@ const listQueues: Action = async (services, call) => {
   const out: Record<string, unknown> = {
     QueueUrls: page.map((name) => urlOf(services, call, name)),
   };
-  if (max !== undefined && names.length > page.length) {
-    out.NextToken = btoa(String.fromCharCode(...new TextEncoder().encode(page[page.length - 1])));
-  }
+  if (max !== undefined && names.length > page.length) out.NextToken = encodeToken(page.at(-1)!);
   return out;
 };
 
@@ -179,6 +184,29 @@ const setQueueAttributes: Action = async (services, call) => {
   return undefined;
 };
 
+const listDeadLetterSourceQueues: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  await existingQueue(services, queue);
+  const max = call.input.MaxResults as number | undefined;
+  if (max !== undefined && (max < 1 || max > LIST_LIMIT)) {
+    throw invalidParameter("MaxResults", `Must be between 1 and ${LIST_LIMIT}, if provided.`);
+  }
+  const token = stringInput(call.input, "NextToken");
+  const after = token === undefined || token === "" ? null : decodeToken(token);
+  const names = (await services.broker.stats())
+    .filter((s) =>
+      s.settings.dead_letter_queue === queue && (after === null || s.name > after) &&
+      call.principal.allowsQueue(s.name)
+    )
+    .map((s) => s.name);
+  const page = names.slice(0, max ?? LIST_LIMIT);
+  const out: Record<string, unknown> = {
+    queueUrls: page.map((name) => urlOf(services, call, name)),
+  };
+  if (max !== undefined && names.length > page.length) out.NextToken = encodeToken(page.at(-1)!);
+  return out;
+};
+
 /** The queue actions, by name. */
 export const QUEUE_ACTIONS: Readonly<Record<string, Action>> = {
   CreateQueue: createQueue,
@@ -188,4 +216,5 @@ export const QUEUE_ACTIONS: Readonly<Record<string, Action>> = {
   PurgeQueue: purgeQueue,
   GetQueueAttributes: getQueueAttributes,
   SetQueueAttributes: setQueueAttributes,
+  ListDeadLetterSourceQueues: listDeadLetterSourceQueues,
 };

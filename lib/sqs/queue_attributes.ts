@@ -2,9 +2,10 @@
  * SQS queue attributes, mapped onto a tegami queue's settings and counts (see docs/sqs.md):
  *
  * - `VisibilityTimeout` is the queue's `lease_ms` (0 becomes tegami's shortest lease, 100 ms);
- * - `RedrivePolicy`'s `maxReceiveCount` is its `max_attempts`, after which a job is dead and
- *   stays in the queue's own dead list (a queue made by `CreateQueue` without one gets 1000,
- *   tegami's most: there is no "receive for ever");
+ * - `RedrivePolicy`'s `maxReceiveCount` is its `max_attempts`, after which a job is dead (a
+ *   queue made by `CreateQueue` without one gets 1000, tegami's most: there is no "receive for
+ *   ever"), and its `deadLetterTargetArn` (a queue of this server) is its `dead_letter_queue`,
+ *   where such a job moves; without one it stays in the queue's own dead list;
  * - a FIFO queue (name ending `.fifo`) has `group_limit` 1, one job of a group in flight; a
  *   standard queue made here has the largest `group_limit`, so groups only take turns;
  * - `MessageRetentionPeriod` is its `retain_pending_ms`: a message not received that long after
@@ -13,13 +14,19 @@
  * - the `Approximate…` counts are the queue's pending, leased and delayed jobs.
  *
  * What tegami cannot keep yet (tags, `Policy`, KMS, a queue's default delay or
- * wait time, a per-queue size limit, a dead-letter target) is refused when it would differ from
+ * wait time, a per-queue size limit) is refused when it would differ from
  * what tegami does, with an error that says so, rather than accepted and forgotten.
  *
  * @module
  */
 
-import { DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS, MAX_LEASE_MS, MIN_LEASE_MS } from "../core/limits.ts";
+import {
+  DEFAULT_MAX_ATTEMPTS,
+  MAX_ATTEMPTS,
+  MAX_LEASE_MS,
+  MIN_LEASE_MS,
+  QUEUE_NAME,
+} from "../core/limits.ts";
 import {
   defaultQueueSettings,
   isDefaultSettings,
@@ -118,9 +125,41 @@ function seconds(name: string, text: string, max: number): number {
   return Number(text);
 }
 
-/** `maxReceiveCount` of a `RedrivePolicy`, or an error. */
-function redrive(text: string): number {
-  if (text === "") return NO_REDRIVE_ATTEMPTS;
+/** What a `RedrivePolicy` says: after how many receives, and to which queue (null: none). */
+interface Redrive {
+  maxReceiveCount: number;
+  deadLetterQueue: string | null;
+}
+
+/** The queue a `deadLetterTargetArn` of this server's account and region names, or an error. */
+function targetQueue(arn: unknown, queue: string, identity: SqsIdentity): string {
+  const prefix = queueArn(identity, "");
+  if (typeof arn !== "string" || !arn.startsWith(prefix)) {
+    throw invalidValue(
+      "RedrivePolicy",
+      `deadLetterTargetArn must be the ARN of a queue of this server (${prefix}NAME).`,
+    );
+  }
+  const target = arn.slice(prefix.length);
+  if (!QUEUE_NAME.test(target)) {
+    throw invalidValue("RedrivePolicy", "deadLetterTargetArn names no valid queue.");
+  }
+  if (target === queue) {
+    throw invalidValue("RedrivePolicy", "A queue cannot be its own dead-letter queue.");
+  }
+  if (isFifo(target) !== isFifo(queue)) {
+    throw invalidValue(
+      "RedrivePolicy",
+      "The dead-letter queue of a FIFO queue must be a FIFO queue, and of a standard queue a " +
+        "standard queue.",
+    );
+  }
+  return target;
+}
+
+/** What a `RedrivePolicy` of `queue` says, or an error. */
+function redrive(text: string, queue: string, identity: SqsIdentity): Redrive {
+  if (text === "") return { maxReceiveCount: NO_REDRIVE_ATTEMPTS, deadLetterQueue: null };
   let policy: unknown;
   try {
     policy = text.length > 4096 ? undefined : JSON.parse(text);
@@ -132,14 +171,7 @@ function redrive(text: string): number {
   }
   const fields = policy as Record<string, unknown>;
   for (const key of Object.keys(fields)) {
-    if (key === "deadLetterTargetArn") {
-      throw notStored(
-        "RedrivePolicy",
-        "move a message to another queue (deadLetterTargetArn); give maxReceiveCount alone " +
-          "and the job stays in the queue's dead list",
-      );
-    }
-    if (key !== "maxReceiveCount") {
+    if (key !== "maxReceiveCount" && key !== "deadLetterTargetArn") {
       throw invalidValue("RedrivePolicy", `Unknown member ${JSON.stringify(key.slice(0, 64))}.`);
     }
   }
@@ -152,7 +184,10 @@ function redrive(text: string): number {
   if (count > MAX_ATTEMPTS) {
     throw invalidValue("RedrivePolicy", `maxReceiveCount must be at most ${MAX_ATTEMPTS} here.`);
   }
-  return count;
+  const deadLetterQueue = fields.deadLetterTargetArn === undefined
+    ? null
+    : targetQueue(fields.deadLetterTargetArn, queue, identity);
+  return { maxReceiveCount: count, deadLetterQueue };
 }
 
 /**
@@ -187,9 +222,12 @@ export function applyAttributes(
           seconds(name, value, MAX_VISIBILITY_SECONDS) * 1000,
         );
         break;
-      case "RedrivePolicy":
-        out.max_attempts = redrive(value);
+      case "RedrivePolicy": {
+        const policy = redrive(value, queue, ctx.identity);
+        out.max_attempts = policy.maxReceiveCount;
+        out.dead_letter_queue = policy.deadLetterQueue;
         break;
+      }
       case "FifoQueue":
         if (value !== "true" && value !== "false") {
           throw invalidValue(name, "Expected true or false.");
@@ -298,7 +336,14 @@ export function readAttributes(
   put("DelaySeconds", () => "0");
   put("ReceiveMessageWaitTimeSeconds", () => "0");
   const attempts = settings.max_attempts ?? DEFAULT_MAX_ATTEMPTS;
-  if (attempts !== NO_REDRIVE_ATTEMPTS) {
+  const target = settings.dead_letter_queue;
+  if (target !== null) {
+    put("RedrivePolicy", () =>
+      JSON.stringify({
+        deadLetterTargetArn: queueArn(ctx.identity, target),
+        maxReceiveCount: attempts,
+      }));
+  } else if (attempts !== NO_REDRIVE_ATTEMPTS) {
     put("RedrivePolicy", () => JSON.stringify({ maxReceiveCount: attempts }));
   }
   put("SqsManagedSseEnabled", () => "false");

@@ -87,6 +87,11 @@ export const INPUTS: Readonly<Record<string, Shape>> = {
   }),
   GetQueueUrl: struct({ QueueName: m(STRING), QueueOwnerAWSAccountId: m(STRING) }),
   ListQueues: struct({ QueueNamePrefix: m(STRING), NextToken: m(STRING), MaxResults: m(INT) }),
+  ListDeadLetterSourceQueues: struct({
+    QueueUrl: m(STRING),
+    NextToken: m(STRING),
+    MaxResults: m(INT),
+  }),
   DeleteQueue: struct({ QueueUrl: m(STRING) }),
   PurgeQueue: struct({ QueueUrl: m(STRING) }),
   GetQueueAttributes: struct({
@@ -143,6 +148,10 @@ export const OUTPUTS: Readonly<Record<string, Shape | null>> = {
   CreateQueue: struct({ QueueUrl: m(STRING) }),
   GetQueueUrl: struct({ QueueUrl: m(STRING) }),
   ListQueues: struct({ QueueUrls: m(list(STRING, "QueueUrl")), NextToken: m(STRING) }),
+  ListDeadLetterSourceQueues: struct({
+    queueUrls: m(list(STRING, "QueueUrl")),
+    NextToken: m(STRING),
+  }),
   DeleteQueue: null,
   PurgeQueue: null,
   GetQueueAttributes: struct({ Attributes: ATTRIBUTES }),

@@ -76,6 +76,8 @@ export interface JobRow {
   lease_expires_at: number | null;
   /** When the job reached done, dead or cancelled, ms since the epoch; else null. */
   finished_at: number | null;
+  /** The queue it was dead-lettered from, or null. */
+  dead_lettered_from: string | null;
 }
 
 /** The job's own retry backoff, or null for the server's. */
@@ -120,6 +122,7 @@ export function rowToJob(row: JobRow): Job {
     last_error: row.last_error,
     lease_expires_at: row.state === "leased" ? row.lease_expires_at : null,
     finished_at: row.finished_at,
+    dead_lettered_from: row.dead_lettered_from,
   };
 }
 

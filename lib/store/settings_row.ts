@@ -39,6 +39,8 @@ export interface SettingsRow {
   retain_dead_ms: number | null;
   /** How long a pending job waits for a consumer from when it became due, ms; null: no limit. */
   retain_pending_ms: number | null;
+  /** The queue a job that would be dead moves to; null: none. */
+  dead_letter_queue: string | null;
 }
 
 /** The columns of `settings`. */
@@ -55,6 +57,7 @@ export function settingsToRow(settings: QueueSettings): SettingsRow {
     retain_done_ms: settings.retain_done_ms,
     retain_dead_ms: settings.retain_dead_ms,
     retain_pending_ms: settings.retain_pending_ms,
+    dead_letter_queue: settings.dead_letter_queue,
   };
 }
 
@@ -75,5 +78,6 @@ export function rowToSettings(row: SettingsRow): QueueSettings {
     retain_done_ms: n(row.retain_done_ms),
     retain_dead_ms: n(row.retain_dead_ms),
     retain_pending_ms: n(row.retain_pending_ms),
+    dead_letter_queue: row.dead_letter_queue ?? null,
   };
 }

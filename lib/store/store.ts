@@ -71,6 +71,8 @@ export interface NackResult {
   state: JobState;
   /** When it runs again (for dead: when it died). */
   run_at: number;
+  /** The queue it moved to instead of dying here (its queue's `dead_letter_queue`), if it did. */
+  moved_to?: string;
 }
 
 /** The answer to an ack. */
@@ -110,6 +112,8 @@ export interface EndedLease {
   token: string;
   /** Where the job went: `pending` or `dead`. */
   state: JobState;
+  /** The queue it moved to instead of dying here (its queue's `dead_letter_queue`), if it did. */
+  moved_to?: string;
 }
 
 /** The names of the queues a store knows, and how many. */

@@ -43,6 +43,7 @@ Deno.test("tegami queue settings shows a queue's settings, none for those not se
       "  retain_done_ms     none",
       "  retain_dead_ms     none",
       "  retain_pending_ms  none",
+      "  dead_letter_queue  none",
       "",
     ].join("\n"),
   );
@@ -72,6 +73,8 @@ Deno.test("tegami queue settings changes the settings given and keeps the others
     "7d",
     "--retain-pending",
     "4d",
+    "--dead-letter-queue",
+    "mail.dead",
   ]);
   assert.equal(result.code, 0, result.stderr);
   const all = {
@@ -84,6 +87,7 @@ Deno.test("tegami queue settings changes the settings given and keeps the others
     retain_done_ms: 7_200_000,
     retain_dead_ms: 7 * 86_400_000,
     retain_pending_ms: 4 * 86_400_000,
+    dead_letter_queue: "mail.dead",
   };
   assert.deepEqual(await client.settings("mail"), all);
   result = await queue(server.url, ["settings", "mail", "--concurrency", "none", "--json"]);

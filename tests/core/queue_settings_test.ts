@@ -82,6 +82,7 @@ Deno.test("parseQueueSettings() reads every member and settingsView() shows them
     retain_done_ms: 0,
     retain_dead_ms: 31_536_000_000,
     retain_pending_ms: 60_000,
+    dead_letter_queue: "dlq",
   };
   const settings = parseQueueSettings(body);
   assert.deepEqual(settings.rate, { limit: 100, per_ms: 1000 });

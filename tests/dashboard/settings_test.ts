@@ -40,6 +40,7 @@ Deno.test({
       retain_done_ms: 3_600_000,
       retain_dead_ms: 500,
       retain_pending_ms: 86_400_000,
+      dead_letter_queue: "billing.dead",
     });
     await enqueue(server, "plain", { payload: 1 });
     await using dashboard = await openDashboard(server);
@@ -58,6 +59,7 @@ Deno.test({
       "keep done 1 h 00 m",
       "keep dead 500 ms",
       "keep pending 1 d 0 h",
+      "dead letters to billing.dead",
     ]);
     assert.equal(
       await page.getAttribute(`${settingsOf("billing")} [data-setting="concurrency"]`, "title"),

@@ -15,6 +15,7 @@ export const JOB_FIELDS = [
   "backoff",
   "checkpoint",
   "created_at",
+  "dead_lettered_from",
   "finished_at",
   "group",
   "id",

@@ -16,4 +16,5 @@ export const DEFAULT_SETTINGS_JSON = Object.freeze({
   retain_done_ms: null,
   retain_dead_ms: null,
   retain_pending_ms: null,
+  dead_letter_queue: null,
 });

@@ -72,6 +72,7 @@ Deno.test("POST /v1/queues/{q}/jobs stores every field it is given", async () =>
     last_error: null,
     lease_expires_at: null,
     finished_at: null,
+    dead_lettered_from: null,
   });
 });
 

@@ -21,6 +21,7 @@ const FULL = {
   retain_done_ms: 3_600_000,
   retain_dead_ms: 86_400_000,
   retain_pending_ms: 345_600_000,
+  dead_letter_queue: "mail.dead",
 };
 
 async function put(server: TestServer, queue: string, body: unknown): Promise<unknown> {

@@ -20,6 +20,7 @@ const SETTINGS = {
   retain_done_ms: 600_000,
   retain_dead_ms: null,
   retain_pending_ms: 3_600_000,
+  dead_letter_queue: "billing.dead",
 };
 
 Deno.test({

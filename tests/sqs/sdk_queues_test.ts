@@ -6,10 +6,12 @@
 
 import assert from "node:assert/strict";
 import {
+  ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   DeleteQueueCommand,
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
+  ListDeadLetterSourceQueuesCommand,
   ListQueuesCommand,
   PurgeQueueCommand,
   ReceiveMessageCommand,
@@ -136,7 +138,17 @@ for (const store of STORES) {
           ["Policy", "{}", "InvalidAttributeValue"],
           [
             "RedrivePolicy",
-            '{"maxReceiveCount":2,"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq"}',
+            '{"maxReceiveCount":2,"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:000000000000:dlq"}',
+            "InvalidAttributeValue",
+          ],
+          [
+            "RedrivePolicy",
+            '{"maxReceiveCount":2,"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:attrs"}',
+            "InvalidAttributeValue",
+          ],
+          [
+            "RedrivePolicy",
+            '{"maxReceiveCount":2,"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:d.fifo"}',
             "InvalidAttributeValue",
           ],
           ["NoSuchAttribute", "1", "InvalidAttributeName"],
@@ -225,5 +237,64 @@ Deno.test("--sqs off leaves POST / to tegami's own API", async () => {
   const error = await sdkError(sqs.client.send(new ListQueuesCommand({})));
   assert.equal(error.status, 404);
 });
+
+for (const store of STORES) {
+  Deno.test({
+    name:
+      `${store.name}: a redrive policy moves a message past maxReceiveCount to its dead-letter queue`,
+    ignore: store.ignore,
+    fn: async () => {
+      await using sqs = await startSqsServer({ store });
+      const { client, server } = sqs;
+      const dlq = await client.send(new CreateQueueCommand({ QueueName: "orders-dlq" }));
+      const { Attributes: dlqAttributes } = await client.send(
+        new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ["QueueArn"] }),
+      );
+      const policy = JSON.stringify({
+        deadLetterTargetArn: dlqAttributes!.QueueArn,
+        maxReceiveCount: 2,
+      });
+      const { QueueUrl } = await client.send(
+        new CreateQueueCommand({ QueueName: "orders", Attributes: { RedrivePolicy: policy } }),
+      );
+      const settings = await server.request("GET", "/v1/queues/orders/settings");
+      assert.equal(settings.body.dead_letter_queue, "orders-dlq");
+      assert.equal(settings.body.max_attempts, 2);
+      const read = await client.send(
+        new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ["RedrivePolicy"] }),
+      );
+      assert.deepEqual(JSON.parse(read.Attributes!.RedrivePolicy!), JSON.parse(policy));
+      const sent = await client.send(new SendMessageCommand({ QueueUrl, MessageBody: "poison" }));
+      // Received twice and given back each time: the second receive was its last.
+      for (let i = 0; i < 2; i++) {
+        const [message] = (await client.send(new ReceiveMessageCommand({ QueueUrl }))).Messages!;
+        await client.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl,
+            ReceiptHandle: message.ReceiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        );
+      }
+      assert.equal(
+        (await client.send(new ReceiveMessageCommand({ QueueUrl }))).Messages,
+        undefined,
+      );
+      const [moved] = (await client.send(
+        new ReceiveMessageCommand({ QueueUrl: dlq.QueueUrl, MessageSystemAttributeNames: ["All"] }),
+      )).Messages!;
+      assert.equal(moved.Body, "poison");
+      assert.equal(moved.MessageId, sent.MessageId);
+      assert.equal(moved.Attributes?.ApproximateReceiveCount, "1");
+      const job = await server.request("GET", `/v1/jobs/${sent.MessageId}`);
+      assert.equal(job.body.queue, "orders-dlq");
+      assert.equal(job.body.dead_lettered_from, "orders");
+      const sources = await client.send(
+        new ListDeadLetterSourceQueuesCommand({ QueueUrl: dlq.QueueUrl }),
+      );
+      assert.deepEqual(sources.queueUrls, [QueueUrl]);
+    },
+  });
+}
 
 dropPgTestDatabaseAfterwards(pg);

@@ -136,6 +136,7 @@ const FULL_SETTINGS: QueueSettings = {
   retain_done_ms: 3_600_000,
   retain_dead_ms: 86_400_000,
   retain_pending_ms: 345_600_000,
+  dead_letter_queue: "q.dead",
 };
 
 /** Counts with the given states set and every other state zero. */
@@ -468,6 +469,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
       last_error: null,
       lease_expires_at: null,
       finished_at: null,
+      dead_lettered_from: null,
     });
     const second = await store.get(out[1].id);
     assert.equal(second?.payload, "[1,2]");
@@ -2367,6 +2369,64 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     await store.enqueue("q", [newJob({ run_at: T0 + 200, group: "g" })], T0 + 200);
     const claimed = await store.claim("q", 5, null, T0 + 200);
     assert.deepEqual(claimed.map((d) => d.job.group).sort(), ["g", null]);
+  });
+
+  test("a job that dies in a queue with a dead_letter_queue moves there, pending, attempts reset", async (store) => {
+    await store.putSettings("q", queueSettings({ dead_letter_queue: "q.dead" }), T0);
+    // Nacked dead; out of attempts at its lease's end; its consumer gone on its last attempt.
+    const nacked = await enqueueOne(store, "q", { key: "k1", group: "g", lease_ms: 5_000 });
+    const expired = await enqueueOne(store, "q", { max_attempts: 1, lease_ms: 1_000 });
+    const released = await enqueueOne(store, "q", { max_attempts: 1, lease_ms: 5_000 });
+    const claimed = await store.claim("q", 3, null, T0);
+    assert.deepEqual(claimed.map((d) => d.job.id).sort(), [nacked, expired, released].sort());
+    const byId = new Map(claimed.map((d) => [d.job.id, d]));
+    const out = await store.nack(
+      nacked,
+      byId.get(nacked)!.lease.token,
+      { error: "bad input", delay_ms: null, dead: true },
+      T0 + 10,
+    );
+    assert.deepEqual(out, {
+      id: nacked,
+      queue: "q",
+      state: "pending",
+      run_at: T0 + 10,
+      moved_to: "q.dead",
+    });
+    const tick = await store.tick(T0 + 1_000, HANDED_ALL);
+    assert.deepEqual(tick.expired.map((e) => [e.id, e.state, e.moved_to]), [
+      [expired, "pending", "q.dead"],
+    ]);
+    assert.ok(tick.woken.includes("q.dead"));
+    const gone = await store.release(
+      [{ id: released, token: byId.get(released)!.lease.token }],
+      T0 + 1_001,
+    );
+    assert.deepEqual(gone.map((e) => [e.id, e.state, e.moved_to]), [[
+      released,
+      "pending",
+      "q.dead",
+    ]]);
+    for (const id of [nacked, expired, released]) {
+      const job = await store.get(id);
+      assert.equal(job?.queue, "q.dead");
+      assert.equal(job?.state, "pending");
+      assert.equal(job?.attempts, 0);
+      assert.equal(job?.dead_lettered_from, "q");
+      assert.equal(job?.group, null);
+    }
+    assert.equal((await store.get(nacked))?.last_error, "bad input", "why it died is kept");
+    assert.equal((await store.get(nacked))?.key, "k1", "its key is shown, no longer held");
+    assert.deepEqual(await countsOf(store, "q"), counts());
+    assert.deepEqual(await countsOf(store, "q.dead"), counts({ pending: 3 }));
+    // The key is free in the queue it left, and the group's slot too.
+    const [fresh] = await store.enqueue("q", [newJob({ key: "k1", group: "g" })], T0 + 2_000);
+    assert.equal(fresh.deduplicated, false);
+    assert.equal((await claimOne(store, "q", T0 + 2_000)).job.id, fresh.id);
+    // In the dead-letter queue the jobs are ordinary ones: claimed, counted, with a fresh attempt.
+    const again = await store.claim("q.dead", 5, null, T0 + 2_000);
+    assert.equal(again.length, 3);
+    assert.ok(again.every((d) => d.job.attempts === 1 && d.job.dead_lettered_from === "q"));
   });
 
   test("sweepFinished() removes dead jobs past their queue's retain_dead_ms only", async (store) => {

@@ -458,8 +458,8 @@ Deno.test("a push stops half way to maxBuffered and gives the rest back, without
   socket.accumulate = true;
   const connection = h.connect(socket, { pauseBuffered: 1000, maxBuffered: 6000 });
   await subscribe(socket, connection, "w", 5);
-  const ids = await h.enqueue("w", Array.from({ length: 5 }, () => "x".repeat(1000)));
-  // Frames of about 1 100 bytes: the third takes the buffer past 3 000, and the push stops.
+  const ids = await h.enqueue("w", Array.from({ length: 5 }, () => "x".repeat(900)));
+  // Frames of about 1 400 bytes: the third takes the buffer past 3 000, and the push stops.
   await eventually(() => socket.frames((f) => f.op === "job").length === 3, "the first three");
   await settle();
   assert.deepEqual(socket.closes, []);

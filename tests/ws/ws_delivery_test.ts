@@ -98,6 +98,7 @@ Deno.test("a job enqueued after subscribing is pushed without polling, with its 
     last_error: null,
     lease_expires_at: now + 30_000,
     finished_at: null,
+    dead_lettered_from: null,
     attempt: 1,
     lease: { token: job.lease.token, expires_at: now + 30_000 },
   });

@@ -23,6 +23,9 @@ import migrationConsumerPrefetch from "./migrations/008_consumer_prefetch.sql" w
 };
 import migrationAttributes from "./migrations/009_attributes.sql" with { type: "text" };
 import migrationRetainPending from "./migrations/010_retain_pending.sql" with { type: "text" };
+import migrationDeadLetterQueue from "./migrations/011_dead_letter_queue.sql" with {
+  type: "text",
+};
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
@@ -36,6 +39,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   migrationConsumerPrefetch,
   migrationAttributes,
   migrationRetainPending,
+  migrationDeadLetterQueue,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

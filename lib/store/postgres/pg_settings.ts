@@ -22,7 +22,8 @@ import type { Sql, TxSql } from "./pg_driver.ts";
 export async function readQueueSettings(sql: Sql | TxSql, queue: string): Promise<QueueSettings> {
   const rows = await sql<SettingsRow[]>`
     SELECT concurrency, rate_limit, rate_per_ms, group_limit, max_attempts, lease_ms,
-      backoff_base_ms, backoff_max_ms, retain_done_ms, retain_dead_ms, retain_pending_ms
+      backoff_base_ms, backoff_max_ms, retain_done_ms, retain_dead_ms, retain_pending_ms,
+      dead_letter_queue
     FROM queue_settings WHERE name = ${queue}`;
   return rows.length === 0 ? defaultQueueSettings() : rowToSettings(rows[0]);
 }
@@ -54,15 +55,16 @@ export async function writeQueueSettings(
   await tx`
     INSERT INTO queue_settings (name, concurrency, rate_limit, rate_per_ms, group_limit,
       max_attempts, lease_ms, backoff_base_ms, backoff_max_ms, retain_done_ms, retain_dead_ms,
-      retain_pending_ms, updated_at)
+      retain_pending_ms, dead_letter_queue, updated_at)
     VALUES (${queue}, ${r.concurrency}, ${r.rate_limit}, ${r.rate_per_ms}, ${r.group_limit},
       ${r.max_attempts}, ${r.lease_ms}, ${r.backoff_base_ms}, ${r.backoff_max_ms},
-      ${r.retain_done_ms}, ${r.retain_dead_ms}, ${r.retain_pending_ms}, ${now})
+      ${r.retain_done_ms}, ${r.retain_dead_ms}, ${r.retain_pending_ms}, ${r.dead_letter_queue},
+      ${now})
     ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency,
       rate_limit = excluded.rate_limit, rate_per_ms = excluded.rate_per_ms,
       group_limit = excluded.group_limit, max_attempts = excluded.max_attempts,
       lease_ms = excluded.lease_ms, backoff_base_ms = excluded.backoff_base_ms,
       backoff_max_ms = excluded.backoff_max_ms, retain_done_ms = excluded.retain_done_ms,
       retain_dead_ms = excluded.retain_dead_ms, retain_pending_ms = excluded.retain_pending_ms,
-      updated_at = excluded.updated_at`;
+      dead_letter_queue = excluded.dead_letter_queue, updated_at = excluded.updated_at`;
 }

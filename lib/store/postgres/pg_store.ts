@@ -783,9 +783,13 @@ export class PgStore implements Store {
     return this.#write(async (tx, news) => {
       const row = await this.#leased(tx, id, token, now, "nack");
       const next = afterNack(attempted(row), request, now, this.#policy);
-      await unlease(tx, [{ id, next }]);
+      const [moved] = await unlease(tx, [{ id, next }], now);
       // Even a retry later frees a slot (of the job's group, of its queue's concurrency).
       news.ready.add(row.queue);
+      if (moved !== null) {
+        news.ready.add(moved);
+        return { id, queue: row.queue, state: "pending", run_at: now, moved_to: moved };
+      }
       return { id, queue: row.queue, state: next.state, run_at: next.run_at };
     });
   }
@@ -1027,6 +1031,7 @@ export class PgStore implements Store {
         const lease = ended[i];
         // Even a lease that ended in dead frees a slot (of its group, of its queue).
         woken.add(lease.queue);
+        if (lease.moved_to !== undefined) woken.add(lease.moved_to);
         news.ended.push([lease.id, lease.token, "expired"]);
       }
       for (const queue of woken) news.ready.add(queue);
@@ -1054,7 +1059,10 @@ export class PgStore implements Store {
       }
       const out = await endLeases(tx, ending, now);
       // Even a lease that ended in dead frees a slot (of its group, of its queue).
-      for (const lease of out) news.ready.add(lease.queue);
+      for (const lease of out) {
+        news.ready.add(lease.queue);
+        if (lease.moved_to !== undefined) news.ready.add(lease.moved_to);
+      }
       return out;
     });
   }
@@ -1755,18 +1763,30 @@ async function endLeases(
     id: row.id,
     next: afterLeaseEnd(attempted(row), cause, now),
   }));
-  await unlease(tx, moves);
-  return ending.map(({ row }, i) => ({
-    id: row.id,
-    queue: row.queue,
-    token: row.lease_token ?? "",
-    state: moves[i].next.state,
-  }));
+  const moved = await unlease(tx, moves, now);
+  return ending.map(({ row }, i) => {
+    const ended: EndedLease = {
+      id: row.id,
+      queue: row.queue,
+      token: row.lease_token ?? "",
+      state: moved[i] === null ? moves[i].next.state : "pending",
+    };
+    if (moved[i] !== null) ended.moved_to = moved[i]!;
+    return ended;
+  });
 }
 
-/** Writes leased jobs' moves to their next state (retry, or dead), in one statement. */
-async function unlease(tx: TxSql, moves: { id: number; next: Transition }[]): Promise<void> {
-  if (moves.length === 0) return;
+/**
+ * Writes leased jobs' moves to their next state (retry, or dead), in one statement; those that
+ * died in a queue with a `dead_letter_queue` then move there, pending, without the group or key
+ * of the queue they left. Answers, for each move, the queue it went to, or null.
+ */
+async function unlease(
+  tx: TxSql,
+  moves: { id: number; next: Transition }[],
+  now: number,
+): Promise<(string | null)[]> {
+  if (moves.length === 0) return [];
   await tx`
     UPDATE jobs j SET state = m.state, last_error = m.error, attempts = m.attempts,
       lease_expires_at = NULL,
@@ -1776,6 +1796,19 @@ async function unlease(tx: TxSql, moves: { id: number; next: Transition }[]): Pr
       ${moves.map((m) => m.next.error)}::text[], ${moves.map((m) => m.next.attempts)}::int[],
       ${moves.map((m) => m.next.run_at)}::bigint[]) AS m(id, state, error, attempts, run_at)
     WHERE j.id = m.id`;
+  const dead = moves.filter((m) => m.next.state === "dead").map((m) => m.id);
+  if (dead.length === 0) return moves.map(() => null);
+  // Dead first, above, so the group counts settled; moved without a group, nothing to count.
+  const rows = await tx<{ id: number; queue: string }[]>`
+    UPDATE jobs j SET queue = s.dead_letter_queue, state = 'pending', attempts = 0,
+      run_at = ${now}::bigint, finished_at = NULL, grp = NULL,
+      released_key = coalesce(j.key, j.released_key), key = NULL, key_expires_at = NULL,
+      dead_lettered_from = j.queue
+    FROM queue_settings s
+    WHERE j.id = ANY(${dead}::bigint[]) AND s.name = j.queue AND s.dead_letter_queue IS NOT NULL
+    RETURNING j.id, j.queue`;
+  const to = new Map(rows.map((row) => [Number(row.id), row.queue]));
+  return moves.map((m) => to.get(m.id) ?? null);
 }
 
 /** How far the database's clock is ahead of this host's, ms (half a round trip precise). */

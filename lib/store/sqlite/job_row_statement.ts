@@ -52,6 +52,7 @@ function jobRowReader(names: string[]): (values: Values) => JobRow {
     lease_len_ms: at("lease_len_ms"),
     lease_expires_at: at("lease_expires_at"),
     finished_at: at("finished_at"),
+    dead_lettered_from: at("dead_lettered_from"),
   } satisfies Record<keyof JobRow, number>;
   // One object literal: every row gets the same shape.
   return (v) =>
@@ -82,6 +83,7 @@ function jobRowReader(names: string[]): (values: Values) => JobRow {
       lease_len_ms: v[c.lease_len_ms],
       lease_expires_at: v[c.lease_expires_at],
       finished_at: v[c.finished_at],
+      dead_lettered_from: v[c.dead_lettered_from],
     }) satisfies Record<keyof JobRow, SQLOutputValue> as unknown as JobRow;
 }
 

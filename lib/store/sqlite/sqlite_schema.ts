@@ -178,6 +178,11 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE queue_settings ADD COLUMN retain_pending_ms INTEGER;
   `,
+  // A queue's dead-letter queue, and on a job the queue it was moved from (dead_lettered_from).
+  `
+  ALTER TABLE queue_settings ADD COLUMN dead_letter_queue TEXT;
+  ALTER TABLE jobs ADD COLUMN dead_lettered_from TEXT;
+  `,
 ];
 
 /**

@@ -868,7 +868,10 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       const row = this.#leased(id, token, now, "nack");
       const next = afterNack(attempted(row), request, now, this.#policy);
-      this.#unlease(row, next);
+      const moved = this.#unlease(row, next, now);
+      if (moved !== null) {
+        return { id, queue: row.queue, state: "pending", run_at: now, moved_to: moved };
+      }
       return { id, queue: row.queue, state: next.state, run_at: next.run_at };
     });
   }
@@ -974,6 +977,7 @@ export class SqliteStore implements Store {
           row.retain_done_ms,
           row.retain_dead_ms,
           row.retain_pending_ms,
+          row.dead_letter_queue,
           now,
         );
         this.#settingsMoves.push([queue, stored]);
@@ -1090,6 +1094,7 @@ export class SqliteStore implements Store {
         const ended = this.#endLease(row, now, "expired");
         // Even a lease that ended in dead frees a slot of its group or queue.
         woken.add(row.queue);
+        if (ended.moved_to !== undefined) woken.add(ended.moved_to);
         expired.push(ended);
       }
       return {
@@ -1467,18 +1472,35 @@ export class SqliteStore implements Store {
   /** Ends a lease without an ack (expiry, holder gone) as the lifecycle rules say. */
   #endLease(row: JobRow, now: number, cause: LeaseEndCause): EndedLease {
     const next = afterLeaseEnd(attempted(row), cause, now);
-    this.#unlease(row, next);
-    return { id: row.id, queue: row.queue, token: row.lease_token ?? "", state: next.state };
+    const moved = this.#unlease(row, next, now);
+    const ended: EndedLease = {
+      id: row.id,
+      queue: row.queue,
+      token: row.lease_token ?? "",
+      state: moved === null ? next.state : "pending",
+    };
+    if (moved !== null) ended.moved_to = moved;
+    return ended;
   }
 
-  /** Writes a leased job's move to `next` (retry, or dead). */
-  #unlease(row: JobRow, next: Transition): void {
+  /**
+   * Writes a leased job's move to `next` (retry, or dead); a job that dies in a queue with a
+   * `dead_letter_queue` then moves there. Answers that queue, or null.
+   */
+  #unlease(row: JobRow, next: Transition, now: number): string | null {
     if (next.state === "dead") {
       this.#statements.toDead.run(next.error, next.run_at, row.id);
     } else {
       this.#statements.toRetry.run(next.state, next.run_at, next.error, next.attempts, row.id);
     }
     this.#moves.push([row.queue, "leased", next.state]);
+    const to = next.state === "dead" ? this.#settingsOf(row.queue).dead_letter_queue : null;
+    if (to === null) return null;
+    // Dead here first (so its group's count is settled), then pending in the dead-letter queue,
+    // without its group or key, which belong to the queue it left.
+    this.#statements.deadLetter.run(to, now, row.id);
+    this.#moves.push([row.queue, "dead", null], [to, null, "pending"]);
+    return to;
   }
 }
 
@@ -1632,6 +1654,12 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
     totalChanges: p("SELECT total_changes() AS n"),
     byId: rows("SELECT * FROM jobs WHERE id = ?"),
     queueById: p("SELECT queue FROM jobs WHERE id = ?"),
+    deadLetter: p(
+      `UPDATE jobs SET queue = ?1, state = 'pending', attempts = 0, run_at = ?2,
+         finished_at = NULL, grp = NULL, released_key = coalesce(key, released_key), key = NULL,
+         key_expires_at = NULL, dead_lettered_from = queue
+       WHERE id = ?3`,
+    ),
     toDead: p(
       `UPDATE jobs SET state = 'dead', last_error = ?, finished_at = ?, lease_expires_at = NULL
        WHERE id = ?`,
@@ -1731,8 +1759,8 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
     putSettings: p(
       `INSERT OR REPLACE INTO queue_settings (name, concurrency, rate_limit, rate_per_ms,
          group_limit, max_attempts, lease_ms, backoff_base_ms, backoff_max_ms, retain_done_ms,
-         retain_dead_ms, retain_pending_ms, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         retain_dead_ms, retain_pending_ms, dead_letter_queue, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     deleteSettings: p("DELETE FROM queue_settings WHERE name = ?"),
     probe: p("INSERT OR REPLACE INTO probe (id, at, room) VALUES (1, ?, zeroblob(8192))"),
