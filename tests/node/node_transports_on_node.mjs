@@ -4,7 +4,12 @@
 // (lib/client/node_http.ts, node_http1.ts) through the bundled client (TEGAMI_CLIENT), against
 // node:http and bare node:net servers that write exact HTTP/1.1 bytes.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer as createHttpsServer } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { test } from "node:test";
@@ -388,5 +393,65 @@ test("TegamiClient on Node takes an answer without a body (204) and an interim 1
     assert.equal(server.connections.length, 1);
   } finally {
     server.close();
+  }
+});
+
+test("TegamiClient on Node sends https:// requests through node:https", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "tegami-tls-"));
+  try {
+    execFileSync("openssl", [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-days",
+      "1",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+    ], { stdio: "ignore" });
+  } catch {
+    t.skip("openssl is not installed");
+    return;
+  }
+  const server = createHttpsServer({
+    key: readFileSync(join(dir, "key.pem")),
+    cert: readFileSync(join(dir, "cert.pem")),
+  }, (request, response) => {
+    let body = "";
+    request.on("data", (chunk) => body += chunk);
+    request.on("end", () => {
+      response.writeHead(201, { "content-type": "application/json" });
+      response.end(
+        `{"id":11,"deduplicated":false,"duplicate":null,"echo":${JSON.stringify(body)}}`,
+      );
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  // The test's own certificate: trusted through the agent's default CA list is not possible, so
+  // this test alone turns verification off.
+  const before = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+  process.env.NODE_TLS_REJECT_UNAUTHORIZED = "0";
+  const fetched = globalThis.fetch;
+  globalThis.fetch = () => Promise.reject(new Error("fetch was used"));
+  try {
+    const client = new TegamiClient({ url: `https://127.0.0.1:${server.address().port}` });
+    const answer = await client.enqueue("q", { n: 2 });
+    assert.equal(answer.id, 11);
+    assert.equal(answer.echo, `{"payload":{"n":2}}`);
+  } finally {
+    globalThis.fetch = fetched;
+    if (before === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    else process.env.NODE_TLS_REJECT_UNAUTHORIZED = before;
+    server.close();
+    rmSync(dir, { recursive: true });
   }
 });
