@@ -1154,35 +1154,20 @@ export class PgStore implements Store {
             LIMIT ${MAINTENANCE_BATCH}
           )
           DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
-        // Dead jobs of the queues with a retain_dead_ms (without one they stay).
-        const dead = await tx`
-          WITH f AS (
-            SELECT x.id FROM queue_settings s
-            CROSS JOIN LATERAL (
-              SELECT j.id FROM jobs j
-              WHERE j.queue = s.name AND j.state = 'dead'
-                AND j.finished_at < ${now}::bigint - s.retain_dead_ms
-              LIMIT ${MAINTENANCE_BATCH} FOR UPDATE OF j SKIP LOCKED
-            ) x
-            WHERE s.retain_dead_ms IS NOT NULL
-            LIMIT ${MAINTENANCE_BATCH}
-          )
-          DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
-        // Pending jobs of the queues with a retain_pending_ms that have waited longer than it
-        // since they became due, oldest first (jobs_pending_age).
-        const pending = await tx`
-          WITH f AS (
-            SELECT x.id FROM queue_settings s
-            CROSS JOIN LATERAL (
-              SELECT j.id FROM jobs j
-              WHERE j.queue = s.name AND j.state = 'pending'
-                AND j.run_at < ${now}::bigint - s.retain_pending_ms
-              ORDER BY j.run_at LIMIT ${MAINTENANCE_BATCH} FOR UPDATE OF j SKIP LOCKED
-            ) x
-            WHERE s.retain_pending_ms IS NOT NULL
-            LIMIT ${MAINTENANCE_BATCH}
-          )
-          DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
+        // Dead jobs of the queues with a retain_dead_ms (without one they stay), and pending
+        // jobs of those with a retain_pending_ms that have waited longer than it since they
+        // became due, oldest first (jobs_pending_age).
+        const dead = await sweepBySetting(
+          tx,
+          "retain_dead_ms",
+          tx`j.state = 'dead' AND j.finished_at < ${now}::bigint - s.retain_dead_ms`,
+        );
+        const pending = await sweepBySetting(
+          tx,
+          "retain_pending_ms",
+          tx`j.state = 'pending' AND j.run_at < ${now}::bigint - s.retain_pending_ms
+            ORDER BY j.run_at`,
+        );
         const full = done.length === MAINTENANCE_BATCH || dead.length === MAINTENANCE_BATCH ||
           pending.length === MAINTENANCE_BATCH;
         return [done.length + dead.length + pending.length, full] as const;
@@ -1320,6 +1305,28 @@ async function withLocalSetting<T>(
  */
 function countingGroups<T>(tx: TxSql, statement: Promise<T>): Promise<T> {
   return withLocalSetting(tx, "tegami.group_rows", "statement", "row", statement);
+}
+
+/**
+ * Deletes at most a batch of the jobs that `match` (over `j`, a job, and `s`, its queue's
+ * settings row) in the queues whose setting `column` is set; answers their ids.
+ */
+function sweepBySetting(
+  tx: TxSql,
+  column: "retain_dead_ms" | "retain_pending_ms",
+  match: ReturnType<TxSql>,
+) {
+  return tx<{ id: number }[]>`
+    WITH f AS (
+      SELECT x.id FROM queue_settings s
+      CROSS JOIN LATERAL (
+        SELECT j.id FROM jobs j WHERE j.queue = s.name AND ${match}
+        LIMIT ${MAINTENANCE_BATCH} FOR UPDATE OF j SKIP LOCKED
+      ) x
+      WHERE s.${tx(column)} IS NOT NULL
+      LIMIT ${MAINTENANCE_BATCH}
+    )
+    DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
 }
 
 /**
