@@ -385,6 +385,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     jumps.stop();
     scheduler.close();
     broker.close();
+    sqs?.close();
     await backups.close?.();
     await store.close();
     throw new Error(
@@ -417,6 +418,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log.info("tegami stopping: no new requests, answering those in flight");
       accepting = false;
       scheduler.close();
+      sqs?.close();
       broker.close();
       for (const connection of [...connections]) connection.shutdown();
       // Event streams never end by themselves: end them, or shutdown() would wait for ever.

@@ -465,6 +465,18 @@ export class Broker {
   }
 
   /**
+   * Moves up to `limit` of `from`'s waiting jobs to `to`, or back to the queues they were
+   * dead-lettered from when `to` is null (`Store.moveWaiting`), and wakes their consumers.
+   * Answers how many moved.
+   */
+  async moveWaiting(from: string, to: string | null, limit: number): Promise<number> {
+    if (to !== null) this.requireQueueRoom(to);
+    const queues = await this.#store.moveWaiting(from, to, limit, this.#clock.now());
+    for (const queue of new Set(queues)) this.wake(queue);
+    return queues.length;
+  }
+
+  /**
    * Makes dead jobs pending again (those of `ids`, or all of the queue's) and wakes consumers.
    * In transactions of at most `MAINTENANCE_BATCH` jobs, resting between them as long as each
    * took, so a million dead letters never stall other requests; a crash midway leaves some

@@ -92,6 +92,13 @@ export const INPUTS: Readonly<Record<string, Shape>> = {
     NextToken: m(STRING),
     MaxResults: m(INT),
   }),
+  StartMessageMoveTask: struct({
+    SourceArn: m(STRING),
+    DestinationArn: m(STRING),
+    MaxNumberOfMessagesPerSecond: m(INT),
+  }),
+  ListMessageMoveTasks: struct({ SourceArn: m(STRING), MaxResults: m(INT) }),
+  CancelMessageMoveTask: struct({ TaskHandle: m(STRING) }),
   DeleteQueue: struct({ QueueUrl: m(STRING) }),
   PurgeQueue: struct({ QueueUrl: m(STRING) }),
   GetQueueAttributes: struct({
@@ -152,6 +159,26 @@ export const OUTPUTS: Readonly<Record<string, Shape | null>> = {
     queueUrls: m(list(STRING, "QueueUrl")),
     NextToken: m(STRING),
   }),
+  StartMessageMoveTask: struct({ TaskHandle: m(STRING) }),
+  ListMessageMoveTasks: struct({
+    Results: m(
+      list(
+        struct({
+          TaskHandle: m(STRING),
+          Status: m(STRING),
+          SourceArn: m(STRING),
+          DestinationArn: m(STRING),
+          MaxNumberOfMessagesPerSecond: m(INT),
+          ApproximateNumberOfMessagesMoved: m(INT),
+          ApproximateNumberOfMessagesToMove: m(INT),
+          FailureReason: m(STRING),
+          StartedTimestamp: m(INT),
+        }),
+        "Results",
+      ),
+    ),
+  }),
+  CancelMessageMoveTask: struct({ ApproximateNumberOfMessagesMoved: m(INT) }),
   DeleteQueue: null,
   PurgeQueue: null,
   GetQueueAttributes: struct({ Attributes: ATTRIBUTES }),

@@ -23,6 +23,7 @@ import type { Action, ActionCall, SqsServices } from "./action_context.ts";
 import { AMZ_JSON, decodeJson, encodeJsonError, queryErrorHeader } from "./json_protocol.ts";
 import { targetAction } from "./json_protocol.ts";
 import { MESSAGE_ACTIONS } from "./message_actions.ts";
+import { moveTaskActions, MoveTasks } from "./move_tasks.ts";
 import { QUEUE_ACTIONS } from "./queue_actions.ts";
 import { decodeQuery, encodeXmlAnswer, encodeXmlError } from "./query_protocol.ts";
 import { queueOfPath } from "./queue_url.ts";
@@ -41,6 +42,9 @@ export const SQS_ACCESS: Readonly<Record<string, Access>> = {
   GetQueueAttributes: OPERATIONS.readQueues,
   SetQueueAttributes: OPERATIONS.queueSettings,
   ListDeadLetterSourceQueues: OPERATIONS.readQueues,
+  StartMessageMoveTask: OPERATIONS.deadLetters,
+  ListMessageMoveTasks: OPERATIONS.readQueues,
+  CancelMessageMoveTask: OPERATIONS.deadLetters,
   SendMessage: OPERATIONS.enqueue,
   SendMessageBatch: OPERATIONS.enqueue,
   ReceiveMessage: OPERATIONS.lease,
@@ -50,8 +54,6 @@ export const SQS_ACCESS: Readonly<Record<string, Access>> = {
   ChangeMessageVisibilityBatch: OPERATIONS.settle,
 };
 
-const HANDLERS: Readonly<Record<string, Action>> = { ...QUEUE_ACTIONS, ...MESSAGE_ACTIONS };
-
 /** SQS actions tegami does not answer yet, refused as such rather than as unknown. */
 const NOT_YET = new Set([
   "AddPermission",
@@ -59,9 +61,6 @@ const NOT_YET = new Set([
   "TagQueue",
   "UntagQueue",
   "ListQueueTags",
-  "StartMessageMoveTask",
-  "CancelMessageMoveTask",
-  "ListMessageMoveTasks",
 ]);
 
 /** What the SQS API needs from the server around it. */
@@ -88,6 +87,8 @@ export interface SqsApi {
   matches(request: HttpRequest): boolean;
   /** Answers an SQS request. */
   handle(request: HttpRequest): Promise<Answer>;
+  /** Stops its background work (message move tasks); the server is shutting down. */
+  close(): void;
 }
 
 /** The path of an absolute URL, without its query, read without parsing the whole URL. */
@@ -110,6 +111,12 @@ const strictUtf8 = strictUtf8Decoder();
 export function createSqsApi(options: SqsApiOptions): SqsApi {
   const { identity, log } = options;
   const queuePrefix = `/${identity.account}/`;
+  const moveTasks = new MoveTasks(options.broker, identity);
+  const HANDLERS: Readonly<Record<string, Action>> = {
+    ...QUEUE_ACTIONS,
+    ...MESSAGE_ACTIONS,
+    ...moveTaskActions(moveTasks),
+  };
 
   const matches = (request: HttpRequest): boolean => {
     if (request.method !== "POST") return false;
@@ -246,5 +253,5 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
     return answer;
   };
 
-  return { matches, handle };
+  return { matches, handle, close: () => moveTasks.close() };
 }

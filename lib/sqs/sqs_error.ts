@@ -32,6 +32,7 @@ export type SqsErrorCode =
   | "QueueNameExists"
   | "ReceiptHandleIsInvalid"
   | "RequestEntityTooLarge"
+  | "ResourceNotFoundException"
   | "RequestThrottled"
   | "RequestTimeout"
   | "SerializationException"
@@ -78,6 +79,7 @@ export const SQS_ERRORS: Readonly<Record<SqsErrorCode, SqsErrorKind>> = {
   QueueNameExists: SENDER("QueueAlreadyExists"),
   ReceiptHandleIsInvalid: SENDER("ReceiptHandleIsInvalid"),
   RequestEntityTooLarge: SENDER("RequestEntityTooLarge", 413),
+  ResourceNotFoundException: SENDER("ResourceNotFoundException"),
   RequestThrottled: SENDER("RequestThrottled", 403),
   RequestTimeout: SENDER("RequestTimeout", 408),
   SerializationException: SENDER("SerializationException"),

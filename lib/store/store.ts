@@ -393,6 +393,14 @@ export interface Store {
    */
   runNow(id: number, now: number): Promise<RunNowResult>;
   /**
+   * Moves up to `limit` of `from`'s pending jobs without a group, by priority then age, to `to`,
+   * or, when `to` is null, each back to the queue it was dead-lettered from (`dead_lettered_from`,
+   * then cleared; jobs without one stay), in one transaction. A moved job is pending there from
+   * `now`, with its attempts as they were, and leaves its dedup key behind. Answers the queues the
+   * jobs went to, one entry per job.
+   */
+  moveWaiting(from: string, to: string | null, limit: number, now: number): Promise<string[]>;
+  /**
    * Makes dead jobs of `queue` pending again with attempts reset, in one transaction: those of
    * `which.ids` (at most `limit`), or its `limit` oldest with an id above `which.after`.
    */

@@ -6,17 +6,20 @@
 
 import assert from "node:assert/strict";
 import {
+  CancelMessageMoveTaskCommand,
   ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   DeleteQueueCommand,
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
   ListDeadLetterSourceQueuesCommand,
+  ListMessageMoveTasksCommand,
   ListQueuesCommand,
   PurgeQueueCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   SetQueueAttributesCommand,
+  StartMessageMoveTaskCommand,
   TagQueueCommand,
 } from "@aws-sdk/client-sqs";
 import { dropPgTestDatabaseAfterwards } from "../helpers/pg.ts";
@@ -293,6 +296,94 @@ for (const store of STORES) {
         new ListDeadLetterSourceQueuesCommand({ QueueUrl: dlq.QueueUrl }),
       );
       assert.deepEqual(sources.queueUrls, [QueueUrl]);
+    },
+  });
+}
+
+for (const store of STORES) {
+  Deno.test({
+    name:
+      `${store.name}: a message move task moves a dead-letter queue's messages back, and stops when cancelled`,
+    ignore: store.ignore,
+    fn: async () => {
+      await using sqs = await startSqsServer({ store });
+      const { client, server } = sqs;
+      const dlq = await client.send(new CreateQueueCommand({ QueueName: "jobs-dlq" }));
+      const arnOf = async (QueueUrl: string) =>
+        (await client.send(
+          new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ["QueueArn"] }),
+        ))
+          .Attributes!.QueueArn!;
+      const dlqArn = await arnOf(dlq.QueueUrl!);
+      const policy = JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 });
+      const { QueueUrl } = await client.send(
+        new CreateQueueCommand({ QueueName: "jobs", Attributes: { RedrivePolicy: policy } }),
+      );
+      // Three messages die once each and land in the dead-letter queue.
+      for (const body of ["a", "b", "c"]) {
+        await client.send(new SendMessageCommand({ QueueUrl, MessageBody: body }));
+        const [m] = (await client.send(new ReceiveMessageCommand({ QueueUrl }))).Messages!;
+        await client.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl,
+            ReceiptHandle: m.ReceiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        );
+      }
+      assert.equal((await server.request("GET", "/v1/queues/jobs-dlq")).body.counts.pending, 3);
+      const notDlq = await sdkError(
+        client.send(new StartMessageMoveTaskCommand({ SourceArn: await arnOf(QueueUrl!) })),
+      );
+      assert.equal(notDlq.name, "InvalidParameterValue");
+      const { TaskHandle } = await client.send(
+        new StartMessageMoveTaskCommand({ SourceArn: dlqArn, MaxNumberOfMessagesPerSecond: 100 }),
+      );
+      assert.ok(TaskHandle);
+      let results;
+      for (let i = 0; i < 100; i++) {
+        results = (await client.send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn })))
+          .Results!;
+        if (results[0].Status === "COMPLETED") break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.equal(results![0].Status, "COMPLETED");
+      assert.equal(results![0].ApproximateNumberOfMessagesMoved, 3);
+      assert.equal(results![0].ApproximateNumberOfMessagesToMove, 3);
+      assert.equal(results![0].TaskHandle, undefined, "a finished task has no handle to cancel");
+      const back =
+        (await client.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 })))
+          .Messages!;
+      assert.deepEqual(back.map((m) => m.Body).sort(), ["a", "b", "c"]);
+      const job = await server.request("GET", `/v1/jobs/${back[0].MessageId}`);
+      assert.equal(job.body.queue, "jobs");
+      assert.equal(job.body.dead_lettered_from, null);
+      // They die again; a task at one message a second is cancelled after its first.
+      for (const m of back) {
+        await client.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl,
+            ReceiptHandle: m.ReceiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        );
+      }
+      const slow = await client.send(
+        new StartMessageMoveTaskCommand({ SourceArn: dlqArn, MaxNumberOfMessagesPerSecond: 1 }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const cancelled = await client.send(
+        new CancelMessageMoveTaskCommand({ TaskHandle: slow.TaskHandle }),
+      );
+      assert.equal(cancelled.ApproximateNumberOfMessagesMoved, 1);
+      const [last] = (await client.send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn })))
+        .Results!;
+      assert.equal(last.Status, "CANCELLED");
+      assert.equal((await server.request("GET", "/v1/queues/jobs-dlq")).body.counts.pending, 2);
+      const gone = await sdkError(
+        client.send(new CancelMessageMoveTaskCommand({ TaskHandle: slow.TaskHandle })),
+      );
+      assert.equal(gone.name, "ResourceNotFoundException");
     },
   });
 }

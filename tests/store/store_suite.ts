@@ -2429,6 +2429,41 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
     assert.ok(again.every((d) => d.job.attempts === 1 && d.job.dead_lettered_from === "q"));
   });
 
+  test("moveWaiting() moves waiting jobs back where they were dead-lettered from, or to a queue", async (store) => {
+    await store.putSettings("a", queueSettings({ dead_letter_queue: "dlq", max_attempts: 1 }), T0);
+    await store.putSettings("b", queueSettings({ dead_letter_queue: "dlq", max_attempts: 1 }), T0);
+    const fromA = [await enqueueOne(store, "a"), await enqueueOne(store, "a", { key: "ka" })];
+    const fromB = await enqueueOne(store, "b");
+    for (const queue of ["a", "a", "b"]) {
+      const { job, lease } = await claimOne(store, queue, T0);
+      await store.nack(job.id, lease.token, { error: "x", delay_ms: null, dead: true }, T0 + 1);
+    }
+    const native = await enqueueOne(store, "dlq", { key: "kd" });
+    const grouped = await enqueueOne(store, "dlq", { group: "g" });
+    assert.deepEqual(await countsOf(store, "dlq"), counts({ pending: 5 }));
+    // Back to where they came from: the two of a and the one of b, not the others.
+    const back = await store.moveWaiting("dlq", null, 10, T0 + 100);
+    assert.deepEqual(back.toSorted(), ["a", "a", "b"]);
+    for (const [id, queue] of [[fromA[0], "a"], [fromA[1], "a"], [fromB, "b"]] as const) {
+      const job = await store.get(id);
+      assert.deepEqual(
+        [job?.queue, job?.state, job?.run_at, job?.dead_lettered_from, job?.attempts],
+        [queue, "pending", T0 + 100, null, 0],
+      );
+    }
+    assert.equal((await store.get(fromA[1]))?.key, "ka", "its key is shown, not held");
+    assert.deepEqual(await countsOf(store, "a"), counts({ pending: 2 }));
+    assert.deepEqual(await countsOf(store, "dlq"), counts({ pending: 2 }));
+    // To a queue given: at most the limit, never a grouped job.
+    assert.deepEqual(await store.moveWaiting("dlq", "elsewhere", 1, T0 + 200), ["elsewhere"]);
+    assert.equal((await store.get(native))?.queue, "elsewhere");
+    assert.deepEqual(await store.moveWaiting("dlq", "elsewhere", 10, T0 + 200), []);
+    assert.equal((await store.get(grouped))?.queue, "dlq");
+    const [again] = await store.enqueue("dlq", [newJob({ key: "kd" })], T0 + 300);
+    assert.equal(again.deduplicated, false, "the moved job left its key behind");
+    assert.equal((await claimOne(store, "elsewhere", T0 + 300)).job.id, native);
+  });
+
   test("sweepFinished() removes dead jobs past their queue's retain_dead_ms only", async (store) => {
     await store.putSettings("q", queueSettings({ retain_dead_ms: 50 }), T0);
     const [old] = await makeDead(store, "q", 1, T0);

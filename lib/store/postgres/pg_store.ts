@@ -967,6 +967,25 @@ export class PgStore implements Store {
     });
   }
 
+  moveWaiting(from: string, to: string | null, limit: number, now: number): Promise<string[]> {
+    return this.#write(async (tx, news) => {
+      const rows = await tx<{ queue: string }[]>`
+        WITH m AS (
+          SELECT id FROM jobs
+          WHERE queue = ${from} AND state = 'pending' AND grp IS NULL
+            AND (${to}::text IS NOT NULL OR dead_lettered_from IS NOT NULL)
+          ORDER BY priority DESC, id LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        )
+        UPDATE jobs j SET queue = coalesce(${to}::text, j.dead_lettered_from), run_at = ${now},
+          dead_lettered_from = CASE WHEN ${to}::text IS NULL THEN NULL ELSE j.dead_lettered_from END,
+          released_key = coalesce(j.key, j.released_key), key = NULL, key_expires_at = NULL
+        FROM m WHERE j.id = m.id
+        RETURNING j.queue`;
+      for (const row of rows) news.ready.add(row.queue);
+      return rows.map((row) => row.queue);
+    });
+  }
+
   requeueDead(
     queue: string,
     which: DeadJobs,

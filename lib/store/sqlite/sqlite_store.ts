@@ -1050,6 +1050,16 @@ export class SqliteStore implements Store {
     });
   }
 
+  moveWaiting(from: string, to: string | null, limit: number, now: number): Promise<string[]> {
+    return this.#write(() => {
+      const rows = this.#statements.moveWaiting.all(to, now, from, limit) as { queue: string }[];
+      for (const row of rows) {
+        this.#moves.push([from, "pending", null], [row.queue, null, "pending"]);
+      }
+      return rows.map((row) => row.queue);
+    });
+  }
+
   requeueDead(
     queue: string,
     which: DeadJobs,
@@ -1654,6 +1664,16 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
     totalChanges: p("SELECT total_changes() AS n"),
     byId: rows("SELECT * FROM jobs WHERE id = ?"),
     queueById: p("SELECT queue FROM jobs WHERE id = ?"),
+    moveWaiting: p(
+      `UPDATE jobs SET queue = coalesce(?1, dead_lettered_from), run_at = ?2,
+         dead_lettered_from = CASE WHEN ?1 IS NULL THEN NULL ELSE dead_lettered_from END,
+         released_key = coalesce(key, released_key), key = NULL, key_expires_at = NULL
+       WHERE id IN (
+         SELECT id FROM jobs WHERE queue = ?3 AND state = 'pending' AND grp IS NULL
+           AND (?1 IS NOT NULL OR dead_lettered_from IS NOT NULL)
+         ORDER BY priority DESC, id LIMIT ?4 + 0)
+       RETURNING queue`,
+    ),
     deadLetter: p(
       `UPDATE jobs SET queue = ?1, state = 'pending', attempts = 0, run_at = ?2,
          finished_at = NULL, grp = NULL, released_key = coalesce(key, released_key), key = NULL,
