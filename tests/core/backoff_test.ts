@@ -16,11 +16,15 @@ Deno.test("retryDelayMs() scales the delay by a random factor from a half to one
   assert.equal(retryDelayMs(3, BACKOFF, () => 0), 2000);
   assert.equal(retryDelayMs(3, BACKOFF, () => 0.5), 3000);
   fc.assert(
-    fc.property(fc.integer({ min: 1, max: 100 }), fc.double({ min: 0, max: 0.9999 }), (n, r) => {
-      const full = Math.min(BACKOFF.max_ms, BACKOFF.base_ms * 2 ** (n - 1));
-      const delay = retryDelayMs(n, BACKOFF, () => r);
-      return delay >= Math.round(full / 2) && delay <= full;
-    }),
+    fc.property(
+      fc.integer({ min: 1, max: 100 }),
+      fc.double({ min: 0, max: 0.9999, noNaN: true }),
+      (n, r) => {
+        const full = Math.min(BACKOFF.max_ms, BACKOFF.base_ms * 2 ** (n - 1));
+        const delay = retryDelayMs(n, BACKOFF, () => r);
+        return delay >= Math.round(full / 2) && delay <= full;
+      },
+    ),
   );
 });
 
