@@ -22,6 +22,7 @@ import {
   readFrameHead,
   unmask,
 } from "./websocket_frames.ts";
+import { concatBytes } from "./bytes.ts";
 
 /** The `WebSocket` constructor to use in this runtime for `consume`. */
 export function nodelayWebSocket(): typeof WebSocket | null {
@@ -179,7 +180,7 @@ export class DenoWebSocket {
         if (op !== OP.continuation) this.#fragmentOp = op;
         this.#fragments.push(payload);
         if (!fin) continue;
-        const whole = concat(this.#fragments);
+        const whole = concatBytes(this.#fragments);
         this.#fragments = [];
         if (this.readyState !== DenoWebSocket.OPEN) continue;
         const data = this.#fragmentOp === OP.text
@@ -234,17 +235,6 @@ function encodeFrame(op: number, payload: Uint8Array): Uint8Array {
   frame.set(payload, head.length);
   unmask(frame, head.length, payload.length, mask);
   return frame;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
 
 async function writeAll(conn: Deno.TcpConn, bytes: Uint8Array): Promise<void> {

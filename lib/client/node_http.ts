@@ -10,7 +10,8 @@
  */
 
 import { nodeBuiltin } from "./node_runtime.ts";
-import { type Answer, Http1Client, type NodeNet } from "./node_http1.ts";
+import { type Answer, Http1Client } from "./node_http1.ts";
+import type { NodeNet } from "./node_runtime.ts";
 
 /**
  * Sends one request and answers its status and body; rejects when the server cannot be reached

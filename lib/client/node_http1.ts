@@ -10,38 +10,15 @@
  * @module
  */
 
+import { concatBytes } from "./bytes.ts";
+import type { NetSocket, NodeNet } from "./node_runtime.ts";
+
 /** An answer: its status and its body as text. */
 export interface Answer {
   /** The HTTP status. */
   status: number;
   /** The body, decoded as UTF-8. */
   text: string;
-}
-
-/** What this client uses of a `node:net` socket. */
-export interface NetSocket {
-  /** Turns Nagle's algorithm off (true). */
-  setNoDelay(noDelay: boolean): void;
-  /** Writes bytes. */
-  write(bytes: Uint8Array): boolean;
-  /** Bytes arrived. */
-  on(event: "data", listener: (chunk: Uint8Array) => void): void;
-  /** Connected, or closed. */
-  on(event: "close" | "connect", listener: () => void): void;
-  /** Failed (a close follows). */
-  on(event: "error", listener: (error: unknown) => void): void;
-  /** Ends the connection at once. */
-  destroy(): void;
-  /** Keeps the process alive while this socket is open. */
-  ref(): void;
-  /** Lets the process exit while this socket is open. */
-  unref(): void;
-}
-
-/** What this client uses of `node:net`. */
-export interface NodeNet {
-  /** Opens a TCP connection. */
-  connect(options: { host: string; port: number }): NetSocket;
 }
 
 const encoder = new TextEncoder();
@@ -233,7 +210,7 @@ class Connection {
     const parts = this.#parts;
     this.#parts = [];
     this.#framing = "head";
-    const text = parts.length === 1 ? decoder.decode(parts[0]) : decoder.decode(concat(parts));
+    const text = parts.length === 1 ? decoder.decode(parts[0]) : decoder.decode(concatBytes(parts));
     exchange.resolve({ status: this.#status, text });
     if (this.#closed) return;
     if (this.#keepAlive) {
@@ -259,16 +236,6 @@ function lineEnd(bytes: Uint8Array, at: number): number {
     if (bytes[i] === 10 && bytes[i - 1] === 13) return i + 1;
   }
   return -1;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
 
 /** Sends requests to `http://` URLs over kept-alive `node:net` connections. */

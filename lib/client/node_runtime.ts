@@ -7,6 +7,36 @@
  * @module
  */
 
+/** What the client's transports use of a `node:net` socket. */
+export interface NetSocket {
+  /** Turns Nagle's algorithm off (true). */
+  setNoDelay(noDelay: boolean): void;
+  /** Writes bytes. */
+  write(bytes: Uint8Array): boolean;
+  /** Bytes arrived. */
+  on(event: "data", listener: (chunk: Uint8Array) => void): void;
+  /** Connected, or closed. */
+  on(event: "close" | "connect", listener: () => void): void;
+  /** Failed (a close follows). */
+  on(event: "error", listener: (error: unknown) => void): void;
+  /** Ends the connection after what was written. */
+  end(): void;
+  /** Ends the connection at once. */
+  destroy(): void;
+  /** Keeps the process alive while this socket is open. */
+  ref(): void;
+  /** Lets the process exit while this socket is open. */
+  unref(): void;
+  /** Bytes written and not yet sent. */
+  readonly writableLength: number;
+}
+
+/** What the client's transports use of `node:net`. */
+export interface NodeNet {
+  /** Opens a TCP connection. */
+  connect(options: { host: string; port: number }): NetSocket;
+}
+
 interface NodeProcess {
   versions?: { node?: string };
   getBuiltinModule?: (name: string) => unknown;

@@ -16,25 +16,10 @@
 
 import { closePayload, HANDSHAKE_GUID, OP, readFrameHead, unmask } from "./websocket_frames.ts";
 import { headLength, writeFrameHead } from "./websocket_frames.ts";
-import { nodeBuiltin } from "./node_runtime.ts";
+import { concatBytes } from "./bytes.ts";
+import { type NetSocket, nodeBuiltin, type NodeNet } from "./node_runtime.ts";
 import type { CloseLike, MessageLike } from "./deno_websocket.ts";
 
-/** What this client uses of a `node:net` socket. */
-interface NetSocket {
-  setNoDelay(noDelay: boolean): void;
-  write(bytes: Uint8Array): boolean;
-  on(event: "data", listener: (chunk: Uint8Array) => void): void;
-  on(event: "close" | "connect", listener: () => void): void;
-  on(event: "error", listener: (error: unknown) => void): void;
-  end(): void;
-  destroy(): void;
-  readonly writableLength: number;
-}
-
-/** What this client uses of `node:net` and `node:crypto`. */
-interface NodeNet {
-  connect(options: { host: string; port: number }): NetSocket;
-}
 interface NodeCrypto {
   createHash(algorithm: "sha1"): {
     update(text: string): { digest(encoding: "base64"): string };
@@ -249,7 +234,7 @@ export class NodeWebSocket {
       if (!fin || this.#fragments.length > 0) {
         this.#fragments.push(payload.slice());
         if (!fin) return;
-        whole = concat(this.#fragments);
+        whole = concatBytes(this.#fragments);
         this.#fragments = [];
       }
       if (this.readyState !== NodeWebSocket.OPEN) return;
@@ -292,14 +277,4 @@ export class NodeWebSocket {
   get url(): string {
     return this.#url.href;
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
