@@ -10,6 +10,7 @@ import { requireQueue } from "../auth/tokens.ts";
 import type { Principal } from "../auth/tokens.ts";
 import type { Broker } from "../core/broker.ts";
 import type { Clock } from "../core/clock.ts";
+import { isDefaultSettings, type QueueSettings } from "../core/queue_settings.ts";
 import type { QueueCounts } from "../store/store.ts";
 import type { AttributeContext } from "./queue_attributes.ts";
 import { sqsQueueExists } from "./queue_attributes.ts";
@@ -69,6 +70,21 @@ export function callQueue(services: SqsServices, call: ActionCall): string {
     })();
   requireQueue(call.principal, queue);
   return queue;
+}
+
+/**
+ * The settings of a queue SQS sees, or `QueueDoesNotExist`: what the message actions need on
+ * every call. A queue with settings of its own exists (every queue CreateQueue makes has some),
+ * so one read of its settings answers; only a queue without any has its counts read, which on
+ * PostgreSQL count its jobs.
+ */
+export async function queueSettingsOf(
+  services: SqsServices,
+  queue: string,
+): Promise<QueueSettings> {
+  const settings = await services.broker.settings(queue);
+  if (!isDefaultSettings(settings)) return settings;
+  return (await existingQueue(services, queue)).settings;
 }
 
 /** The queue's stats, or `QueueDoesNotExist` when SQS would not see it. */

@@ -21,8 +21,8 @@ import {
   type ActionCall,
   batchEntries,
   callQueue,
-  existingQueue,
   failedEntry,
+  queueSettingsOf,
   type SqsServices,
   stringInput,
 } from "./action_context.ts";
@@ -175,7 +175,7 @@ function sent(queue: string, prepared: Prepared, id: number): Record<string, str
 
 const sendMessage: Action = async (services, call) => {
   const queue = callQueue(services, call);
-  await existingQueue(services, queue);
+  await queueSettingsOf(services, queue);
   const prepared = prepare(services, queue, call.input, services.clock.now());
   const [out] = await services.broker.enqueue(queue, [prepared.job]);
   return sent(queue, prepared, out.id);
@@ -184,7 +184,7 @@ const sendMessage: Action = async (services, call) => {
 const sendMessageBatch: Action = async (services, call) => {
   const queue = callQueue(services, call);
   const entries = batchEntries(call.input);
-  await existingQueue(services, queue);
+  await queueSettingsOf(services, queue);
   const now = services.clock.now();
   const failed: unknown[] = [];
   const ready: { id: string; prepared: Prepared }[] = [];
@@ -289,11 +289,11 @@ const receiveMessage: Action = async (services, call) => {
       if (SYSTEM_ATTRIBUTES.has(name)) wanted.add(name);
     }
   }
-  const stats = await existingQueue(services, queue);
+  const settings = await queueSettingsOf(services, queue);
   // The queue's visibility timeout as it is now, not as it was when the job was sent.
   const leaseMs = visibility !== undefined
     ? Math.max(MIN_LEASE_MS, visibility * 1000)
-    : stats.settings.lease_ms;
+    : settings.lease_ms;
   const signal = call.signal;
   const deliveries = await services.broker.lease(queue, max, wait * 1000, leaseMs, signal);
   if (signal.aborted && deliveries.length > 0) {
