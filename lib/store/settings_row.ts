@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { QueueSettings } from "../core/queue_settings.ts";
+import { DEFAULT_QUEUE_SETTINGS, type QueueSettings } from "../core/queue_settings.ts";
 
 /**
  * The settings encoded as flat columns, as both stores keep them (one row per queue with
@@ -59,6 +59,16 @@ export function settingsToRow(settings: QueueSettings): SettingsRow {
     retain_pending_ms: settings.retain_pending_ms,
     dead_letter_queue: settings.dead_letter_queue,
   };
+}
+
+/** The columns of a settings row, in one order both engines write them in. */
+export const SETTINGS_COLUMNS: readonly (keyof SettingsRow)[] = Object.keys(
+  settingsToRow(DEFAULT_QUEUE_SETTINGS),
+) as (keyof SettingsRow)[];
+
+/** The values of `row` in the order of {@linkcode SETTINGS_COLUMNS}. */
+export function settingsValues(row: SettingsRow): (number | string | null)[] {
+  return SETTINGS_COLUMNS.map((column) => row[column]);
 }
 
 /** The settings a row of columns holds (numbers may come back as bigints' numbers). */

@@ -15,16 +15,18 @@ import {
   isDefaultSettings,
   type QueueSettings,
 } from "../../core/queue_settings.ts";
-import { rowToSettings, type SettingsRow, settingsToRow } from "../settings_row.ts";
+import {
+  rowToSettings,
+  SETTINGS_COLUMNS,
+  type SettingsRow,
+  settingsToRow,
+} from "../settings_row.ts";
 import type { Sql, TxSql } from "./pg_driver.ts";
 
 /** A queue's settings as `sql` (a transaction, or the pool) sees them; defaults without a row. */
 export async function readQueueSettings(sql: Sql | TxSql, queue: string): Promise<QueueSettings> {
   const rows = await sql<SettingsRow[]>`
-    SELECT concurrency, rate_limit, rate_per_ms, group_limit, max_attempts, lease_ms,
-      backoff_base_ms, backoff_max_ms, retain_done_ms, retain_dead_ms, retain_pending_ms,
-      dead_letter_queue
-    FROM queue_settings WHERE name = ${queue}`;
+    SELECT ${sql(SETTINGS_COLUMNS as string[])} FROM queue_settings WHERE name = ${queue}`;
   return rows.length === 0 ? defaultQueueSettings() : rowToSettings(rows[0]);
 }
 
@@ -51,20 +53,13 @@ export async function writeQueueSettings(
     await tx`DELETE FROM queue_settings WHERE name = ${queue}`;
     return;
   }
-  const r = settingsToRow(settings);
+  const row = { name: queue, ...settingsToRow(settings), updated_at: now };
   await tx`
-    INSERT INTO queue_settings (name, concurrency, rate_limit, rate_per_ms, group_limit,
-      max_attempts, lease_ms, backoff_base_ms, backoff_max_ms, retain_done_ms, retain_dead_ms,
-      retain_pending_ms, dead_letter_queue, updated_at)
-    VALUES (${queue}, ${r.concurrency}, ${r.rate_limit}, ${r.rate_per_ms}, ${r.group_limit},
-      ${r.max_attempts}, ${r.lease_ms}, ${r.backoff_base_ms}, ${r.backoff_max_ms},
-      ${r.retain_done_ms}, ${r.retain_dead_ms}, ${r.retain_pending_ms}, ${r.dead_letter_queue},
-      ${now})
-    ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency,
-      rate_limit = excluded.rate_limit, rate_per_ms = excluded.rate_per_ms,
-      group_limit = excluded.group_limit, max_attempts = excluded.max_attempts,
-      lease_ms = excluded.lease_ms, backoff_base_ms = excluded.backoff_base_ms,
-      backoff_max_ms = excluded.backoff_max_ms, retain_done_ms = excluded.retain_done_ms,
-      retain_dead_ms = excluded.retain_dead_ms, retain_pending_ms = excluded.retain_pending_ms,
-      dead_letter_queue = excluded.dead_letter_queue, updated_at = excluded.updated_at`;
+    INSERT INTO queue_settings ${tx(row)}
+    ON CONFLICT (name) DO UPDATE SET ${tx.unsafe(UPSERT_SET)}`;
 }
+
+/** The upsert's assignments: every column from the row that lost the conflict. */
+const UPSERT_SET = [...SETTINGS_COLUMNS, "updated_at"]
+  .map((column) => `${column} = excluded.${column}`)
+  .join(", ");

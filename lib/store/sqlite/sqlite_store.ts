@@ -58,7 +58,13 @@ import {
   type ResolvedJob,
   withQueueDefaults,
 } from "../../core/queue_settings.ts";
-import { rowToSettings, type SettingsRow, settingsToRow } from "../settings_row.ts";
+import {
+  rowToSettings,
+  SETTINGS_COLUMNS,
+  type SettingsRow,
+  settingsToRow,
+  settingsValues,
+} from "../settings_row.ts";
 import { SqliteSchedules } from "./sqlite_schedules.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 import { WalSync } from "./wal_sync.ts";
@@ -964,22 +970,7 @@ export class SqliteStore implements Store {
         this.#settingsMoves.push([queue, null]);
       } else {
         const row = settingsToRow(stored);
-        this.#statements.putSettings.run(
-          queue,
-          row.concurrency,
-          row.rate_limit,
-          row.rate_per_ms,
-          row.group_limit,
-          row.max_attempts,
-          row.lease_ms,
-          row.backoff_base_ms,
-          row.backoff_max_ms,
-          row.retain_done_ms,
-          row.retain_dead_ms,
-          row.retain_pending_ms,
-          row.dead_letter_queue,
-          now,
-        );
+        this.#statements.putSettings.run(queue, ...settingsValues(row), now);
         this.#settingsMoves.push([queue, stored]);
       }
       return copySettings(stored);
@@ -1777,10 +1768,8 @@ function prepareStatements(db: DatabaseSync, count: StatementCount) {
     ),
     allSettings: p("SELECT * FROM queue_settings"),
     putSettings: p(
-      `INSERT OR REPLACE INTO queue_settings (name, concurrency, rate_limit, rate_per_ms,
-         group_limit, max_attempts, lease_ms, backoff_base_ms, backoff_max_ms, retain_done_ms,
-         retain_dead_ms, retain_pending_ms, dead_letter_queue, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO queue_settings (name, ${SETTINGS_COLUMNS.join(", ")}, updated_at)
+       VALUES (?, ${SETTINGS_COLUMNS.map(() => "?").join(", ")}, ?)`,
     ),
     deleteSettings: p("DELETE FROM queue_settings WHERE name = ?"),
     probe: p("INSERT OR REPLACE INTO probe (id, at, room) VALUES (1, ?, zeroblob(8192))"),
