@@ -98,7 +98,7 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
   withFloor("W2 drain", "RabbitMQ", FLOOR_SDK_NAME);
   ratio("W1 end to end", FLOOR_NAME, "W1 with raw HTTP enqueue ≥ 0.8× the runtime floor", 0.8);
 
-  // With every client on Node (issue 43): the SDK against amqplib, throughput and client CPU.
+  // With every client on Node: the SDK against amqplib, throughput and client CPU.
   const sdkNode = SDK_NAME + ON_NODE;
   const rabbitNode = "RabbitMQ" + ON_NODE;
   ratio(

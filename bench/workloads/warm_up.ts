@@ -13,9 +13,8 @@ import { endToEnd } from "./end_to_end.ts";
 export const WARM_UP_JOBS = 5000;
 
 /**
- * Runs the warm-up on `target`. (tegami keeps getting faster over its first ~100 000 jobs, about
- * 20% from the first 20 000-job W1 to the fifth on this machine, so a short warm-up still leaves
- * its figures on the conservative side.)
+ * Runs the warm-up on `target`. (tegami keeps getting faster over its first hundred thousand jobs
+ * or so, as the JIT settles, so a short warm-up still leaves its figures on the conservative side.)
  */
 export async function warmUp(target: Target, jobs = WARM_UP_JOBS): Promise<void> {
   await endToEnd(target, { queue: "warmup", jobs });

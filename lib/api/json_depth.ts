@@ -2,9 +2,9 @@
  * A guard run before `JSON.parse` on whatever a client sends: text nesting arrays and objects
  * deeper than {@linkcode MAX_JSON_DEPTH}, or holding more than {@linkcode MAX_JSON_CONTAINERS} of
  * them, is refused unparsed. V8 parses deep nesting slowly and `JSON.stringify` of it slower still
- * (16 MiB of nested arrays held the event loop for 9 s, a checkpoint of 4 million levels for
- * 10 s), and each array or object costs memory and time however little it holds (16 MiB of `[],`
- * took 2–3 s and 800 MB, where a 16 MiB string takes 0.5 s); no job needs either.
+ * (a body of nested arrays within the size limit holds the event loop for seconds), and each array
+ * or object costs memory and time however little it holds, far more than a string of the same
+ * size; no job needs either.
  *
  * @module
  */

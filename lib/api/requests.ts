@@ -99,7 +99,7 @@ const NOT_ASCII = /[\u0080-\uffff]/;
 
 /** The UTF-8 length of a string, without allocating. */
 export function utf8Length(text: string): number {
-  // The regular expression finds ASCII text out two to three times faster than the loop below.
+  // The regular expression finds ASCII text out faster than the loop below.
   if (!NOT_ASCII.test(text)) return text.length;
   let bytes = text.length;
   for (let i = 0; i < text.length; i++) {

@@ -43,9 +43,8 @@ const MAX_FRAME_BYTES = 60_000;
 /**
  * Most characters of one `batch` frame through Deno's own `WebSocket` (when passed in
  * explicitly): it writes a larger frame's header and payload as two TCP writes without
- * TCP_NODELAY, and Nagle's algorithm then holds the payload until the server's delayed ACK,
- * 40 ms later (measured: 0.2 ms round trips up to 1 024 bytes of payload, 42 ms from 1 030 bytes
- * to 64 KiB). See deno_websocket.ts, the client used in Deno by default.
+ * TCP_NODELAY, and Nagle's algorithm then holds the payload of a frame over 1 KiB until the
+ * server's delayed ACK. See deno_websocket.ts, the client used in Deno by default.
  */
 const MAX_STALLING_FRAME_BYTES = 1000;
 
@@ -119,8 +118,8 @@ export interface ConsumeOptions extends ConnectionOptions {
   onError?: (error: unknown) => void;
   /**
    * The WebSocket constructor. @default for `ws://`, in Deno a client on a TCP connection with
-   * Nagle off (Deno's own `WebSocket` stalls 40 ms on frames over 1 KiB) and on Node one on
-   * `node:net`; else `globalThis.WebSocket`
+   * Nagle off (Deno's own `WebSocket` stalls frames over 1 KiB until a delayed ACK) and on Node
+   * one on `node:net`; else `globalThis.WebSocket`
    */
   WebSocket?: typeof WebSocket;
 }

@@ -3,8 +3,8 @@
  * time to arrive, a connection's idle time). With one length, the order they are set in is the
  * order they fall due, so they wait in a list behind one runtime timer, armed for the earliest
  * (and never keeping the process alive): setting one is a push, cancelling one a flag. A runtime
- * timer set and cleared costs 3.2 µs here (Deno 2.9.6's `setTimeout` builds a Node.js `Timeout`),
- * two of them a request.
+ * timer set and cleared costs far more (Deno 2.9.6's `setTimeout` builds a Node.js `Timeout`), and
+ * a request would need two.
  *
  * @module
  */

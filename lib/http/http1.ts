@@ -193,8 +193,8 @@ const ASCII_HEAD = new TextDecoder();
 
 /**
  * The text of a head already checked to be printable ASCII (with tabs and CRLFs), which any
- * ASCII-compatible decoding reads alike: the runtime's native UTF-8 decoder does it in a third of
- * the time of `String.fromCharCode` over the bytes (0.12 against 0.39 µs for a 150-byte head).
+ * ASCII-compatible decoding reads alike: the runtime's native UTF-8 decoder does it faster than
+ * `String.fromCharCode` over the bytes.
  */
 function asciiHead(bytes: Uint8Array, start: number, end: number): string {
   return ASCII_HEAD.decode(bytes.subarray(start, end));

@@ -4,9 +4,10 @@
  *
  * Why a request of its own: the front door parses every plain request itself (http1.ts), and
  * building a `Request` from what it parsed — its `Headers`, the WebIDL conversions, a signal
- * that follows another — cost about 9.6 µs a request here, a fifth of the main thread in a run
- * of one request per job. An `ArrivedRequest` keeps the parsed fields as they are and builds a
- * body stream or a signal only when a handler asks for one.
+ * that follows another — is a large share of the main thread's work when every job comes in a
+ * request of its own (docs/performance.md, "The front door's cost"). An `ArrivedRequest` keeps
+ * the parsed fields as they are and builds a body stream or a signal only when a handler asks for
+ * one.
  *
  * @module
  */
