@@ -1,6 +1,5 @@
 /**
- * The schedule cases of the store behaviour suite (`store_suite.ts` registers them for every
- * store): definitions stored and replaced, pause and resume, due schedules and the next
+ * Schedules: definitions stored and replaced, pause and resume, due schedules and the next
  * deadline, and a tick's job enqueued exactly once with the tick recorded in the same
  * transaction — on two stores of one database as well, when the store is shared.
  *
@@ -8,17 +7,11 @@
  */
 
 import assert from "node:assert/strict";
-import { TegamiError } from "../../lib/core/errors.ts";
-import type { NewJob } from "../../lib/core/job.ts";
-import { type ScheduleDefinition, tickJob, tickKey } from "../../lib/core/schedule.ts";
-import type { ScheduleTick, Store } from "../../lib/store/store.ts";
-
-/** Registers a case on one store. */
-type Test = (title: string, fn: (store: Store) => Promise<void>) => void;
-/** Registers a case on two stores of one database (ignored unless the store is shared). */
-type SharedTest = (title: string, fn: (a: Store, b: Store) => Promise<void>) => void;
-
-const T0 = 1_700_000_000_000;
+import { TegamiError } from "../../../lib/core/errors.ts";
+import type { NewJob } from "../../../lib/core/job.ts";
+import { type ScheduleDefinition, tickJob, tickKey } from "../../../lib/core/schedule.ts";
+import type { ScheduleTick, Store } from "../../../lib/store/store.ts";
+import { rejectsWith, type SuiteCases, T0 } from "./fixtures.ts";
 
 /** A definition with the usual defaults, overridden by `fields`. */
 function definition(fields: Partial<ScheduleDefinition> = {}): ScheduleDefinition {
@@ -46,20 +39,13 @@ function tickOf(
   return { name: s.name, revision: s.revision, due_at: s.next_at!, last_tick_at: at, next_at };
 }
 
-async function conflicts(promise: Promise<unknown>): Promise<void> {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(error instanceof TegamiError && error.code === "conflict", `got ${error}`);
-    return true;
-  });
-}
-
 async function jobCount(store: Store, queue: string): Promise<number> {
   const [stats] = await store.stats(queue);
   return Object.values(stats.counts).reduce((a, b) => a + b, 0);
 }
 
 /** Registers the schedule cases. */
-export function scheduleCases(test: Test, sharedTest: SharedTest): void {
+export function scheduleCases({ test, sharedTest }: SuiteCases): void {
   test("putSchedule() stores a definition and getSchedule(), listSchedules() answer it", async (store) => {
     const s = await store.putSchedule(definition(), T0 + 1000, T0);
     assert.deepEqual(s, {
@@ -186,7 +172,10 @@ export function scheduleCases(test: Test, sharedTest: SharedTest): void {
     // The same tick again, as a restarted server or a second one would try it; with a job whose
     // key differs, so only the schedule's row can refuse it.
     const other: NewJob = { ...jobs[0], key: "another-key" };
-    await conflicts(store.enqueue("reports", [other], T0 + 1000, tickOf(s, T0 + 1000, T0 + 2000)));
+    await rejectsWith(
+      store.enqueue("reports", [other], T0 + 1000, tickOf(s, T0 + 1000, T0 + 2000)),
+      "conflict",
+    );
     assert.equal(await jobCount(store, "reports"), 1);
     assert.equal((await store.getSchedule("nightly"))!.next_at, T0 + 2000);
   });
@@ -195,19 +184,25 @@ export function scheduleCases(test: Test, sharedTest: SharedTest): void {
     const s = await store.putSchedule(definition(), T0 + 1000, T0);
     const job = () => [tickJob(s, T0 + 1000)];
     await store.putSchedule(definition({ payload: "2" }), T0 + 1000, T0 + 1);
-    await conflicts(store.enqueue("reports", job(), T0 + 1000, tickOf(s, T0 + 1000, T0 + 2000)));
+    await rejectsWith(
+      store.enqueue("reports", job(), T0 + 1000, tickOf(s, T0 + 1000, T0 + 2000)),
+      "conflict",
+    );
     const current = (await store.getSchedule("nightly"))!;
     await store.pauseSchedule("nightly", true, T0 + 1000, T0 + 2);
     const paused = (await store.getSchedule("nightly"))!;
-    await conflicts(
+    await rejectsWith(
       store.enqueue("reports", job(), T0 + 1000, tickOf(paused, T0 + 1000, T0 + 2000)),
+      "conflict",
     );
-    await conflicts(
+    await rejectsWith(
       store.enqueue("reports", job(), T0 + 1000, tickOf(current, T0 + 1000, T0 + 2000)),
+      "conflict",
     );
     await store.deleteSchedule("nightly");
-    await conflicts(
+    await rejectsWith(
       store.enqueue("reports", job(), T0 + 1000, tickOf(paused, T0 + 1000, T0 + 2000)),
+      "conflict",
     );
     assert.equal(await jobCount(store, "reports"), 0);
   });

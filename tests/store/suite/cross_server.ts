@@ -1,0 +1,204 @@
+/**
+ * Several servers on one database: two stores claiming and ending leases together, what one
+ * store hears of the other's enqueues, cancels, lease ends and consumers, and the consumer
+ * counts a store keeps. Every case that uses the stores' news and consumer counts (`listen`,
+ * `announce`, `setConsumers`, `consumers`, `remotePrefetch`) is here, and only here.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { HANDOVER_GRACE_MS } from "../../../lib/core/lifecycle.ts";
+import type { StoreEvent } from "../../../lib/store/store.ts";
+import {
+  claimOne,
+  counts,
+  countsOf,
+  enqueueOne,
+  eventually,
+  HANDED_ALL,
+  HANDED_NONE,
+  newJob,
+  queueSettings,
+  rejectsWith,
+  type SuiteCases,
+  T0,
+} from "./fixtures.ts";
+
+/** Registers the cases of this area. */
+export function crossServerCases({ test, sharedTest }: SuiteCases): void {
+  test("consumers() answers what setConsumers() recorded on this store", async (store) => {
+    assert.equal(store.consumers("q"), 0);
+    store.setConsumers("q", 3, 96);
+    assert.equal(store.consumers("q"), 3);
+    store.setConsumers("q", 0, 0);
+    assert.equal(store.consumers("q"), 0);
+    await Promise.resolve();
+  });
+
+  sharedTest("8 claimers on two stores lease each of 80,000 jobs exactly once", async (a, b) => {
+    const perClaimer = 10_000;
+    const claimers = 8;
+    for (let i = 0; i < (perClaimer * claimers) / 1000; i++) {
+      const jobs = Array.from({ length: 1000 }, (_, j) => newJob({ payload: `${i * 1000 + j}` }));
+      await (i % 2 === 0 ? a : b).enqueue("q", jobs, T0);
+    }
+    const seen = new Map<number, number>();
+    await Promise.all(Array.from({ length: claimers }, async (_, c) => {
+      const store = c % 2 === 0 ? a : b;
+      for (;;) {
+        const got = await store.claim("q", 100, null, T0);
+        if (got.length === 0) return;
+        for (const d of got) seen.set(d.job.id, (seen.get(d.job.id) ?? 0) + 1);
+      }
+    }));
+    assert.equal(seen.size, perClaimer * claimers);
+    assert.ok([...seen.values()].every((n) => n === 1), "some job was leased twice");
+    assert.deepEqual(await countsOf(b, "q"), counts({ leased: perClaimer * claimers }));
+  });
+
+  sharedTest(
+    "a job enqueued through one store is news of a ready queue on the other",
+    async (a, b) => {
+      const heard: StoreEvent[] = [];
+      const stop = b.listen((event) => heard.push(event));
+      try {
+        await enqueueOne(a, "q");
+        await eventually(
+          "the ready news",
+          () => heard.some((e) => e.kind === "ready" && e.queue === "q"),
+        );
+        assert.equal((await claimOne(b, "q")).job.queue, "q");
+      } finally {
+        stop();
+      }
+    },
+  );
+
+  sharedTest("a cancel through one store reaches the other as its lease ending", async (a, b) => {
+    const id = await enqueueOne(a, "q");
+    const { lease } = await claimOne(a, "q");
+    const heard: StoreEvent[] = [];
+    const stop = a.listen((event) => heard.push(event));
+    try {
+      await b.cancel(id, T0 + 1);
+      await eventually(
+        "the cancel news",
+        () =>
+          heard.some((e) =>
+            e.kind === "lease_ended" && e.id === id && e.token === lease.token &&
+            e.why === "cancelled"
+          ),
+      );
+      await rejectsWith(a.ack(id, lease.token, null, T0 + 2), "lease_lost");
+    } finally {
+      stop();
+    }
+  });
+
+  sharedTest(
+    "a lease expiring through one store reaches the other as its lease ending",
+    async (a, b) => {
+      const id = await enqueueOne(a, "q");
+      const { lease } = await claimOne(a, "q", T0, 1_000);
+      const heard: StoreEvent[] = [];
+      const stop = a.listen((event) => heard.push(event));
+      try {
+        // b handed nothing over: the lease is a's to end until the grace has passed.
+        assert.deepEqual((await b.tick(T0 + 1_000, HANDED_NONE)).expired, []);
+        const result = await b.tick(T0 + 1_000 + HANDOVER_GRACE_MS, HANDED_NONE);
+        assert.deepEqual(result.expired, [{
+          id,
+          queue: "q",
+          token: lease.token,
+          state: "pending",
+        }]);
+        await eventually(
+          "the expiry news",
+          () => heard.some((e) => e.kind === "lease_ended" && e.id === id && e.why === "expired"),
+        );
+      } finally {
+        stop();
+      }
+    },
+  );
+
+  sharedTest(
+    "a lease held through a store that is gone ends a grace after its expiry",
+    async (a, b) => {
+      const id = await enqueueOne(a, "q");
+      await claimOne(a, "q", T0, 1_000);
+      await a.close();
+      assert.equal(await b.nextDeadline(T0), T0 + 1_000);
+      assert.deepEqual(await b.tick(T0 + 1_000, HANDED_NONE), {
+        woken: [],
+        expired: [],
+        more: false,
+      });
+      assert.equal(await b.nextDeadline(T0 + 1_000), T0 + 1_000 + HANDOVER_GRACE_MS);
+      const end = T0 + 1_000 + HANDOVER_GRACE_MS;
+      assert.deepEqual(await b.tick(end - 1, HANDED_NONE), { woken: [], expired: [], more: false });
+      const result = await b.tick(end, HANDED_NONE);
+      assert.deepEqual(result.woken, ["q"]);
+      const again = await claimOne(b, "q", end);
+      assert.equal(again.job.id, id);
+      assert.equal(again.job.attempts, 2);
+    },
+  );
+
+  sharedTest("two stores ending the same expired leases end each once", async (a, b) => {
+    for (let i = 0; i < 200; i++) await enqueueOne(a, "q");
+    await a.claim("q", 200, 1_000, T0);
+    const [x, y] = await Promise.all([
+      a.tick(T0 + 1_000, HANDED_ALL),
+      b.tick(T0 + 1_000, HANDED_ALL),
+    ]);
+    assert.equal(x.expired.length + y.expired.length, 200);
+    const ids = new Set([...x.expired, ...y.expired].map((e) => e.id));
+    assert.equal(ids.size, 200);
+    assert.deepEqual(await countsOf(a, "q"), counts({ pending: 200 }));
+  });
+
+  sharedTest("consumers() counts the consumers recorded on every store", async (a, b) => {
+    a.setConsumers("q", 2, 64);
+    b.setConsumers("q", 1, 32);
+    await eventually("both counts", () => a.consumers("q") === 3 && b.consumers("q") === 3);
+    // Each store also hears the others' summed prefetch (its own is the broker's to know).
+    assert.equal(a.remotePrefetch?.("q"), 32);
+    assert.equal(b.remotePrefetch?.("q"), 64);
+    b.setConsumers("q", 0, 0);
+    await eventually("the drop", () => a.consumers("q") === 2 && b.consumers("q") === 2);
+    assert.equal(a.remotePrefetch?.("q"), 0);
+  });
+
+  sharedTest("an announced lease end reaches the other store", async (a, b) => {
+    const heard: StoreEvent[] = [];
+    const stop = a.listen((event) => heard.push(event));
+    try {
+      b.announce(7, "tok", "settled");
+      await eventually(
+        "the announcement",
+        () => heard.some((e) => e.kind === "lease_ended" && e.id === 7 && e.token === "tok"),
+      );
+    } finally {
+      stop();
+    }
+  });
+
+  sharedTest(
+    "settings put through one store are news of a ready queue on the other",
+    async (a, b) => {
+      const heard: StoreEvent[] = [];
+      const stop = b.listen((event) => heard.push(event));
+      try {
+        await a.putSettings("q", queueSettings({ concurrency: 4 }), T0);
+        await eventually(
+          "the ready news",
+          () => heard.some((e) => e.kind === "ready" && e.queue === "q"),
+        );
+      } finally {
+        stop();
+      }
+    },
+  );
+}
