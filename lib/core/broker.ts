@@ -147,9 +147,8 @@ export class Broker {
     this.#timer = new EarliestTimer(this.#clock, () => this.#timerTick());
     this.#maxQueues = options.maxQueues ?? Infinity;
     this.#gate = new IntakeGate({
-      ready: (queue) => this.#store.readyHint?.(queue) ?? this.#store.backlogHint?.(queue),
-      seen: (queue) =>
-        this.#store.readyHint === undefined ? this.#store.backlogSeen?.(queue) : undefined,
+      ready: (queue) => this.#store.readyHint(queue) ?? this.#store.peers.backlogHint(queue),
+      seen: (queue) => this.#store.peers.backlogSeen(queue),
       credit: (queue) => {
         let prefetch = 0;
         let room = 0;
@@ -157,14 +156,14 @@ export class Broker {
           prefetch += subscriber.prefetch ?? 0;
           room += subscriber.room?.() ?? 0;
         }
-        return { prefetch, room, remote: this.#store.remotePrefetch?.(queue) ?? 0 };
+        return { prefetch, room, remote: this.#store.peers.remotePrefetch(queue) };
       },
     });
   }
 
   /** Recovers whatever the last stop left (due jobs, expired leases) and arms the timers. */
   async start(): Promise<void> {
-    this.#unlisten = this.#store.listen((event) => this.#heard(event));
+    this.#unlisten = this.#store.peers.listen((event) => this.#heard(event));
     await this.#tick();
     this.#armSweep(0);
   }
@@ -340,7 +339,7 @@ export class Broker {
     const list = this.#subscribers.get(queue) ?? [];
     let prefetch = 0;
     for (const subscriber of list) prefetch += subscriber.prefetch ?? 0;
-    this.#store.setConsumers(queue, list.length, prefetch);
+    this.#store.peers.setConsumers(queue, list.length, prefetch);
   }
 
   /**
@@ -348,14 +347,14 @@ export class Broker {
    * sharing the store.
    */
   consumerCount(queue: string): number {
-    return this.#store.consumers(queue);
+    return this.#store.peers.consumers(queue);
   }
 
   /** Completes a leased job. */
   async ack(id: number, token: string, result: string | null): Promise<{ id: number }> {
     const out = await this.#store.ack(id, token, result, this.#clock.now());
     // A lease this server did not hand out is held, if at all, through another one.
-    if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
+    if (!this.#live.has(token)) this.#store.peers.announce(id, token, "settled");
     this.#over(token, out.queue, "acked", "settled");
     if (out.frees) this.wake(out.queue);
     return { id: out.id };
@@ -364,7 +363,7 @@ export class Broker {
   /** Fails a leased job: retry later (backoff or `delay_ms`) or dead. */
   async nack(id: number, token: string, request: NackRequest): Promise<NackResult> {
     const out = await this.#store.nack(id, token, request, this.#clock.now());
-    if (!this.#live.has(token)) this.#store.announce(id, token, "settled");
+    if (!this.#live.has(token)) this.#store.peers.announce(id, token, "settled");
     this.#over(
       token,
       out.queue,
@@ -519,7 +518,7 @@ export class Broker {
     // The store's committed counts say nothing is ready: skip the empty claim (every commit
     // that makes a job ready wakes the queue again afterwards). An eager wake runs before its
     // enqueue commits, so it cannot trust the counts yet.
-    if (!eager && this.#store.readyHint?.(queue) === 0) return;
+    if (!eager && this.#store.readyHint(queue) === 0) return;
     if (this.#dispatching.has(queue)) {
       this.#again.add(queue);
       return;
@@ -663,11 +662,7 @@ export class Broker {
   #handOvers(): HandOvers {
     let since: number | null = null;
     for (const at of this.#claiming.keys()) if (since === null || at < since) since = at;
-    return {
-      handedOver: this.#isHandedOver,
-      claimingSince: since,
-      alone: !this.#store.capabilities.shared,
-    };
+    return { handedOver: this.#isHandedOver, claimingSince: since };
   }
 
   readonly #isHandedOver = (token: string): boolean => this.#live.has(token);
@@ -752,7 +747,7 @@ export class Broker {
 
   /** Arms the queue's wake for its next rate token, if its last claim was held back by it. */
   #armHeld(queue: string): void {
-    const at = this.#store.claimHeldUntil?.(queue) ?? null;
+    const at = this.#store.claimHeldUntil(queue);
     if (at === null || this.#closed || this.#heldTimers.has(queue)) return;
     const timer = this.#clock.setTimer(() => {
       this.#heldTimers.delete(queue);
@@ -825,7 +820,7 @@ export class Broker {
    * by as many as are in flight together.
    */
   requireQueueRoom(queue: string): void {
-    if (this.#maxQueues === Infinity || this.#store.knownQueues === undefined) return;
+    if (this.#maxQueues === Infinity) return;
     const known = this.#store.knownQueues();
     if (known.has(queue)) return;
     if (known.size < this.#maxQueues) return;

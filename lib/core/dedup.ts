@@ -15,12 +15,13 @@
  * window has passed, the holder releases its key (it keeps it for display, see the stores) and
  * the new job is stored.
  *
- * Every store applies these inside its enqueue transaction, so SQLite and PostgreSQL agree.
+ * Every store plans its enqueues with {@linkcode planEnqueue} inside the enqueue's transaction,
+ * so SQLite and PostgreSQL agree.
  *
  * @module
  */
 
-import type { JobState, NewJob } from "./job.ts";
+import type { DuplicateOutcome, JobState, NewJob } from "./job.ts";
 import { initialState } from "./lifecycle.ts";
 
 /** The fields of the job holding a key that the rules read. */
@@ -72,4 +73,130 @@ export function onDuplicate(holder: KeyHolder, job: NewJob, now: number): Duplic
   const state = initialState(wanted, now);
   const runAt = state === "delayed" ? wanted : holder.state === "pending" ? holder.run_at : now;
   return { action: mode === "replace" ? "replaced" : "extended", state, run_at: runAt };
+}
+
+export interface KeySlot extends KeyHolder {
+  /** The stored job's id, or null for a job of this batch not yet inserted. */
+  id: number | null;
+  /** The index in the plan's inserts of a job of this batch, or null. */
+  insert: number | null;
+}
+
+/** A job of an enqueue to insert, as the plan leaves it. */
+export interface PlannedInsert<J extends NewJob = NewJob> {
+  job: J;
+  state: "pending" | "delayed";
+  run_at: number;
+  key_expires_at: number | null;
+}
+
+/** A stored job a duplicate changes: replaced (`job` given) or extended (`job` null). */
+export interface PlannedChange<J extends NewJob = NewJob> {
+  id: number;
+  job: J | null;
+  state: "pending" | "delayed";
+  run_at: number;
+  key_expires_at: number | null;
+}
+
+/** What an enqueue writes and answers, worked out before any write. */
+export interface EnqueuePlan<J extends NewJob = NewJob> {
+  /** Stored jobs whose key window passed: they give their keys up. */
+  released: number[];
+  /** Stored jobs replaced or extended, once each (in their final form). */
+  changed: PlannedChange<J>[];
+  /** New jobs, in batch order. */
+  inserts: PlannedInsert<J>[];
+  /** One per job of the batch: the job that answers it, and its outcome. */
+  answers: {
+    slot: KeySlot;
+    duplicate: DuplicateOutcome | null;
+    state: JobState;
+    run_at: number;
+  }[];
+}
+
+/**
+ * Applies the dedup rules to a batch, in order, as if each job were enqueued after the one
+ * before: a job may dedup against a stored holder of its key (`holders`, read inside the
+ * enqueue's transaction, where no other enqueue of these keys can interleave) or an earlier job
+ * of the batch, and a replace or extend of an earlier job of the batch changes what is inserted.
+ * Both stores write what it says, so they agree on every batch.
+ */
+export function planEnqueue<J extends NewJob>(
+  holders: readonly (KeyHolder & { id: number; key: string })[],
+  jobs: readonly J[],
+  now: number,
+): EnqueuePlan<J> {
+  const slots = new Map<string, KeySlot>();
+  for (const h of holders) {
+    slots.set(h.key, {
+      id: h.id,
+      insert: null,
+      state: h.state,
+      run_at: h.run_at,
+      key_expires_at: h.key_expires_at,
+    });
+  }
+  const plan: EnqueuePlan<J> = { released: [], changed: [], inserts: [], answers: [] };
+  const changed = new Map<number, PlannedChange<J>>();
+  for (const job of jobs) {
+    const slot = job.key === null ? undefined : slots.get(job.key);
+    if (slot !== undefined) {
+      const decision = onDuplicate(slot, job, now);
+      if (decision.action === "release") {
+        // Only a stored job can have a window that passed: the batch's own are all open.
+        if (slot.id !== null) plan.released.push(slot.id);
+      } else {
+        if (decision.action !== "ignored") {
+          const replaced = decision.action === "replaced";
+          slot.state = decision.state;
+          slot.run_at = decision.run_at;
+          if (replaced) slot.key_expires_at = keyExpiresAt(job, now);
+          if (slot.insert !== null) {
+            const row = plan.inserts[slot.insert];
+            if (replaced) row.job = job;
+            row.state = decision.state;
+            row.run_at = decision.run_at;
+            row.key_expires_at = slot.key_expires_at;
+          } else {
+            const id = slot.id as number;
+            const before = changed.get(id);
+            changed.set(id, {
+              id,
+              job: replaced ? job : before?.job ?? null,
+              state: decision.state,
+              run_at: decision.run_at,
+              key_expires_at: slot.key_expires_at,
+            });
+          }
+        }
+        plan.answers.push({
+          slot,
+          duplicate: decision.action,
+          state: slot.state,
+          run_at: slot.run_at,
+        });
+        continue;
+      }
+    }
+    const state = initialState(job.run_at, now);
+    const fresh: KeySlot = {
+      id: null,
+      insert: plan.inserts.length,
+      state,
+      run_at: state === "delayed" ? job.run_at : now,
+      key_expires_at: keyExpiresAt(job, now),
+    };
+    plan.inserts.push({
+      job,
+      state,
+      run_at: fresh.run_at,
+      key_expires_at: fresh.key_expires_at,
+    });
+    if (job.key !== null) slots.set(job.key, fresh);
+    plan.answers.push({ slot: fresh, duplicate: null, state, run_at: fresh.run_at });
+  }
+  plan.changed = [...changed.values()];
+  return plan;
 }

@@ -117,11 +117,6 @@ export interface HandOvers {
    * when none is: a lease that began at or after it may not have reached anyone yet.
    */
   claimingSince: number | null;
-  /**
-   * True when no other server shares the database: a lease this server did not hand over and
-   * no claim of it carries was handed over before a restart, and nobody else can be carrying it.
-   */
-  alone: boolean;
 }
 
 /** The fields of a leased job the expiry rule reads. */
@@ -150,14 +145,23 @@ export interface ExpiringLease {
  *
  * So a tick never takes an attempt from a delivery on its way, unless another server carrying
  * it stalls longer than the grace past the lease's end (or dies) before handing it over.
+ *
+ * `alone` is true when no other server shares the database (the store knows): a lease this
+ * server did not hand over and no claim of it carries was handed over before a restart, and
+ * nobody else can be carrying it.
  */
-export function leaseEndDue(lease: ExpiringLease, now: number, mine: HandOvers): boolean {
+export function leaseEndDue(
+  lease: ExpiringLease,
+  now: number,
+  mine: HandOvers,
+  alone: boolean,
+): boolean {
   const end = lease.lease_expires_at;
   if (end === null || end > now) return false;
   if (lease.lease_token !== null && mine.handedOver(lease.lease_token)) return true;
   const began = end - (lease.lease_len_ms ?? 0);
   if (mine.claimingSince !== null && began >= mine.claimingSince) return false;
-  return mine.alone || end <= now - HANDOVER_GRACE_MS;
+  return alone || end <= now - HANDOVER_GRACE_MS;
 }
 
 /**
@@ -243,6 +247,13 @@ export function claimTotal(wants: readonly { max: number }[]): number {
   let total = 0;
   for (const want of wants) total += want.max;
   return total;
+}
+
+/** How many jobs a claim's lists (one per want) hold together. */
+export function claimedCount(lists: readonly (readonly unknown[])[]): number {
+  let n = 0;
+  for (const list of lists) n += list.length;
+  return n;
 }
 
 /**

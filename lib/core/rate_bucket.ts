@@ -39,3 +39,37 @@ export function nextTokenAt(tokens: number, rate: Rate, now: number): number {
   if (tokens >= 1) return now;
   return now + Math.ceil((1 - tokens) * rate.per_ms / rate.limit);
 }
+
+/** How much a claim of a queue with a concurrency or a rate may take. */
+export interface ClaimCap {
+  /** The most jobs the claim takes; none when 0 or less. */
+  cap: number;
+  /** The bucket's tokens at the claim (store `tokens - taken` after it), or null without a rate. */
+  tokens: number | null;
+  /** When the bucket next holds a whole token, if the rate held the claim back; else null. */
+  heldUntil: number | null;
+}
+
+/**
+ * The cap of a claim that wants `total` jobs of a queue with these limits, `leased` of its jobs
+ * leased now and its rate's `bucket` as stored (null: never used), both read inside the claim's
+ * transaction: the free slots of its concurrency and the bucket's whole tokens, whichever is
+ * fewer. When the tokens are what held it back, `heldUntil` says when the next one comes, so
+ * the queue's consumers can be offered it again then.
+ */
+export function claimCap(
+  limits: { readonly concurrency: number | null; readonly rate: Rate | null },
+  total: number,
+  leased: number,
+  bucket: Bucket | null,
+  now: number,
+): ClaimCap {
+  let cap = total;
+  if (limits.concurrency !== null) cap = Math.min(cap, limits.concurrency - leased);
+  const rate = limits.rate;
+  if (rate === null) return { cap, tokens: null, heldUntil: null };
+  const tokens = tokensAt(bucket, rate, now);
+  if (Math.floor(tokens) >= cap) return { cap, tokens, heldUntil: null };
+  const whole = Math.floor(tokens);
+  return { cap: whole, tokens, heldUntil: nextTokenAt(tokens - whole, rate, now) };
+}

@@ -78,7 +78,7 @@ export class Scheduler {
 
   /** Enqueues what came due while no server ran (per each `missed` policy) and arms the timer. */
   async start(): Promise<void> {
-    this.#unlisten = this.#store.listen((event: StoreEvent) => {
+    this.#unlisten = this.#store.peers.listen((event: StoreEvent) => {
       // Another server may have defined, changed or ticked a schedule: read the deadline again.
       if (event.kind === "resync") this.#wake();
     });

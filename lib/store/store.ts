@@ -8,11 +8,12 @@
  * Every method that changes state resolves only after the change is committed; a failed commit
  * rejects with `unavailable`.
  *
- * A store may be shared by several servers (PostgreSQL). Everything the broker must hear about
- * what the others did comes through the seam too, as {@linkcode StoreEvent}s: jobs that became
- * ready, leases that ended elsewhere, and a `resync` when news may have been missed. Consumer
- * counts go through it as well, so stats count every server's consumers. A store used by one
- * server alone (SQLite) never emits anything: the broker already knows all that happens.
+ * A store may be shared by several servers (PostgreSQL). What the servers tell each other is not
+ * storage and has its own interface, {@linkcode Peers}, which every store hands out as `peers`:
+ * news of jobs that became ready and leases that ended elsewhere, consumer counts, and the
+ * estimates of a backlog other servers feed. A store used by one server alone (SQLite) hands out
+ * {@linkcode LocalPeers}, which hears nothing and tells nobody: the broker already knows all
+ * that happens. The broker never asks which kind of store it has.
  *
  * @module
  */
@@ -297,24 +298,8 @@ export interface Store {
   readonly engine: string;
   /** What this store can do beyond the common contract. */
   readonly capabilities: StoreCapabilities;
-  /**
-   * Calls `listener` with news of what other servers did; answers a function that stops it.
-   * A store no other server shares never calls it.
-   */
-  listen(listener: (event: StoreEvent) => void): () => void;
-  /**
-   * Tells the other servers that a lease ended here which one of them may hold (an ack by HTTP
-   * of a job pushed over another server's WebSocket). Best effort: a lost message only delays
-   * the holder, who learns at the lease's expiry.
-   */
-  announce(id: number, token: string, why: RemoteLeaseEnd): void;
-  /**
-   * Records how many consumers this server has on `queue` and their summed prefetch (what the
-   * other servers sharing the database measure the queue's backlog against).
-   */
-  setConsumers(queue: string, n: number, prefetch: number): void;
-  /** How many consumers `queue` has on every server sharing the database, as last heard. */
-  consumers(queue: string): number;
+  /** What this server hears from, and tells, the other servers sharing the database. */
+  readonly peers: Peers;
   /**
    * Stores jobs all-or-nothing. A job without its own `max_attempts`, `lease_ms` or `backoff`
    * takes its queue's as the transaction reads them (`withQueueDefaults` in
@@ -412,50 +397,35 @@ export interface Store {
   ): Promise<RequeueResult>;
   /**
    * Promotes due delayed jobs and ends the expired leases that `leaseEndDue` (core/lifecycle.ts)
-   * says are due, given what `mine` knows of this server's claims; at most `limit` of each in one
+   * says are due, given what `mine` knows of this server's claims and whether other servers
+   * share the database; at most `limit` of each in one
    * transaction (a store default when absent); `more` says whether to call again.
    */
   tick(now: number, mine: HandOvers, limit?: number): Promise<TickResult>;
   /** Ends leases whose holder is gone: back to pending at once, or dead if attempts are used. */
   release(leases: LeaseRef[], now: number): Promise<EndedLease[]>;
   /**
-   * How many jobs of the queue are ready (pending) as of the last commit, if the store knows
-   * it cheaply and exactly (the SQLite store, sole writer of its file); absent otherwise. Only a
-   * hint for skipping empty claims.
+   * How many jobs of the queue are ready (pending) as of the last commit when the store knows it
+   * exactly and cheaply (the sole writer of its database); undefined otherwise. Only a hint for
+   * skipping empty claims.
    */
-  readyHint?(queue: string): number;
-  /**
-   * An estimate of how many jobs of the queue are ready, for the intake gate only, from a store
-   * that cannot know it exactly (readyHint absent: several servers write the database);
-   * undefined when it has none. Never used to skip a claim.
-   */
-  backlogHint?(queue: string): number | undefined;
-  /**
-   * The part of {@linkcode Store.backlogHint} the store has counted (at its last claim or count
-   * of the backlog), without the jobs enqueued here since, which may have been delivered
-   * already; undefined when it has no estimate.
-   */
-  backlogSeen?(queue: string): number | undefined;
-  /**
-   * The summed prefetch of the other servers' consumers of `queue`, as last heard, from a store
-   * several servers share; the intake gate measures the queue's backlog against it too.
-   */
-  remotePrefetch?(queue: string): number;
+  readyHint(queue: string): number | undefined;
   /**
    * When the last claim of `queue` was held back by the queue's rate: when its next token comes
    * (ms), for a timer that offers the queue again then; null otherwise.
    */
-  claimHeldUntil?(queue: string): number | null;
+  claimHeldUntil(queue: string): number | null;
   /**
    * The earliest delayed `run_at` or lease deadline as `leaseDeadline` (core/lifecycle.ts)
    * places it at `now` (a lease that ran out unended is due a grace after its end), or null.
    */
   nextDeadline(now: number): Promise<number | null>;
   /**
-   * The queues known as of the last commit (holding jobs, paused, or with settings), if the
-   * store knows them cheaply; absent otherwise. A queue whose last job is gone is forgotten.
+   * The queues known (holding jobs, paused, or with settings), as of the last commit or, where
+   * several servers write the database, as last counted plus those enqueued into here since. A
+   * queue whose last job is gone is forgotten.
    */
-  knownQueues?(): KnownQueues;
+  knownQueues(): KnownQueues;
   /**
    * Creates or replaces a schedule with `next_at` as its next tick, unpaused, its revision one
    * more than before; a replaced one keeps `created_at`, `last_tick_at` and `last_job_id`.
@@ -508,4 +478,80 @@ export interface Store {
    * repeated close() resolves only when the first has finished.
    */
   close(): Promise<void>;
+}
+
+/**
+ * What the servers sharing one database tell each other, beside the storage: news of what the
+ * others did ({@linkcode StoreEvent}s), consumer counts, and estimates of a backlog that this
+ * server feeds and others consume. Best effort throughout: lost news only delays a server, which
+ * learns at the next `resync`, poll or lease expiry.
+ */
+export interface Peers {
+  /**
+   * Calls `listener` with news of what other servers did; answers a function that stops it.
+   * Peers of a database no other server shares never call it.
+   */
+  listen(listener: (event: StoreEvent) => void): () => void;
+  /**
+   * Tells the other servers that a lease ended here which one of them may hold (an ack by HTTP
+   * of a job pushed over another server's WebSocket). A lost message only delays the holder,
+   * who learns at the lease's expiry.
+   */
+  announce(id: number, token: string, why: RemoteLeaseEnd): void;
+  /**
+   * Records how many consumers this server has on `queue` and their summed prefetch (what the
+   * other servers sharing the database measure the queue's backlog against).
+   */
+  setConsumers(queue: string, n: number, prefetch: number): void;
+  /** How many consumers `queue` has on every server sharing the database, as last heard. */
+  consumers(queue: string): number;
+  /** The summed prefetch of the other servers' consumers of `queue`, as last heard. */
+  remotePrefetch(queue: string): number;
+  /**
+   * An estimate of how many jobs of the queue are ready, for the intake gate only, where the
+   * store cannot know it exactly (its `readyHint` is undefined: several servers write the
+   * database); undefined when there is none. Never used to skip a claim.
+   */
+  backlogHint(queue: string): number | undefined;
+  /**
+   * The part of {@linkcode Peers.backlogHint} counted in the database (at the last claim or
+   * count of the backlog), without the jobs enqueued here since, which may have been delivered
+   * already; undefined when there is no estimate.
+   */
+  backlogSeen(queue: string): number | undefined;
+}
+
+/**
+ * The peers of a store no other server shares: nothing to hear and nobody to tell; consumer
+ * counts are this server's own.
+ */
+export class LocalPeers implements Peers {
+  readonly #consumers = new Map<string, number>();
+
+  listen(): () => void {
+    return () => {};
+  }
+
+  announce(): void {}
+
+  setConsumers(queue: string, n: number): void {
+    if (n === 0) this.#consumers.delete(queue);
+    else this.#consumers.set(queue, n);
+  }
+
+  consumers(queue: string): number {
+    return this.#consumers.get(queue) ?? 0;
+  }
+
+  remotePrefetch(): number {
+    return 0;
+  }
+
+  backlogHint(): undefined {
+    return undefined;
+  }
+
+  backlogSeen(): undefined {
+    return undefined;
+  }
 }

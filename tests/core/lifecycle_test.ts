@@ -178,33 +178,37 @@ Deno.test("runNowPromotes() promotes a delayed job, leaves a pending one and ref
 const LEASE = { lease_token: "t", lease_expires_at: NOW + 1_000, lease_len_ms: 1_000 };
 
 function handOvers(more: Partial<HandOvers> = {}): HandOvers {
-  return { handedOver: () => false, claimingSince: null, alone: false, ...more };
+  return { handedOver: () => false, claimingSince: null, ...more };
 }
 
 Deno.test("leaseEndDue() ends a lease handed over here at its end, and none before", () => {
   const mine = handOvers({ handedOver: (token) => token === "t" });
-  assert.equal(leaseEndDue(LEASE, NOW + 999, mine), false);
-  assert.equal(leaseEndDue(LEASE, NOW + 1_000, mine), true);
+  for (const alone of [false, true]) {
+    assert.equal(leaseEndDue(LEASE, NOW + 999, mine, alone), false);
+    assert.equal(leaseEndDue(LEASE, NOW + 1_000, mine, alone), true);
+  }
 });
 
 Deno.test("leaseEndDue() ends any other lease a grace after its end where servers share a database", () => {
   const end = NOW + 1_000;
-  assert.equal(leaseEndDue(LEASE, end, handOvers()), false);
-  assert.equal(leaseEndDue(LEASE, end + HANDOVER_GRACE_MS - 1, handOvers()), false);
-  assert.equal(leaseEndDue(LEASE, end + HANDOVER_GRACE_MS, handOvers()), true);
-  assert.equal(leaseEndDue(LEASE, end, handOvers({ alone: true })), true, "alone: at its end");
+  assert.equal(leaseEndDue(LEASE, end, handOvers(), false), false);
+  assert.equal(leaseEndDue(LEASE, end + HANDOVER_GRACE_MS - 1, handOvers(), false), false);
+  assert.equal(leaseEndDue(LEASE, end + HANDOVER_GRACE_MS, handOvers(), false), true);
+  assert.equal(leaseEndDue(LEASE, end - 1, handOvers(), true), false, "alone: not before its end");
+  assert.equal(leaseEndDue(LEASE, end, handOvers(), true), true, "alone: at its end");
 });
 
 Deno.test("leaseEndDue() never ends a lease a claim of this server may still carry", () => {
   const late = NOW + 1_000 + 10 * HANDOVER_GRACE_MS;
   for (const alone of [false, true]) {
-    assert.equal(leaseEndDue(LEASE, late, handOvers({ claimingSince: NOW, alone })), false);
-    assert.equal(leaseEndDue(LEASE, late, handOvers({ claimingSince: NOW - 5, alone })), false);
+    assert.equal(leaseEndDue(LEASE, late, handOvers({ claimingSince: NOW }), alone), false);
+    assert.equal(leaseEndDue(LEASE, late, handOvers({ claimingSince: NOW - 5 }), alone), false);
     // A lease that began before the earliest claim on its way is not that claim's.
-    assert.equal(leaseEndDue(LEASE, late, handOvers({ claimingSince: NOW + 1, alone })), true);
+    assert.equal(leaseEndDue(LEASE, late, handOvers({ claimingSince: NOW + 1 }), alone), true);
   }
   const handed = handOvers({ handedOver: () => true, claimingSince: NOW });
-  assert.equal(leaseEndDue(LEASE, NOW + 1_000, handed), true, "handed over: the claim is done");
+  const ended = leaseEndDue(LEASE, NOW + 1_000, handed, false);
+  assert.equal(ended, true, "handed over: the claim is done");
 });
 
 Deno.test("leaseDeadline() is a lease's end while it runs, and a grace later once it ran out", () => {

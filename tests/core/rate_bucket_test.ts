@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { bucketCapacity, nextTokenAt, tokensAt } from "../../lib/core/rate_bucket.ts";
+import { bucketCapacity, claimCap, nextTokenAt, tokensAt } from "../../lib/core/rate_bucket.ts";
 
 const RATE = { limit: 100, per_ms: 1000 }; // a token every 10 ms
 
@@ -37,4 +37,28 @@ Deno.test("over any interval, spending every token delivers at most the limit pl
   }
   assert.ok(delivered <= RATE.limit + bucketCapacity(RATE), `${delivered} in one interval`);
   assert.ok(delivered >= RATE.limit, `${delivered} in one interval`);
+});
+
+Deno.test("claimCap() takes the fewer of the free slots and the whole tokens", () => {
+  const open = { concurrency: null, rate: null };
+  assert.deepEqual(claimCap(open, 32, 999, null, 0), { cap: 32, tokens: null, heldUntil: null });
+  const slots = { concurrency: 5, rate: null };
+  assert.deepEqual(claimCap(slots, 32, 2, null, 0), { cap: 3, tokens: null, heldUntil: null });
+  assert.equal(claimCap(slots, 32, 7, null, 0).cap, -2, "over the limit: nothing");
+  const rated = { concurrency: 5, rate: RATE };
+  assert.deepEqual(
+    claimCap(rated, 32, 0, null, 0),
+    { cap: 5, tokens: 10, heldUntil: null },
+    "the slots hold it back, not the rate: no timer",
+  );
+  assert.deepEqual(
+    claimCap(rated, 32, 0, { tokens: 2.5, at: 0 }, 0),
+    { cap: 2, tokens: 2.5, heldUntil: 5 },
+    "the tokens hold it back: the next whole one comes in 5 ms",
+  );
+  assert.deepEqual(
+    claimCap({ concurrency: null, rate: RATE }, 3, 0, { tokens: 0, at: 0 }, 40),
+    { cap: 3, tokens: 4, heldUntil: null },
+    "enough tokens for what it wants",
+  );
 });

@@ -22,22 +22,15 @@
 
 import { attempted, type JobRow, rowToJob, zeroCounts } from "../job_row.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
-import type {
-  Delivery,
-  DuplicateOutcome,
-  Enqueued,
-  Job,
-  JobState,
-  NewJob,
-} from "../../core/job.ts";
-import { keyExpiresAt, type KeyHolder, onDuplicate } from "../../core/dedup.ts";
+import type { Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
+import { type KeyHolder, planEnqueue, type PlannedChange } from "../../core/dedup.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
-import { type BacklogCount, PgBacklogWatch } from "./pg_backlog_watch.ts";
 import { DEFAULT_MAX_ATTEMPTS, MAINTENANCE_BATCH } from "../../core/limits.ts";
 import {
   afterLeaseEnd,
   afterNack,
   cancelRemoves,
+  claimedCount,
   claimTotal,
   dealRoundRobin,
   type ExpiringLease,
@@ -53,7 +46,7 @@ import {
   runNowPromotes,
   type Transition,
 } from "../../core/lifecycle.ts";
-import { nextTokenAt, tokensAt } from "../../core/rate_bucket.ts";
+import { claimCap } from "../../core/rate_bucket.ts";
 import {
   type AckResult,
   type CancelResult,
@@ -68,6 +61,7 @@ import {
   type KnownQueues,
   type LeaseRef,
   type NackResult,
+  type Peers,
   type QueueCounts,
   type RemoteLeaseEnd,
   type RequeueResult,
@@ -76,7 +70,6 @@ import {
   type ScheduleTick,
   type Store,
   type StoreCapabilities,
-  type StoreEvent,
   type TickResult,
 } from "../store.ts";
 import {
@@ -89,7 +82,8 @@ import {
   withDeadline,
 } from "./pg_driver.ts";
 import { KNOWN_QUEUES_POLLS, PgKnownQueues } from "./pg_known_queues.ts";
-import { channelOf, PgEvents, publishNews } from "./pg_events.ts";
+import { channelOf, publishNews } from "./pg_events.ts";
+import { PgPeers } from "./pg_peers.ts";
 import {
   type BatchNews,
   type PgCommitObserver,
@@ -146,31 +140,6 @@ const READ_DEADLINE_MS = 15_000;
  */
 const WRITE_TRANSACTIONS = 2;
 
-/**
- * The most pending jobs a claim counts beyond those it takes, for the intake gate's backlog
- * estimate (see {@linkcode PgStore.backlogHint}): enough to tell a backlog of a few rounds of
- * credit from one within bounds, without reading a deep backlog whole.
- */
-const BACKLOG_COUNT_LIMIT = 2000;
-
-/** How long after this server's last enqueue into a queue its claims keep counting, ms. */
-const INTAKE_WINDOW_MS = 250;
-
-/** How long a count of a queue's backlog is evidence of it for the intake gate, ms. */
-const SEEN_FOR_MS = 100;
-
-/** A queue's intake through this server (see {@linkcode PgStore.backlogHint}). */
-interface Intake {
-  /** Pending jobs the last claim counted beyond those it leased. */
-  ahead: number;
-  /** Ready jobs enqueued here since that claim. */
-  since: number;
-  /** When `ahead` was counted (performance.now() ms; -Infinity: never). */
-  countedAt: number;
-  /** When this server last enqueued into it (Date.now() ms). */
-  at: number;
-}
-
 /** The group commit's connections for a pool of `poolSize`: half of it, rounded up. */
 function writerConnections(poolSize: number): number {
   return Math.max(1, Math.ceil(poolSize / 2));
@@ -181,9 +150,8 @@ export class PgStore implements Store {
   readonly #sql: Sql;
   readonly #policy: LifecyclePolicy;
   readonly #commits: PgGroupCommit;
-  readonly #events: PgEvents;
-  /** Counts the backlog of queues this server feeds and only others consume. */
-  readonly #watch: PgBacklogWatch;
+  /** What this server hears from, and tells, the other servers sharing the database. */
+  readonly #peers: PgPeers;
   readonly #known: PgKnownQueues;
   readonly #instance: string;
   readonly #stats: CommitStats = emptyCommitStats();
@@ -196,8 +164,6 @@ export class PgStore implements Store {
   readonly #grouped = new Set<string>();
   /** Queues whose last claim its rate held back, and when their next token comes. */
   readonly #heldUntil = new Map<string, number>();
-  /** Queues this server enqueued into lately: their backlog estimate (see backlogHint). */
-  readonly #intake = new Map<string, Intake>();
   #closed = false;
   #dbClosed = false;
   #closing: Promise<void> | null = null;
@@ -227,7 +193,7 @@ export class PgStore implements Store {
         observer?.(size, ms, error);
       },
       // Wakes and ticks refused while the database was away are not repeated by anyone.
-      () => this.#events.resync(),
+      () => this.#peers.resync(),
       Math.min(WRITE_TRANSACTIONS, writerConnections(options.poolSize ?? 10)),
     );
     const submit = <T>(operation: PgOperation<T>, weight: () => number) =>
@@ -240,26 +206,15 @@ export class PgStore implements Store {
       KNOWN_QUEUES_POLLS * (options.pollMs ?? 1000),
       (error) => (options.onBackgroundError ?? (() => {}))("count the queues", error),
     );
-    this.#events = new PgEvents({
+    this.#peers = new PgPeers({
       sql,
       schema,
       instance: this.#instance,
       pollMs: options.pollMs ?? 1000,
-      onError: options.onBackgroundError ?? (() => {}),
-    });
-    this.#watch = new PgBacklogWatch({
-      sql,
-      limit: BACKLOG_COUNT_LIMIT,
-      queues: () => this.#watchedQueues(),
-      counted: (queue, count) => this.#backlogCounted(queue, count),
+      announce: (id, token, why) => this.#announce(id, token, why),
       stallMs: options.stallMs,
-      intervalMs: options.watchMs,
-      onError: (error) =>
-        (options.onBackgroundError ?? (() => {}))("count a queue's backlog", error),
-    });
-    // Subscribers elsewhere that came or changed may make a queue this server feeds the watch's.
-    this.#events.listen((event) => {
-      if (event.kind === "consumers") this.#watch.poke();
+      watchMs: options.watchMs,
+      onError: options.onBackgroundError ?? (() => {}),
     });
   }
 
@@ -299,7 +254,7 @@ export class PgStore implements Store {
       }
       await migratePg(sql, schema);
       const store = new PgStore(sql, openWriter, `PostgreSQL ${version}`, options, schema);
-      await store.#events.start();
+      await store.#peers.start();
       await store.#known.start();
       return store;
     } catch (error) {
@@ -313,33 +268,19 @@ export class PgStore implements Store {
     }
   }
 
-  // ---- news from the other servers ----
-
-  listen(listener: (event: StoreEvent) => void): () => void {
-    return this.#events.listen(listener);
+  /** What this server hears from, and tells, the other servers sharing the database. */
+  get peers(): Peers {
+    return this.#peers;
   }
 
-  announce(id: number, token: string, why: RemoteLeaseEnd): void {
+  /** Sends a lease's end to the other servers with the next batch (best effort by contract). */
+  #announce(id: number, token: string, why: RemoteLeaseEnd): void {
     if (this.#closed) return;
-    // Rides on the next batch's transaction (or one of its own): best effort by contract.
+    // Rides on the next batch's transaction (or one of its own).
     this.#write((_tx, news) => {
       news.ended.push([id, token, why]);
       return Promise.resolve();
     }).catch(() => {});
-  }
-
-  setConsumers(queue: string, n: number, prefetch: number): void {
-    this.#events.setConsumers(queue, n, prefetch);
-    // Its last subscriber here gone, a queue it feeds may be the backlog watch's now.
-    if (n === 0) this.#watch.poke();
-  }
-
-  remotePrefetch(queue: string): number {
-    return this.#events.remotePrefetch(queue);
-  }
-
-  consumers(queue: string): number {
-    return this.#events.consumers(queue);
   }
 
   // ---- Store ----
@@ -355,7 +296,7 @@ export class PgStore implements Store {
   enqueue(queue: string, jobs: NewJob[], now: number, tick?: ScheduleTick): Promise<Enqueued[]> {
     return this.#enqueue(queue, jobs, now, tick).then((out) => {
       this.#known.add(queue);
-      this.#countIntake(queue, out);
+      this.#peers.enqueued(queue, out);
       return out;
     });
   }
@@ -384,7 +325,7 @@ export class PgStore implements Store {
       const holders = await tx<(KeyHolder & { id: number; key: string })[]>`
         SELECT id, key, state, run_at, key_expires_at FROM jobs
         WHERE queue = ${queue} AND key = ANY(${keys}::text[]) FOR UPDATE`;
-      const plan = planKeyedEnqueue(holders, jobs, now);
+      const plan = planEnqueue(holders, jobs, now);
       if (plan.released.length > 0) {
         await tx`
           UPDATE jobs SET released_key = key, key = NULL
@@ -435,110 +376,6 @@ export class PgStore implements Store {
     });
   }
 
-  /**
-   * The queue's ready backlog as this server estimates it, for the intake gate: the pending jobs
-   * its last claim counted beyond those it leased (at most {@linkcode BACKLOG_COUNT_LIMIT}),
-   * plus the ready jobs it enqueued since. Known only for queues this server enqueued into in
-   * the last {@linkcode INTAKE_WINDOW_MS}: the others have no intake here to hold back.
-   * Other servers' enqueues are seen at the next claim's count. A queue that only other servers
-   * consume is counted by the backlog watch instead (pg_backlog_watch.ts), every few ms. A count
-   * older than {@linkcode SEEN_FOR_MS} is not gone by (see PgStore.backlogSeen).
-   */
-  backlogHint(queue: string): number | undefined {
-    const intake = this.#intake.get(queue);
-    return intake === undefined ? undefined : this.#seenOf(intake) + intake.since;
-  }
-
-  /** The pending jobs the last claim or backlog count saw, of {@linkcode PgStore.backlogHint}. */
-  backlogSeen(queue: string): number | undefined {
-    const intake = this.#intake.get(queue);
-    return intake === undefined ? undefined : this.#seenOf(intake);
-  }
-
-  /**
-   * The pending jobs the last count saw, or 0 once it is older than {@linkcode SEEN_FOR_MS}: the
-   * queue's delivery may have changed since (its consumers left, or came back, while nothing
-   * counted it).
-   */
-  #seenOf(intake: Intake): number {
-    return performance.now() - intake.countedAt <= SEEN_FOR_MS ? intake.ahead : 0;
-  }
-
-  /** Adds an enqueue's new ready jobs to its queue's backlog estimate. */
-  #countIntake(queue: string, out: Enqueued[]): void {
-    let ready = 0;
-    for (const e of out) if (e.duplicate === null && e.state === "pending") ready++;
-    const intake = this.#intake.get(queue);
-    if (intake === undefined) {
-      this.#intake.set(queue, { ahead: 0, since: ready, at: Date.now(), countedAt: -Infinity });
-    } else {
-      intake.since += ready;
-      intake.at = Date.now();
-    }
-    if (this.#fedForOthers(queue)) this.#watch.poke();
-  }
-
-  /** Whether `queue` has consumers on other servers and none on this one. */
-  #fedForOthers(queue: string): boolean {
-    return this.#events.localConsumers(queue) === 0 && this.#events.remotePrefetch(queue) > 0;
-  }
-
-  /**
-   * The queues for the backlog watch: those this server enqueued into lately that only other
-   * servers consume. A queue whose intake stopped is forgotten.
-   */
-  #watchedQueues(): string[] {
-    const now = Date.now();
-    return [...this.#intake.keys()].filter((queue) =>
-      this.#recentIntake(queue, now) !== undefined && this.#fedForOthers(queue)
-    );
-  }
-
-  /** A backlog count of the watch: the estimate starts from it, and the broker hears of it. */
-  #backlogCounted(queue: string, count: BacklogCount): void {
-    const intake = this.#intake.get(queue);
-    if (intake !== undefined) {
-      intake.ahead = count.ready;
-      intake.since = 0;
-      intake.countedAt = performance.now();
-    }
-    this.#events.tell({
-      kind: "backlog",
-      queue,
-      delivered: count.delivered ?? 0,
-      stalled: count.stalled,
-    });
-  }
-
-  /**
-   * How many pending jobs a claim of `total` from `queue` should count, those it takes included:
-   * none (0) unless this server enqueued into it lately. A queue whose intake stopped is
-   * forgotten.
-   */
-  #countLimit(queue: string, total: number): number {
-    return this.#recentIntake(queue, Date.now()) === undefined ? 0 : total + BACKLOG_COUNT_LIMIT;
-  }
-
-  /**
-   * The queue's intake if this server enqueued into it in the last {@linkcode INTAKE_WINDOW_MS};
-   * a queue whose intake stopped is forgotten.
-   */
-  #recentIntake(queue: string, now: number): Intake | undefined {
-    const intake = this.#intake.get(queue);
-    if (intake === undefined || now - intake.at <= INTAKE_WINDOW_MS) return intake;
-    this.#intake.delete(queue);
-    return undefined;
-  }
-
-  /** A claim counted `pending` jobs (itself included) and leased `leased` of them. */
-  #counted(queue: string, pending: number, leased: number): void {
-    const intake = this.#intake.get(queue);
-    if (intake === undefined) return;
-    intake.ahead = Math.max(0, pending - leased);
-    intake.since = 0;
-    intake.countedAt = performance.now();
-  }
-
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]> {
     return this.claimFair(queue, [{ max, lease_ms }], now).then((lists) => lists[0]);
   }
@@ -562,6 +399,11 @@ export class PgStore implements Store {
       this.#heldUntil.delete(queue);
       return claimed;
     }, true);
+  }
+
+  /** Unknown: other servers write the database too (their estimate is {@linkcode PgPeers}'). */
+  readyHint(): undefined {
+    return undefined;
   }
 
   /** When the last claim of `queue` was held back by its rate, when the next token comes. */
@@ -593,28 +435,22 @@ export class PgStore implements Store {
       const claimed = await this.#claim(tx, queue, wants, total, now, false);
       return claimed as Delivery[][];
     }
-    let cap = total;
+    let leased = 0;
     if (settings.concurrency !== null) {
       const [row] = await tx<{ n: number }[]>`
         SELECT count(*)::int AS n FROM jobs WHERE queue = ${queue} AND state = 'leased'`;
-      cap = Math.min(cap, settings.concurrency - row.n);
+      leased = row.n;
     }
-    const rate = settings.rate;
-    let tokens = 0;
-    if (rate !== null) {
-      tokens = tokensAt(locked.fresh ? null : locked, rate, now);
-      if (Math.floor(tokens) < cap) {
-        cap = Math.floor(tokens);
-        this.#heldUntil.set(queue, nextTokenAt(tokens - cap, rate, now));
-      } else this.#heldUntil.delete(queue);
-    } else this.#heldUntil.delete(queue);
+    const bucket = locked.fresh ? null : locked;
+    const { cap, tokens, heldUntil } = claimCap(settings, total, leased, bucket, now);
+    if (heldUntil === null) this.#heldUntil.delete(queue);
+    else this.#heldUntil.set(queue, heldUntil);
     if (cap <= 0) return wants.map(() => []);
     const out = await this.#claim(tx, queue, wants, cap, now, false) as Delivery[][];
-    if (rate !== null) {
-      let taken = 0;
-      for (const list of out) taken += list.length;
+    if (tokens !== null) {
       await tx`
-        UPDATE queue_buckets SET tokens = ${tokens - taken}, at = ${now} WHERE queue = ${queue}`;
+        UPDATE queue_buckets SET tokens = ${tokens - claimedCount(out)}, at = ${now}
+        WHERE queue = ${queue}`;
     }
     return out;
   }
@@ -664,7 +500,7 @@ export class PgStore implements Store {
     const tokens = positions.map(() => newLeaseToken());
     const leases = positions.map((w) => wants[w].lease_ms);
     const fallback = this.#policy.defaultLeaseMs;
-    const count = this.#countLimit(queue, total);
+    const count = this.#peers.countLimit(queue, total);
     type Claimed = JobRow & {
       k: number | null;
       limited: boolean;
@@ -695,7 +531,7 @@ export class PgStore implements Store {
     );
     if (rows[0].limited) return { out: "limited", grouped: rows[0].grouped };
     const claimed = rows.filter((row) => row.k !== null) as (JobRow & { k: number })[];
-    if (count > 0) this.#counted(queue, rows[0].pending, claimed.length);
+    if (count > 0) this.#peers.counted(queue, rows[0].pending, claimed.length);
     claimed.sort((a, b) => a.k - b.k);
     for (const row of claimed) {
       out[positions[row.k - 1]].push({
@@ -1038,12 +874,12 @@ export class PgStore implements Store {
         SELECT id, lease_token, lease_expires_at, lease_len_ms FROM jobs
         WHERE state = 'leased' AND lease_expires_at <= ${now}
         ORDER BY lease_expires_at LIMIT ${limit}`;
-      const picked = ran.filter((lease) => leaseEndDue(lease, now, mine));
+      const picked = ran.filter((lease) => leaseEndDue(lease, now, mine, false));
       const due = picked.length === 0 ? [] : (await tx<JobRow[]>`
         SELECT * FROM jobs WHERE id = ANY(${picked.map((lease) => lease.id)}::bigint[])
           AND state = 'leased' AND lease_expires_at <= ${now}
         ORDER BY lease_expires_at FOR UPDATE SKIP LOCKED`).filter((row) =>
-        leaseEndDue(row, now, mine)
+        leaseEndDue(row, now, mine, false)
       );
       const ended = await endLeases(tx, due.map((row) => ({ row, cause: "expired" })), now);
       for (let i = 0; i < ended.length; i++) {
@@ -1233,9 +1069,8 @@ export class PgStore implements Store {
       await new Promise((resolve) => setTimeout(resolve, 0));
     } while (this.#commits.waiting > 0);
     this.#closed = true;
-    await this.#watch.close();
     await this.#known.stop();
-    await this.#events.close();
+    await this.#peers.close();
     await this.#commits.close();
     this.#dbClosed = true;
     await this.#sql.end({ timeout: 5 });
@@ -1608,130 +1443,6 @@ async function enqueueMany(
 }
 
 /** The job holding a key while a keyed enqueue is planned: a stored row, or a job of the batch. */
-interface KeySlot extends KeyHolder {
-  /** The stored job's id, or null for a job of this batch not yet inserted. */
-  id: number | null;
-  /** The index in the plan's inserts of a job of this batch, or null. */
-  insert: number | null;
-}
-
-/** A job of a keyed enqueue to insert. */
-interface PlannedInsert {
-  job: NewJob;
-  state: "pending" | "delayed";
-  run_at: number;
-  key_expires_at: number | null;
-}
-
-/** A stored job a duplicate changes: replaced (`job` given) or extended (`job` null). */
-interface PlannedChange {
-  id: number;
-  job: NewJob | null;
-  state: "pending" | "delayed";
-  run_at: number;
-  key_expires_at: number | null;
-}
-
-/** What a keyed enqueue writes and answers, worked out before any write. */
-interface KeyedPlan {
-  /** Stored jobs whose key window passed: they give their keys up. */
-  released: number[];
-  /** Stored jobs replaced or extended, once each (in their final form). */
-  changed: PlannedChange[];
-  /** New jobs, in batch order. */
-  inserts: PlannedInsert[];
-  /** One per job of the batch: the job that answers it, and its outcome. */
-  answers: {
-    slot: KeySlot;
-    duplicate: DuplicateOutcome | null;
-    state: JobState;
-    run_at: number;
-  }[];
-}
-
-/**
- * Applies the dedup rules to a batch, in order, as if each job were enqueued after the one
- * before: a job may dedup against a stored holder (`holders`, locked) or an earlier job of the
- * batch, and a replace or extend of an earlier job of the batch changes what is inserted.
- */
-function planKeyedEnqueue(
-  holders: readonly (KeyHolder & { id: number; key: string })[],
-  jobs: readonly NewJob[],
-  now: number,
-): KeyedPlan {
-  const slots = new Map<string, KeySlot>();
-  for (const h of holders) {
-    slots.set(h.key, {
-      id: h.id,
-      insert: null,
-      state: h.state,
-      run_at: h.run_at,
-      key_expires_at: h.key_expires_at,
-    });
-  }
-  const plan: KeyedPlan = { released: [], changed: [], inserts: [], answers: [] };
-  const changed = new Map<number, PlannedChange>();
-  for (const job of jobs) {
-    const slot = job.key === null ? undefined : slots.get(job.key);
-    if (slot !== undefined) {
-      const decision = onDuplicate(slot, job, now);
-      if (decision.action === "release") {
-        // Only a stored job can have a window that passed: the batch's own are all open.
-        if (slot.id !== null) plan.released.push(slot.id);
-      } else {
-        if (decision.action !== "ignored") {
-          const replaced = decision.action === "replaced";
-          slot.state = decision.state;
-          slot.run_at = decision.run_at;
-          if (replaced) slot.key_expires_at = keyExpiresAt(job, now);
-          if (slot.insert !== null) {
-            const row = plan.inserts[slot.insert];
-            if (replaced) row.job = job;
-            row.state = decision.state;
-            row.run_at = decision.run_at;
-            row.key_expires_at = slot.key_expires_at;
-          } else {
-            const id = slot.id as number;
-            const before = changed.get(id);
-            changed.set(id, {
-              id,
-              job: replaced ? job : before?.job ?? null,
-              state: decision.state,
-              run_at: decision.run_at,
-              key_expires_at: slot.key_expires_at,
-            });
-          }
-        }
-        plan.answers.push({
-          slot,
-          duplicate: decision.action,
-          state: slot.state,
-          run_at: slot.run_at,
-        });
-        continue;
-      }
-    }
-    const state = initialState(job.run_at, now);
-    const fresh: KeySlot = {
-      id: null,
-      insert: plan.inserts.length,
-      state,
-      run_at: state === "delayed" ? job.run_at : now,
-      key_expires_at: keyExpiresAt(job, now),
-    };
-    plan.inserts.push({
-      job,
-      state,
-      run_at: fresh.run_at,
-      key_expires_at: fresh.key_expires_at,
-    });
-    if (job.key !== null) slots.set(job.key, fresh);
-    plan.answers.push({ slot: fresh, duplicate: null, state, run_at: fresh.run_at });
-  }
-  plan.changed = [...changed.values()];
-  return plan;
-}
-
 /**
  * Writes the replaced and extended jobs of a keyed enqueue, in one statement. A replacing job
  * without its own `max_attempts`, `lease_ms` or `backoff` takes its queue's, as a new one would.

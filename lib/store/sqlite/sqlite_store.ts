@@ -27,6 +27,7 @@ import {
   afterLeaseEnd,
   afterNack,
   cancelRemoves,
+  claimedCount,
   claimLeaseMs,
   claimTotal,
   dealRoundRobin,
@@ -49,7 +50,13 @@ import {
   GroupCommit,
   type Transactor,
 } from "../group_commit.ts";
-import { keyExpiresAt, type KeyHolder, onDuplicate } from "../../core/dedup.ts";
+import {
+  keyExpiresAt,
+  type KeyHolder,
+  planEnqueue,
+  type PlannedChange,
+  type PlannedInsert,
+} from "../../core/dedup.ts";
 import { GROUP_TRACKING, migrate } from "./sqlite_schema.ts";
 import {
   DEFAULT_QUEUE_SETTINGS,
@@ -68,7 +75,7 @@ import {
 import { SqliteSchedules } from "./sqlite_schedules.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 import { WalSync } from "./wal_sync.ts";
-import { type Bucket, nextTokenAt, tokensAt } from "../../core/rate_bucket.ts";
+import { type Bucket, claimCap } from "../../core/rate_bucket.ts";
 import {
   type AckResult,
   type CancelResult,
@@ -83,7 +90,9 @@ import {
   type JobPage,
   type KnownQueues,
   type LeaseRef,
+  LocalPeers,
   type NackResult,
+  type Peers,
   type QueueCounts,
   type RequeueResult,
   type RunNowResult,
@@ -271,7 +280,8 @@ export class SqliteStore implements Store {
   readonly engine: string;
   /** One server per file, in local files. */
   readonly capabilities: StoreCapabilities = { shared: false, localFiles: true };
-  readonly #consumers = new Map<string, number>();
+  /** Nobody else writes this file: nothing to hear from, nobody to tell. */
+  readonly peers: Peers = new LocalPeers();
 
   private constructor(
     db: DatabaseSync,
@@ -453,24 +463,6 @@ export class SqliteStore implements Store {
 
   // ---- Store ----
 
-  listen(): () => void {
-    // Nobody else writes this file: there is never news from elsewhere.
-    return () => {};
-  }
-
-  announce(): void {
-    // No other server can hold a lease on this file.
-  }
-
-  setConsumers(queue: string, n: number): void {
-    if (n === 0) this.#consumers.delete(queue);
-    else this.#consumers.set(queue, n);
-  }
-
-  consumers(queue: string): number {
-    return this.#consumers.get(queue) ?? 0;
-  }
-
   enqueue(queue: string, jobs: NewJob[], now: number, tick?: ScheduleTick): Promise<Enqueued[]> {
     if (tick === undefined && jobs.every((job) => job.key === null)) {
       return this.#enqueueInRun(queue, jobs, now);
@@ -480,33 +472,31 @@ export class SqliteStore implements Store {
       const s = this.#statements;
       if (jobs.some((job) => job.group != null)) this.#trackGroups();
       const settings = this.#settingsOf(queue);
-      const out: Enqueued[] = new Array(jobs.length);
-      // New rows wait in `values` (their answers in `fresh`, ids to come) and go in together; a
-      // keyed job first inserts those before it, so that ids keep the order of `jobs`.
-      const values: SQLInputValue[] = [];
-      const fresh: Enqueued[] = [];
-      const insertWaiting = () => {
-        this.#insertRows(values, fresh);
-        values.length = 0;
-        fresh.length = 0;
-      };
-      for (let i = 0; i < jobs.length; i++) {
-        const job = withQueueDefaults(jobs[i], settings);
-        if (job.key !== null) {
-          if (fresh.length > 0) insertWaiting();
-          const holder = s.findByKey.get(queue, job.key) as KeyHolderRow | undefined;
-          if (holder !== undefined) {
-            const answer = this.#duplicate(queue, holder, job, now);
-            if (answer !== null) {
-              out[i] = answer;
-              continue;
-            }
-          }
-        }
-        out[i] = this.#newRow(queue, job, now, values);
-        fresh.push(out[i]);
+      const resolved = jobs.map((job) => withQueueDefaults(job, settings));
+      const holders: (KeyHolderRow & { key: string })[] = [];
+      for (const key of new Set(resolved.flatMap((job) => job.key === null ? [] : [job.key]))) {
+        const holder = s.findByKey.get(queue, key) as KeyHolderRow | undefined;
+        if (holder !== undefined) holders.push({ ...holder, key });
       }
-      if (fresh.length > 0) insertWaiting();
+      const plan = planEnqueue(holders, resolved, now);
+      for (const id of plan.released) s.releaseKey.run(id);
+      for (const change of plan.changed) {
+        const before = holders.find((holder) => holder.id === change.id)!.state;
+        this.#applyChange(change);
+        if (change.state !== before) this.#moves.push([queue, before, change.state]);
+      }
+      const values: SQLInputValue[] = [];
+      const fresh = plan.inserts.map((planned) =>
+        this.#newRow(queue, planned.job, now, values, planned)
+      );
+      if (fresh.length > 0) this.#insertRows(values, fresh);
+      const out = plan.answers.map((a): Enqueued => ({
+        id: a.slot.id ?? fresh[a.slot.insert!].id,
+        deduplicated: a.duplicate !== null,
+        duplicate: a.duplicate,
+        state: a.state,
+        run_at: a.run_at,
+      }));
       if (tick !== undefined) this.#schedules.record(tick, out);
       return out;
     });
@@ -577,10 +567,16 @@ export class SqliteStore implements Store {
    * Adds the row of new job `job`, its queue's defaults already applied, to `values` and takes
    * note of it; answers its {@linkcode Enqueued}, whose id is set once the row is in.
    */
-  #newRow(queue: string, job: ResolvedJob, now: number, values: SQLInputValue[]): Enqueued {
-    const state = initialState(job.run_at, now);
+  #newRow(
+    queue: string,
+    job: ResolvedJob,
+    now: number,
+    values: SQLInputValue[],
+    planned?: PlannedInsert,
+  ): Enqueued {
+    const state = planned?.state ?? initialState(job.run_at, now);
     if (job.group != null) this.#grouped.add(queue);
-    const runAt = state === "delayed" ? job.run_at : now;
+    const runAt = planned?.run_at ?? (state === "delayed" ? job.run_at : now);
     values.push(
       queue,
       state,
@@ -594,7 +590,7 @@ export class SqliteStore implements Store {
       job.backoff?.base_ms ?? null,
       job.backoff?.max_ms ?? null,
       now,
-      keyExpiresAt(job, now),
+      planned === undefined ? keyExpiresAt(job, now) : planned.key_expires_at,
       job.attributes ?? null,
     );
     this.#moves.push([queue, null, state]);
@@ -664,29 +660,16 @@ export class SqliteStore implements Store {
     now: number,
   ): Delivery[][] {
     const s = this.#statements;
-    let cap = total;
-    if (settings.concurrency !== null) {
-      cap = Math.min(cap, settings.concurrency - this.#leasedNow(queue));
-    }
-    let tokens = 0;
-    const rate = settings.rate;
-    if (rate !== null) {
-      const bucket = s.readBucket.get(queue) as Bucket | undefined;
-      tokens = tokensAt(bucket ?? null, rate, now);
-      if (Math.floor(tokens) < cap) {
-        cap = Math.floor(tokens);
-        this.#heldUntil.set(queue, nextTokenAt(tokens - cap, rate, now));
-      } else this.#heldUntil.delete(queue);
-    } else this.#heldUntil.delete(queue);
+    const leased = settings.concurrency === null ? 0 : this.#leasedNow(queue);
+    const bucket = settings.rate === null ? null : s.readBucket.get(queue) as Bucket | undefined;
+    const { cap, tokens, heldUntil } = claimCap(settings, total, leased, bucket ?? null, now);
+    if (heldUntil === null) this.#heldUntil.delete(queue);
+    else this.#heldUntil.set(queue, heldUntil);
     if (cap <= 0) return wants.map(() => []);
     const out = this.#grouped.has(queue)
       ? this.#claimGrouped(queue, wants, cap, now)
       : this.#claimPlain(queue, wants, cap, now);
-    if (rate !== null) {
-      let taken = 0;
-      for (const list of out) taken += list.length;
-      s.writeBucket.run(queue, tokens - taken, now);
-    }
+    if (tokens !== null) s.writeBucket.run(queue, tokens - claimedCount(out), now);
     return out;
   }
 
@@ -1091,7 +1074,7 @@ export class SqliteStore implements Store {
       // (leaseEndDue) are left as they are.
       const due = this.#statements.dueLeases.all(now, limit);
       for (const row of due) {
-        if (!leaseEndDue(row, now, mine)) continue;
+        if (!leaseEndDue(row, now, mine, true)) continue;
         const ended = this.#endLease(row, now, "expired");
         // Even a lease that ended in dead frees a slot of its group or queue.
         woken.add(row.queue);
@@ -1404,53 +1387,27 @@ export class SqliteStore implements Store {
     this.#leasedQueues.set(id, queue);
   }
 
-  /**
-   * Applies the dedup rules to a job arriving while `holder` holds its key: answers the
-   * duplicate's outcome, or null when the holder's window has passed (its key is then released
-   * and the caller stores the new job).
-   */
-  #duplicate(queue: string, holder: KeyHolderRow, job: NewJob, now: number): Enqueued | null {
+  /** Writes a stored job that a duplicate replaced (`job` given) or extended. */
+  #applyChange(change: PlannedChange<ResolvedJob>): void {
     const s = this.#statements;
-    const decision = onDuplicate(holder, job, now);
-    switch (decision.action) {
-      case "release":
-        s.releaseKey.run(holder.id);
-        return null;
-      case "ignored":
-        return {
-          id: holder.id,
-          deduplicated: true,
-          duplicate: "ignored",
-          state: holder.state,
-          run_at: holder.run_at,
-        };
-      case "replaced":
-        s.replaceJob.run(
-          decision.state,
-          job.payload,
-          job.priority,
-          job.max_attempts,
-          decision.run_at,
-          job.lease_ms,
-          job.backoff?.base_ms ?? null,
-          job.backoff?.max_ms ?? null,
-          keyExpiresAt(job, now),
-          job.attributes ?? null,
-          holder.id,
-        );
-        break;
-      case "extended":
-        s.extendJob.run(decision.state, decision.run_at, holder.id);
-        break;
+    const job = change.job;
+    if (job === null) {
+      s.extendJob.run(change.state, change.run_at, change.id);
+      return;
     }
-    if (decision.state !== holder.state) this.#moves.push([queue, holder.state, decision.state]);
-    return {
-      id: holder.id,
-      deduplicated: true,
-      duplicate: decision.action,
-      state: decision.state,
-      run_at: decision.run_at,
-    };
+    s.replaceJob.run(
+      change.state,
+      job.payload,
+      job.priority,
+      job.max_attempts,
+      change.run_at,
+      job.lease_ms,
+      job.backoff?.base_ms ?? null,
+      job.backoff?.max_ms ?? null,
+      change.key_expires_at,
+      job.attributes ?? null,
+      change.id,
+    );
   }
 
   /** Rows changed by this connection so far (SQLite's `total_changes()`). */
