@@ -13,6 +13,8 @@
  * - W5 idle push latency: one consumer, one job at a time
  * - W1g: W1 with its jobs spread over 1 000 ordering groups (group_limit 1); compare with W1
  * - W6: a queue with `rate` 500/s and a deep backlog; the deliveries of 10 s against the rate
+ * - W7 batches of ten, as SQS clients run: send 10, receive up to 10 with a long poll, settle
+ *   the 10 in one call; tegami's own API against its SQS API (`--peers sqs`)
  * - idle RSS of each system; with `--scale`, W1 and W5 with 100 000 and 1 000 000 jobs waiting
  *
  * Absolute numbers on a shared machine are noisy: compare rows of the same run.
@@ -50,8 +52,23 @@ import { enqueue } from "./workloads/enqueue.ts";
 import { pushLatency } from "./workloads/push_latency.ts";
 import { rateLimit } from "./workloads/rate_limit.ts";
 import { scaling } from "./workloads/scaling.ts";
+import { batchesOfTen } from "./workloads/batches_of_ten.ts";
+import { nativeBatchDoor } from "./peers/native_batches.ts";
+import { sqsPeer, SqsTarget } from "./peers/sqs.ts";
 
-const WORKLOADS = ["RSS", "W1", "W1g", "W2", "W3", "W3b", "W4", "W5", "W6", "scale"] as const;
+const WORKLOADS = [
+  "RSS",
+  "W1",
+  "W1g",
+  "W2",
+  "W3",
+  "W3b",
+  "W4",
+  "W5",
+  "W6",
+  "W7",
+  "scale",
+] as const;
 type WorkloadKey = typeof WORKLOADS[number];
 const PEER_KEYS = [
   "sdk",
@@ -67,6 +84,7 @@ const PEER_KEYS = [
   "sdknode",
   "rabbitmqnode",
   "bullmqnode",
+  "sqs",
 ] as const;
 /** What `--peers node` selects: the systems driven from Node. */
 const NODE_PEERS = ["sdknode", "rabbitmqnode", "bullmqnode"];
@@ -81,7 +99,7 @@ process and prints one markdown table. Progress goes to stderr.
 
   --only LIST        parts to run, comma separated, of ${WORKLOADS.join(",")}
                      (default: all but scale; RSS is the idle RSS of each system)
-  --jobs N           jobs of W1, W3 and W3b (default 20000)
+  --jobs N           jobs of W1, W3, W3b and W7 (default 20000)
   --backlog N        jobs of W2 (pre-filled, then drained) and W4 (default 50000)
   --samples N        W5 samples (default 2000)
   --repeat N         run each workload N times on each system, interleaved, and keep the
@@ -103,6 +121,9 @@ process and prints one markdown table. Progress goes to stderr.
                      (e.g. --v8-flags=--max-semi-space-size=1; see operations.md, Memory)
   --cpu-prof DIR     write a V8 CPU profile of each tegami server process into DIR when it
                      stops (summarise one with deno run -A bench/cpu_profile.ts FILE)
+  --w7-rate N        send W7's jobs at N per second instead of as fast as each door takes them
+                     (at one rate both doors' commits gather alike: their server CPU per job
+                     then differs by what the doors cost)
   --wal-pages        note, for each tegami workload on SQLite, which tables and indexes the
                      pages its commits wrote belong to (bench/wal_pages.ts; read from the
                      write-ahead log after the workload, so the commits since its last
@@ -131,7 +152,11 @@ this machine. "sdknode", "rabbitmqnode" and "bullmqnode" ("node" selects all thr
 RabbitMQ and BullMQ again with their clients on Node (tegami's client library, amqplib,
 BullMQ) in a process of their own (bench/node/driver.mjs), for W1, W2 and W3: the driver CPU of
 their rows is that Node process's. TEGAMI_BENCH_NODE_CLIENT=FILE drives tegami from Node with
-another build of the client library (deno bundle --platform browser lib/client/mod.ts).`;
+another build of the client library (deno bundle --platform browser lib/client/mod.ts).
+"sqs" is tegami again, driven through its SQS API with @aws-sdk/client-sqs, in W7 only (batches
+of ten: SendMessageBatch, ReceiveMessage of 10 with a 20 s long poll, DeleteMessageBatch), beside
+tegami's own API doing the same in batches of ten (a {jobs:[…]} enqueue, a lease of up to 10 with
+wait_ms, and the acks in one WebSocket batch frame); compare their server CPU µs/job.`;
 
 /** A command-line mistake: printed with the help hint, exit code 2. */
 class UsageError extends Error {}
@@ -150,6 +175,7 @@ interface Options {
   fetch: boolean;
   cold: boolean;
   cpuProfileDir: string | undefined;
+  w7Rate: number | null;
   v8Flags: string | undefined;
   walPages: boolean;
   node: string;
@@ -182,6 +208,7 @@ function parseOptions(args: string[]): Options | null {
       fetch: { type: "boolean", default: false },
       cold: { type: "boolean", default: false },
       "cpu-prof": { type: "string" },
+      "w7-rate": { type: "string" },
       "v8-flags": { type: "string" },
       "wal-pages": { type: "boolean", default: false },
       node: { type: "string", default: "node" },
@@ -231,6 +258,7 @@ function parseOptions(args: string[]): Options | null {
     fetch: values.fetch,
     cold: values.cold,
     cpuProfileDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
+    w7Rate: values["w7-rate"] === undefined ? null : count("w7-rate", values["w7-rate"]),
     v8Flags: values["v8-flags"],
     walPages: values["wal-pages"],
     node: values.node,
@@ -336,6 +364,14 @@ async function main(): Promise<number> {
     peers.push(nodePeer(rabbitmqPeer(amqpUrl), "rabbitmq", "rabbitmqnode", o.node));
   }
   if (o.peers.has("bullmqnode")) peers.push(nodePeer(bullmqPeer(), "bullmq", "bullmqnode", o.node));
+  const sqs = o.peers.has("sqs")
+    ? sqsPeer({
+      sync: o.sync,
+      serveArgs: o.serveArgs,
+      cpuProfileDir: o.cpuProfileDir,
+      v8Flags: o.v8Flags,
+    })
+    : null;
   const onNode = (p: Peer) => NODE_PEERS.includes(p.key);
   /** Runs `workload` in the Node driver for a target driven from Node, else `here`. */
   const either = (
@@ -408,6 +444,15 @@ async function main(): Promise<number> {
     ["W6", [tegami], {
       label: "W6 rate 500/s for 10 s",
       run: (t) => rateLimit(asTegami(t), { queue: "w6", rate: 500, seconds: 10 }),
+    }],
+    ["W7", sqs === null ? [tegami] : [tegami, sqs], {
+      label: "W7 batches of ten",
+      run: (t) =>
+        batchesOfTen(t instanceof SqsTarget ? t : nativeBatchDoor(asTegami(t)), {
+          queue: "w7",
+          jobs: o.jobs,
+          rate: o.w7Rate,
+        }),
     }],
   ];
 

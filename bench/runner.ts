@@ -19,6 +19,7 @@ import type { Measurement } from "./measurement.ts";
 import { type Peer, PeerUnavailable, type Target } from "./peers/peer.ts";
 import { TegamiTarget } from "./peers/tegami.ts";
 import { NodeTarget } from "./peers/node_target.ts";
+import { SqsTarget } from "./peers/sqs.ts";
 import { writtenBytes } from "./proc.ts";
 import type { Row } from "./report.ts";
 import { describeWalPages, walPages } from "./wal_pages.ts";
@@ -97,7 +98,9 @@ export class Runner {
         await warmUp(target);
       }
       await workload.prepare?.(target);
-      const server = target instanceof NodeTarget ? target.inner : target;
+      const server = target instanceof NodeTarget || target instanceof SqsTarget
+        ? target.inner
+        : target;
       const tegami = server instanceof TegamiTarget ? server : null;
       const before = tegami === null ? null : await tegami.commitBatches();
       const consumersBefore = tegami === null ? null : await tegami.consumerCommitBatches();

@@ -1,0 +1,106 @@
+/**
+ * tegami's own API speaking W7's batches of ten (`bench/workloads/batches_of_ten.ts`), each step
+ * one call as SQS's are: a batch enqueue (`POST /v1/queues/{queue}/jobs` with `{jobs:[…]}`), a
+ * long-poll lease of up to 10 (`POST /v1/queues/{queue}/leases`), and the acks of what came in one
+ * WebSocket `batch` frame (tegami's HTTP API acks one job per request; its WebSocket acks many per
+ * frame).
+ *
+ * @module
+ */
+
+import { wsUrl } from "../../tests/helpers/ws_client.ts";
+import type {
+  BatchDoor,
+  BatchReceiver,
+  BatchSender,
+  Received,
+} from "../workloads/batches_of_ten.ts";
+import { BATCH } from "../workloads/batches_of_ten.ts";
+import { Http1Client } from "./http1_client.ts";
+import type { TegamiTarget } from "./tegami.ts";
+
+/** A delivery of a lease answer, as far as settling it goes. */
+interface Leased {
+  id: number;
+  payload: Received["payload"];
+  lease: { token: string };
+}
+
+/** A sender of `{jobs:[…]}` batches on its own keep-alive connections. */
+function sender(url: string, queue: string): BatchSender {
+  const http = new Http1Client(url);
+  const path = `/v1/queues/${queue}/jobs`;
+  return {
+    send: async (payloads) => {
+      const body = `{"jobs":[${payloads.map((p) => `{"payload":${p}}`).join(",")}]}`;
+      const { status, body: text } = await http.post(path, body);
+      if (status !== 201) throw new Error(`Cannot enqueue a batch: ${status} ${text}`);
+    },
+    close: () => Promise.resolve(http.close()),
+  };
+}
+
+/** Opens a WebSocket to the server and waits until it is open. */
+async function openSocket(url: string): Promise<WebSocket> {
+  const ws = new WebSocket(wsUrl(url));
+  await new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve();
+    ws.onerror = () => reject(new Error(`Cannot open a WebSocket to ${url}`));
+  });
+  ws.onerror = null;
+  return ws;
+}
+
+/** A receiver leasing over HTTP and acking over its own WebSocket. */
+async function receiver(url: string, queue: string): Promise<BatchReceiver> {
+  const http = new Http1Client(url);
+  const path = `/v1/queues/${queue}/leases`;
+  const ws = await openSocket(url);
+  const waiting = new Map<number, (frame: { op: string; replies?: string[] }) => void>();
+  let ref = 0;
+  ws.onmessage = (event) => {
+    const frame = JSON.parse(event.data);
+    waiting.get(frame.ref)?.(frame);
+    waiting.delete(frame.ref);
+  };
+  return {
+    receive: async (waitMs) => {
+      const { status, body } = await http.post(path, `{"max":${BATCH},"wait_ms":${waitMs}}`);
+      if (status !== 200) throw new Error(`Cannot lease: ${status} ${body}`);
+      const jobs = JSON.parse(body).jobs as Leased[];
+      return jobs.map((job) => ({ payload: job.payload, handle: job }));
+    },
+    settle: async (received) => {
+      const r = ++ref;
+      const frames = received.map(({ handle }) => {
+        const job = handle as Leased;
+        return `{"op":"ack","id":${job.id},"token":"${job.lease.token}"}`;
+      });
+      const reply = new Promise<{ op: string; replies?: string[] }>((resolve) =>
+        waiting.set(r, resolve)
+      );
+      ws.send(`{"op":"batch","ref":${r},"frames":[${frames.join(",")}]}`);
+      const frame = await reply;
+      if (frame.op !== "ok") throw new Error(`Cannot ack a batch: ${JSON.stringify(frame)}`);
+    },
+    close: async () => {
+      http.close();
+      if (ws.readyState === WebSocket.CLOSED) return;
+      const closed = new Promise((resolve) => ws.addEventListener("close", resolve));
+      ws.close();
+      await closed;
+    },
+  };
+}
+
+/** `target` (tegami on its own API) as a door for W7's batches of ten. */
+export function nativeBatchDoor(target: TegamiTarget): BatchDoor {
+  return {
+    get pids() {
+      return target.pids;
+    },
+    singleThreaded: target.singleThreaded,
+    batchSender: (queue) => Promise.resolve(sender(target.url, queue)),
+    batchReceiver: (queue) => receiver(target.consumerUrl, queue),
+  };
+}
