@@ -239,20 +239,20 @@ Deno.test({
   fn: async () => {
     await using s = await pgServers(50);
     const heard: string[] = [];
-    s.b.listen((event) => {
+    s.b.peers.listen((event) => {
       if (event.kind === "consumers") heard.push(event.queue);
     });
-    s.a.setConsumers("q", 1, 4);
-    await eventually(() => s.b.remotePrefetch("q") === 4, "the first change");
+    s.a.peers.setConsumers("q", 1, 4);
+    await eventually(() => s.b.peers.remotePrefetch("q") === 4, "the first change");
     assert.deepEqual(heard, ["q"]);
-    s.a.setConsumers("q", 2, 4); // more consumers, the same prefetch in all
-    await eventually(() => s.b.consumers("q") === 2, "the count");
+    s.a.peers.setConsumers("q", 2, 4); // more consumers, the same prefetch in all
+    await eventually(() => s.b.peers.consumers("q") === 2, "the count");
     await new Promise((resolve) => setTimeout(resolve, 200)); // polls, heartbeats
     assert.deepEqual(heard, ["q"], "neither a count alone nor a heartbeat is a change");
-    s.a.setConsumers("q", 0, 0);
+    s.a.peers.setConsumers("q", 0, 0);
     await eventually(() => heard.length === 2, "the last consumers leaving");
     assert.deepEqual(heard, ["q", "q"]);
-    assert.equal(s.b.remotePrefetch("q"), 0);
+    assert.equal(s.b.peers.remotePrefetch("q"), 0);
   },
 });
 
@@ -261,8 +261,8 @@ Deno.test({
   ignore: db === null,
   fn: async () => {
     await using s = await pgServers(60_000);
-    s.a.setConsumers("q", 1, 4);
-    await eventually(() => s.b.remotePrefetch("q") === 4, "the change");
+    s.a.peers.setConsumers("q", 1, 4);
+    await eventually(() => s.b.peers.remotePrefetch("q") === 4, "the change");
     const seenAt = async () =>
       Number(
         (await db!.admin.unsafe(`SELECT seen_at FROM "${s.schema}".consumers WHERE queue = 'q'`))[0]

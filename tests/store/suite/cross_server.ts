@@ -28,11 +28,11 @@ import {
 /** Registers the cases of this area. */
 export function crossServerCases({ test, sharedTest }: SuiteCases): void {
   test("consumers() answers what setConsumers() recorded on this store", async (store) => {
-    assert.equal(store.consumers("q"), 0);
-    store.setConsumers("q", 3, 96);
-    assert.equal(store.consumers("q"), 3);
-    store.setConsumers("q", 0, 0);
-    assert.equal(store.consumers("q"), 0);
+    assert.equal(store.peers.consumers("q"), 0);
+    store.peers.setConsumers("q", 3, 96);
+    assert.equal(store.peers.consumers("q"), 3);
+    store.peers.setConsumers("q", 0, 0);
+    assert.equal(store.peers.consumers("q"), 0);
     await Promise.resolve();
   });
 
@@ -61,7 +61,7 @@ export function crossServerCases({ test, sharedTest }: SuiteCases): void {
     "a job enqueued through one store is news of a ready queue on the other",
     async (a, b) => {
       const heard: StoreEvent[] = [];
-      const stop = b.listen((event) => heard.push(event));
+      const stop = b.peers.listen((event) => heard.push(event));
       try {
         await enqueueOne(a, "q");
         await eventually(
@@ -79,7 +79,7 @@ export function crossServerCases({ test, sharedTest }: SuiteCases): void {
     const id = await enqueueOne(a, "q");
     const { lease } = await claimOne(a, "q");
     const heard: StoreEvent[] = [];
-    const stop = a.listen((event) => heard.push(event));
+    const stop = a.peers.listen((event) => heard.push(event));
     try {
       await b.cancel(id, T0 + 1);
       await eventually(
@@ -102,7 +102,7 @@ export function crossServerCases({ test, sharedTest }: SuiteCases): void {
       const id = await enqueueOne(a, "q");
       const { lease } = await claimOne(a, "q", T0, 1_000);
       const heard: StoreEvent[] = [];
-      const stop = a.listen((event) => heard.push(event));
+      const stop = a.peers.listen((event) => heard.push(event));
       try {
         // b handed nothing over: the lease is a's to end until the grace has passed.
         assert.deepEqual((await b.tick(T0 + 1_000, HANDED_NONE)).expired, []);
@@ -160,22 +160,28 @@ export function crossServerCases({ test, sharedTest }: SuiteCases): void {
   });
 
   sharedTest("consumers() counts the consumers recorded on every store", async (a, b) => {
-    a.setConsumers("q", 2, 64);
-    b.setConsumers("q", 1, 32);
-    await eventually("both counts", () => a.consumers("q") === 3 && b.consumers("q") === 3);
+    a.peers.setConsumers("q", 2, 64);
+    b.peers.setConsumers("q", 1, 32);
+    await eventually(
+      "both counts",
+      () => a.peers.consumers("q") === 3 && b.peers.consumers("q") === 3,
+    );
     // Each store also hears the others' summed prefetch (its own is the broker's to know).
-    assert.equal(a.remotePrefetch?.("q"), 32);
-    assert.equal(b.remotePrefetch?.("q"), 64);
-    b.setConsumers("q", 0, 0);
-    await eventually("the drop", () => a.consumers("q") === 2 && b.consumers("q") === 2);
-    assert.equal(a.remotePrefetch?.("q"), 0);
+    assert.equal(a.peers.remotePrefetch("q"), 32);
+    assert.equal(b.peers.remotePrefetch("q"), 64);
+    b.peers.setConsumers("q", 0, 0);
+    await eventually(
+      "the drop",
+      () => a.peers.consumers("q") === 2 && b.peers.consumers("q") === 2,
+    );
+    assert.equal(a.peers.remotePrefetch("q"), 0);
   });
 
   sharedTest("an announced lease end reaches the other store", async (a, b) => {
     const heard: StoreEvent[] = [];
-    const stop = a.listen((event) => heard.push(event));
+    const stop = a.peers.listen((event) => heard.push(event));
     try {
-      b.announce(7, "tok", "settled");
+      b.peers.announce(7, "tok", "settled");
       await eventually(
         "the announcement",
         () => heard.some((e) => e.kind === "lease_ended" && e.id === 7 && e.token === "tok"),
@@ -189,7 +195,7 @@ export function crossServerCases({ test, sharedTest }: SuiteCases): void {
     "settings put through one store are news of a ready queue on the other",
     async (a, b) => {
       const heard: StoreEvent[] = [];
-      const stop = b.listen((event) => heard.push(event));
+      const stop = b.peers.listen((event) => heard.push(event));
       try {
         await a.putSettings("q", queueSettings({ concurrency: 4 }), T0);
         await eventually(

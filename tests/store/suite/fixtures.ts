@@ -66,14 +66,12 @@ export function newJob(fields: Partial<NewJob> = {}): NewJob {
 export const HANDED_ALL: HandOvers = {
   handedOver: () => true,
   claimingSince: null,
-  alone: false,
 };
 
 /** A tick by a server that handed no lease over (another server's, or one restarted). */
 export const HANDED_NONE: HandOvers = {
   handedOver: () => false,
   claimingSince: null,
-  alone: false,
 };
 
 /** Queue settings: the defaults with `fields` set. */
