@@ -19,6 +19,7 @@ import type { SharedTest, SuiteCases, Test } from "./suite/fixtures.ts";
 import { ackNackCases } from "./suite/ack_nack.ts";
 import { cancelRunNowCases } from "./suite/cancel_run_now.ts";
 import { claimCases } from "./suite/claim.ts";
+import { claimOrderCases } from "./suite/claim_order.ts";
 import { commitCloseCases } from "./suite/commits_close.ts";
 import { crossServerCases } from "./suite/cross_server.ts";
 import { deadLetterCases } from "./suite/dead_letters.ts";
@@ -97,6 +98,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
   enqueueCases(cases);
   dedupCases(cases);
   claimCases(cases);
+  claimOrderCases(cases);
   ackNackCases(cases);
   leaseWriteCases(cases);
   listingCases(cases);
