@@ -1,14 +1,17 @@
 /**
  * A queue's settings: limits the claim enforces (`concurrency`, `rate`, `group_limit`), the
  * defaults a job enqueued without its own value takes (`max_attempts`, `lease_ms`, `backoff`),
- * how long the queue's finished jobs are kept (`retain_done_ms`, `retain_dead_ms`), and how long
- * a job may wait for a consumer (`retain_pending_ms`).
+ * how long the queue's finished jobs are kept (`retain_done_ms`, `retain_dead_ms`), how long
+ * a job may wait for a consumer (`retain_pending_ms`), where its dead jobs go
+ * (`dead_letter_queue`), and two kept only as data: the queue attributes that only the SQS API
+ * applies (`sqs_attributes`) and the queue's tags (`tags`).
  *
  * Settings are set as a whole: {@linkcode parseQueueSettings} reads a complete settings object
  * (`PUT /v1/queues/{queue}/settings`), an absent or null member meaning that field's default, so
  * what is answered is exactly what was sent plus defaults, and a read followed by a write of what
  * was read changes nothing. A partial update is a read, a change and a write of the whole (what
- * the CLI does). Every field's default is "no setting": null, or 1 for `group_limit`.
+ * the CLI does). Every field's default is "no setting": null, or 1 for `group_limit`; an empty
+ * `sqs_attributes` or `tags` object is null.
  *
  * The functions here are pure: parsing and validation with errors that name the field, the
  * canonical form of a rate, the JSON view, and the rule for a job's defaults.
@@ -65,6 +68,15 @@ export interface QueueSettings {
    * recorded on it; null: it stays in this queue's dead list.
    */
   dead_letter_queue: string | null;
+  /**
+   * SQS queue attributes that only the SQS API applies or answers (docs/sqs.md), by attribute
+   * name, as SQS writes their values; keys sorted. tegami's own API keeps them and does not apply
+   * them. Absent or null: none (each attribute's default). Optional, like `tags`, so that settings
+   * without them read back as they were written.
+   */
+  sqs_attributes?: Readonly<Record<string, string>> | null;
+  /** The queue's tags, key to value (SQS's TagQueue), keys sorted; absent or null: none. */
+  tags?: Readonly<Record<string, string>> | null;
 }
 
 /** The most `concurrency` may be. */
@@ -102,11 +114,12 @@ export function isDefaultSettings(settings: QueueSettings): boolean {
   return settings.concurrency === null && settings.rate === null && settings.group_limit === 1 &&
     settings.max_attempts === null && settings.lease_ms === null && settings.backoff === null &&
     settings.retain_done_ms === null && settings.retain_dead_ms === null &&
-    settings.retain_pending_ms === null && settings.dead_letter_queue === null;
+    settings.retain_pending_ms === null && settings.dead_letter_queue === null &&
+    (settings.sqs_attributes ?? null) === null && (settings.tags ?? null) === null;
 }
 
 /** The members a settings object may hold. */
-const SETTINGS_FIELDS = new Set(Object.keys(DEFAULT_QUEUE_SETTINGS));
+const SETTINGS_FIELDS = new Set([...Object.keys(DEFAULT_QUEUE_SETTINGS), "sqs_attributes", "tags"]);
 const BACKOFF_FIELDS = new Set(["base_ms", "max_ms"]);
 
 /** Rate interval units, in ms. */
@@ -195,7 +208,7 @@ export function parseQueueSettings(value: unknown): QueueSettings {
     if (max < base) throw invalid("backoff.max_ms", "must be at least base_ms");
     backoff = { base_ms: base, max_ms: max };
   }
-  return {
+  const settings: QueueSettings = {
     concurrency: optionalInteger(value, "concurrency", 1, MAX_CONCURRENCY),
     rate: value.rate === undefined || value.rate === null ? null : parseRate(value.rate),
     group_limit: optionalInteger(value, "group_limit", 1, MAX_GROUP_LIMIT) ?? 1,
@@ -207,6 +220,157 @@ export function parseQueueSettings(value: unknown): QueueSettings {
     retain_pending_ms: optionalInteger(value, "retain_pending_ms", 0, MAX_RETAIN_MS),
     dead_letter_queue: optionalQueueName(value, "dead_letter_queue"),
   };
+  return withKept(settings, parseSqsAttributes(value.sqs_attributes), parseTags(value.tags));
+}
+
+/**
+ * `settings` with its `sqs_attributes` and `tags` replaced: each present when set, absent when
+ * null (so settings that never had them compare equal to settings read back).
+ */
+export function withKept(
+  settings: QueueSettings,
+  sqsAttributes: Readonly<Record<string, string>> | null | undefined,
+  tags: Readonly<Record<string, string>> | null | undefined,
+): QueueSettings {
+  const { sqs_attributes: _a, tags: _t, ...rest } = settings;
+  const out: QueueSettings = rest;
+  if (sqsAttributes !== null && sqsAttributes !== undefined) out.sqs_attributes = sqsAttributes;
+  if (tags !== null && tags !== undefined) out.tags = tags;
+  return out;
+}
+
+/** The SQS queue attributes `sqs_attributes` may hold, each with its check of a value. */
+const SQS_ATTRIBUTES: Readonly<Record<string, (value: string) => string | null>> = {
+  DelaySeconds: (value) => wholeText(value, 0, MAX_QUEUE_DELAY_SECONDS),
+  ReceiveMessageWaitTimeSeconds: (value) => wholeText(value, 0, MAX_RECEIVE_WAIT_SECONDS),
+  MaximumMessageSize: (value) => wholeText(value, MIN_MESSAGE_SIZE, MAX_MESSAGE_SIZE),
+  KmsDataKeyReusePeriodSeconds: (value) => wholeText(value, 60, 86_400),
+  SqsManagedSseEnabled: (value) =>
+    value === "true" || value === "false" ? null : "expected true or false",
+  KmsMasterKeyId: (value) => value.length <= 2048 ? null : "expected at most 2048 characters",
+  Policy: (value) => jsonObjectText(value),
+  RedriveAllowPolicy: (value) => checkRedriveAllowPolicy(value),
+};
+
+/** The longest default delay a queue's `DelaySeconds` may give, seconds (SQS's). */
+export const MAX_QUEUE_DELAY_SECONDS = 900;
+/** The longest default long poll a queue's `ReceiveMessageWaitTimeSeconds` may give, seconds. */
+export const MAX_RECEIVE_WAIT_SECONDS = 20;
+/** The smallest `MaximumMessageSize`, bytes (SQS's). */
+export const MIN_MESSAGE_SIZE = 1024;
+/** The largest `MaximumMessageSize` tegami keeps, bytes (a server allows at most its own limit). */
+export const MAX_MESSAGE_SIZE = 1024 * 1024;
+/** The most tags a queue may have (SQS's). */
+export const MAX_TAGS = 50;
+/** The longest tag key, characters (SQS's). */
+export const MAX_TAG_KEY = 128;
+/** The longest tag value, characters (SQS's). */
+export const MAX_TAG_VALUE = 256;
+/** The longest JSON policy kept (`Policy`, `RedriveAllowPolicy`), characters. */
+const MAX_POLICY = 20_480;
+
+/** The names of the SQS attributes `sqs_attributes` may hold. */
+export const SQS_STORED_ATTRIBUTES: readonly string[] = Object.keys(SQS_ATTRIBUTES);
+
+function wholeText(value: string, min: number, max: number): string | null {
+  const n = /^\d{1,9}$/.test(value) ? Number(value) : NaN;
+  return n >= min && n <= max ? null : `expected a whole number from ${min} to ${max}`;
+}
+
+function jsonObjectText(value: string): string | null {
+  if (value.length > MAX_POLICY) return `expected at most ${MAX_POLICY} characters`;
+  try {
+    if (isObject(JSON.parse(value))) return null;
+  } catch {
+    // answered below
+  }
+  return "expected the JSON text of an object";
+}
+
+/** `{redrivePermission: allowAll|denyAll|byQueue, sourceQueueArns?: [1–10 ARNs]}`. */
+function checkRedriveAllowPolicy(value: string): string | null {
+  const notObject = jsonObjectText(value);
+  if (notObject !== null) return notObject;
+  const policy = JSON.parse(value) as Record<string, unknown>;
+  for (const name of Object.keys(policy)) {
+    if (name !== "redrivePermission" && name !== "sourceQueueArns") {
+      return `unknown field ${JSON.stringify(name.slice(0, 64))}`;
+    }
+  }
+  const permission = policy.redrivePermission;
+  if (permission !== "allowAll" && permission !== "denyAll" && permission !== "byQueue") {
+    return "redrivePermission must be allowAll, denyAll or byQueue";
+  }
+  const arns = policy.sourceQueueArns;
+  if (permission !== "byQueue") {
+    return arns === undefined ? null : "sourceQueueArns is only for byQueue";
+  }
+  if (
+    !Array.isArray(arns) || arns.length < 1 || arns.length > 10 ||
+    !arns.every((arn) => typeof arn === "string")
+  ) {
+    return "byQueue needs sourceQueueArns: 1 to 10 queue ARNs";
+  }
+  return null;
+}
+
+/**
+ * Why `value` cannot be SQS attribute `name` in `sqs_attributes` (unknown, or a bad value), or
+ * null when it can. The SQS API checks what it keeps with this too, so both doors agree.
+ */
+export function sqsAttributeProblem(name: string, value: string): string | null {
+  const check = Object.hasOwn(SQS_ATTRIBUTES, name) ? SQS_ATTRIBUTES[name] : undefined;
+  if (check === undefined) return `unknown attribute (one of ${SQS_STORED_ATTRIBUTES.join(", ")})`;
+  return check(value);
+}
+
+/** Why tag `key` = `value` cannot be kept, or null when it can. */
+export function tagProblem(key: string, value: string): string | null {
+  if (key.length < 1 || key.length > MAX_TAG_KEY) {
+    return `a tag key must have 1 to ${MAX_TAG_KEY} characters`;
+  }
+  if (value.length > MAX_TAG_VALUE) {
+    return `a tag value must have at most ${MAX_TAG_VALUE} characters`;
+  }
+  return null;
+}
+
+/** `entries` as an object with its keys sorted, or null when there are none. */
+export function sortedStrings(
+  entries: Iterable<readonly [string, string]>,
+): Readonly<Record<string, string>> | null {
+  const list = [...entries].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+  if (list.length === 0) return null;
+  const out: Record<string, string> = {};
+  for (const [key, value] of list) out[key] = value;
+  return out;
+}
+
+/** An optional object of strings, each entry checked by `problem`. */
+function stringObject(
+  value: unknown,
+  field: string,
+  most: number,
+  problem: (key: string, value: string) => string | null,
+): Readonly<Record<string, string>> | null {
+  if (value === undefined || value === null) return null;
+  if (!isObject(value)) throw invalid(field, "expected an object of strings or null");
+  const entries = Object.entries(value);
+  if (entries.length > most) throw invalid(field, `expected at most ${most} members`);
+  for (const [key, v] of entries) {
+    if (typeof v !== "string") throw invalid(`${field}.${key.slice(0, 128)}`, "expected a string");
+    const why = problem(key, v);
+    if (why !== null) throw invalid(`${field}.${key.slice(0, 128)}`, why);
+  }
+  return sortedStrings(entries as [string, string][]);
+}
+
+function parseSqsAttributes(value: unknown): Readonly<Record<string, string>> | null {
+  return stringObject(value, "sqs_attributes", SQS_STORED_ATTRIBUTES.length, sqsAttributeProblem);
+}
+
+function parseTags(value: unknown): Readonly<Record<string, string>> | null {
+  return stringObject(value, "tags", MAX_TAGS, tagProblem);
 }
 
 function optionalQueueName(body: Record<string, unknown>, name: string): string | null {
@@ -228,9 +392,12 @@ export function checkDeadLetterQueue(queue: string, settings: Readonly<QueueSett
   }
 }
 
-/** The settings as the API shows them: every member present, the rate as its canonical text. */
+/**
+ * The settings as the API shows them: every member present, the rate as its canonical text;
+ * `sqs_attributes` and `tags`, which most queues never have, only when set.
+ */
 export function settingsView(settings: Readonly<QueueSettings>): Record<string, unknown> {
-  return {
+  const view: Record<string, unknown> = {
     concurrency: settings.concurrency,
     rate: settings.rate === null ? null : formatRate(settings.rate),
     group_limit: settings.group_limit,
@@ -242,6 +409,9 @@ export function settingsView(settings: Readonly<QueueSettings>): Record<string, 
     retain_pending_ms: settings.retain_pending_ms,
     dead_letter_queue: settings.dead_letter_queue,
   };
+  if (settings.sqs_attributes) view.sqs_attributes = { ...settings.sqs_attributes };
+  if (settings.tags) view.tags = { ...settings.tags };
+  return view;
 }
 
 /**

@@ -42,6 +42,11 @@ export interface ActionCall {
   signal: AbortSignal;
   /** The protocol, which decides how a batch entry's error code is written. */
   protocol: "json" | "query";
+  /**
+   * Whether access depends on the queue (tokens are on): then a receipt handle's job has its
+   * queue read from the store, not taken from the handle's tag.
+   */
+  readsJobQueue: boolean;
 }
 
 /** An action: the call in, the output object (or nothing) out. */

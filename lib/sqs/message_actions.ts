@@ -33,9 +33,15 @@ import {
   selectAttributes,
 } from "./message_attributes.ts";
 import { md5OfAttributes, md5OfBody } from "./message_md5.ts";
-import { MAX_VISIBILITY_SECONDS } from "./queue_attributes.ts";
+import type { QueueSettings } from "../core/queue_settings.ts";
+import {
+  MAX_VISIBILITY_SECONDS,
+  queueDelaySeconds,
+  queueMaxMessageBytes,
+  queueWaitSeconds,
+} from "./queue_attributes.ts";
 import { isFifo } from "./queue_url.ts";
-import { parseReceiptHandle, receiptHandle } from "./receipt_handle.ts";
+import { parseReceiptHandle, queueTag, receiptHandle } from "./receipt_handle.ts";
 import { invalidParameter, missingParameter, notYet, SqsError, toSqsError } from "./sqs_error.ts";
 import { bytesBase64, type WireMap, type WireStruct } from "./wire_values.ts";
 
@@ -82,6 +88,7 @@ interface Prepared {
 function prepare(
   services: SqsServices,
   queue: string,
+  settings: QueueSettings,
   entry: WireStruct,
   now: number,
 ): Prepared {
@@ -96,12 +103,17 @@ function prepare(
   }
   const bodyBytes = encoder.encode(body).length;
   const payload = JSON.stringify(body);
+  const limit = queueMaxMessageBytes(settings, services);
+  // The JSON text is longer than the body by its quotes and escapes: only a body near the
+  // payload limit needs it measured.
   if (
-    bodyBytes > services.maxMessageBytes || encoder.encode(payload).length > services.maxPayload
+    bodyBytes > limit ||
+    (bodyBytes + 2 > services.maxPayload / 6 &&
+      encoder.encode(payload).length > services.maxPayload)
   ) {
     throw invalidParameter(
       "MessageBody",
-      `Message must be shorter than ${services.maxMessageBytes + 1} bytes (its JSON text within ` +
+      `Message must be shorter than ${limit + 1} bytes (its JSON text within ` +
         `${services.maxPayload}).`,
     );
   }
@@ -152,7 +164,7 @@ function prepare(
       key_ttl_ms: key === null ? null : DEDUP_WINDOW_MS,
       on_duplicate: "ignore",
       group: group ?? null,
-      run_at: now + (delay ?? 0) * 1000,
+      run_at: now + (delay ?? queueDelaySeconds(settings)) * 1000,
       max_attempts: null,
       lease_ms: null,
       backoff: null,
@@ -175,8 +187,8 @@ function sent(queue: string, prepared: Prepared, id: number): Record<string, str
 
 const sendMessage: Action = async (services, call) => {
   const queue = callQueue(services, call);
-  await queueSettingsOf(services, queue);
-  const prepared = prepare(services, queue, call.input, services.clock.now());
+  const settings = await queueSettingsOf(services, queue);
+  const prepared = prepare(services, queue, settings, call.input, services.clock.now());
   const [out] = await services.broker.enqueue(queue, [prepared.job]);
   return sent(queue, prepared, out.id);
 };
@@ -184,7 +196,7 @@ const sendMessage: Action = async (services, call) => {
 const sendMessageBatch: Action = async (services, call) => {
   const queue = callQueue(services, call);
   const entries = batchEntries(call.input);
-  await queueSettingsOf(services, queue);
+  const settings = await queueSettingsOf(services, queue);
   const now = services.clock.now();
   const failed: unknown[] = [];
   const ready: { id: string; prepared: Prepared }[] = [];
@@ -192,7 +204,7 @@ const sendMessageBatch: Action = async (services, call) => {
   for (const entry of entries) {
     const id = entry.Id as string;
     try {
-      const prepared = prepare(services, queue, entry, now);
+      const prepared = prepare(services, queue, settings, entry, now);
       bytes += prepared.bodyBytes;
       ready.push({ id, prepared });
     } catch (error) {
@@ -238,6 +250,7 @@ function integerInRange(input: WireStruct, name: string, min: number, max: numbe
 
 function messageOf(
   queue: string,
+  tag: string,
   delivery: Delivery,
   wanted: ReadonlySet<string>,
   attributeNames: readonly string[],
@@ -246,7 +259,7 @@ function messageOf(
   const body = bodyOf(job.payload);
   const message: Record<string, unknown> = {
     MessageId: String(job.id),
-    ReceiptHandle: receiptHandle(job.id, lease.token),
+    ReceiptHandle: receiptHandle(job.id, lease.token, tag),
     MD5OfBody: md5OfBody(body),
     Body: body,
   };
@@ -281,7 +294,7 @@ const receiveMessage: Action = async (services, call) => {
   const queue = callQueue(services, call);
   const { input } = call;
   const max = integerInRange(input, "MaxNumberOfMessages", 1, MAX_RECEIVE) ?? 1;
-  const wait = integerInRange(input, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS) ?? 0;
+  const wait = integerInRange(input, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS);
   const visibility = integerInRange(input, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS);
   const wanted = new Set<string>();
   for (const list of [input.AttributeNames, input.MessageSystemAttributeNames]) {
@@ -295,7 +308,8 @@ const receiveMessage: Action = async (services, call) => {
     ? Math.max(MIN_LEASE_MS, visibility * 1000)
     : settings.lease_ms;
   const signal = call.signal;
-  const deliveries = await services.broker.lease(queue, max, wait * 1000, leaseMs, signal);
+  const waitMs = (wait ?? queueWaitSeconds(settings)) * 1000;
+  const deliveries = await services.broker.lease(queue, max, waitMs, leaseMs, signal);
   if (signal.aborted && deliveries.length > 0) {
     // The caller left while it waited: the jobs go back at once, their attempt not counted.
     await services.broker.release(
@@ -306,21 +320,28 @@ const receiveMessage: Action = async (services, call) => {
   // AWS leaves Messages out of an empty answer.
   if (deliveries.length === 0) return {};
   const names = (input.MessageAttributeNames as string[] | undefined) ?? [];
-  return { Messages: deliveries.map((d) => messageOf(queue, d, wanted, names)) };
+  const tag = queueTag(queue);
+  return { Messages: deliveries.map((d) => messageOf(queue, tag, d, wanted, names)) };
 };
 
-/** A receipt handle of `queue`'s job: its job and token, after checking the job's queue. */
-async function receiptOf(services: SqsServices, queue: string, handle: unknown) {
+/**
+ * A receipt handle of `queue`'s job: its job and token, after checking the job's queue — by the
+ * handle's queue tag, or, where tokens restrict queues (or the handle has no tag), by reading
+ * the job's queue. `gone` is known only when the queue was read.
+ */
+async function receiptOf(services: SqsServices, call: ActionCall, queue: string, handle: unknown) {
   if (typeof handle !== "string" || handle === "") throw missingParameter("ReceiptHandle");
   const receipt = parseReceiptHandle(handle);
-  const owner = await services.broker.queueOf(receipt.id);
-  if (owner !== null && owner !== queue) {
-    throw new SqsError(
+  const otherQueue = () =>
+    new SqsError(
       "ReceiptHandleIsInvalid",
       `The input receipt handle "${handle.slice(0, 128)}" is not a valid receipt handle for ` +
         "this queue.",
     );
-  }
+  if (receipt.queueTag !== null && receipt.queueTag !== queueTag(queue)) throw otherQueue();
+  if (receipt.queueTag !== null && !call.readsJobQueue) return { ...receipt, gone: false };
+  const owner = await services.broker.queueOf(receipt.id);
+  if (owner !== null && owner !== queue) throw otherQueue();
   return { ...receipt, gone: owner === null };
 }
 
@@ -328,8 +349,13 @@ async function receiptOf(services: SqsServices, queue: string, handle: unknown) 
  * Deletes the message a handle received. A stale handle (the job was received again since, or
  * is gone) succeeds without deleting anything, as AWS documents: the token fences it.
  */
-async function deleteOne(services: SqsServices, queue: string, handle: unknown): Promise<void> {
-  const receipt = await receiptOf(services, queue, handle);
+async function deleteOne(
+  services: SqsServices,
+  call: ActionCall,
+  queue: string,
+  handle: unknown,
+): Promise<void> {
+  const receipt = await receiptOf(services, call, queue, handle);
   if (receipt.gone) return;
   try {
     await services.broker.ack(receipt.id, receipt.token, null);
@@ -345,7 +371,7 @@ async function deleteOne(services: SqsServices, queue: string, handle: unknown):
 
 const deleteMessage: Action = async (services, call) => {
   const queue = callQueue(services, call);
-  await deleteOne(services, queue, call.input.ReceiptHandle);
+  await deleteOne(services, call, queue, call.input.ReceiptHandle);
   return undefined;
 };
 
@@ -354,7 +380,7 @@ const deleteMessageBatch: Action = async (services, call) => {
   const entries = batchEntries(call.input);
   const outcomes = await Promise.all(entries.map(async (entry) => {
     try {
-      await deleteOne(services, queue, entry.ReceiptHandle);
+      await deleteOne(services, call, queue, entry.ReceiptHandle);
       return null;
     } catch (error) {
       return toSqsError(error);
@@ -393,6 +419,7 @@ async function notChangeable(services: SqsServices, id: number): Promise<SqsErro
  */
 async function changeOne(
   services: SqsServices,
+  call: ActionCall,
   queue: string,
   handle: unknown,
   seconds: unknown,
@@ -404,7 +431,7 @@ async function changeOne(
       `Must be between 0 and ${MAX_VISIBILITY_SECONDS}.`,
     );
   }
-  const receipt = await receiptOf(services, queue, handle);
+  const receipt = await receiptOf(services, call, queue, handle);
   if (receipt.gone) throw await notChangeable(services, receipt.id);
   if (seconds === 0) {
     const ended = await services.broker.release([{ id: receipt.id, token: receipt.token }]);
@@ -425,7 +452,7 @@ async function changeOne(
 
 const changeMessageVisibility: Action = async (services, call) => {
   const queue = callQueue(services, call);
-  await changeOne(services, queue, call.input.ReceiptHandle, call.input.VisibilityTimeout);
+  await changeOne(services, call, queue, call.input.ReceiptHandle, call.input.VisibilityTimeout);
   return undefined;
 };
 
@@ -434,7 +461,7 @@ const changeMessageVisibilityBatch: Action = async (services, call) => {
   const entries = batchEntries(call.input);
   const outcomes = await Promise.all(entries.map(async (entry) => {
     try {
-      await changeOne(services, queue, entry.ReceiptHandle, entry.VisibilityTimeout);
+      await changeOne(services, call, queue, entry.ReceiptHandle, entry.VisibilityTimeout);
       return null;
     } catch (error) {
       return toSqsError(error);

@@ -11,7 +11,14 @@
 import { requireQueue } from "../auth/tokens.ts";
 import { TegamiError } from "../core/errors.ts";
 import type { JobState } from "../core/job.ts";
-import { defaultQueueSettings } from "../core/queue_settings.ts";
+import {
+  defaultQueueSettings,
+  MAX_TAGS,
+  type QueueSettings,
+  sortedStrings,
+  tagProblem,
+  withKept,
+} from "../core/queue_settings.ts";
 import {
   type Action,
   type ActionCall,
@@ -23,13 +30,14 @@ import {
 } from "./action_context.ts";
 import {
   applyAttributes,
+  checkRedriveAllowed,
   newQueueSettings,
   readAttributes,
   sameSettings,
   sqsQueueExists,
 } from "./queue_attributes.ts";
 import { checkQueueName, queueUrl } from "./queue_url.ts";
-import { invalidParameter, missingParameter, notYet, SqsError } from "./sqs_error.ts";
+import { invalidParameter, missingParameter, SqsError } from "./sqs_error.ts";
 import type { WireMap } from "./wire_values.ts";
 
 /** The jobs of one page of a purge or delete: one page's cancels share group commits. */
@@ -74,11 +82,43 @@ async function cancelAll(services: SqsServices, queue: string, states: JobState[
   }
 }
 
+/** A `TagMap` of the input, checked as AWS checks tags, or an empty map. */
+function tagMap(value: unknown): Map<string, string> {
+  const tags = attributeMap(value);
+  for (const [key, v] of tags) {
+    const problem = tagProblem(key, v);
+    if (problem !== null) throw invalidParameter("Tags", `${problem}.`);
+  }
+  return tags;
+}
+
+/** `settings` with `tags` in place of their tags, or `InvalidParameterValue` past 50. */
+function withTags(settings: QueueSettings, tags: Map<string, string>): QueueSettings {
+  if (tags.size > MAX_TAGS) {
+    throw invalidParameter("Tags", `Too many tags: a queue may have at most ${MAX_TAGS}.`);
+  }
+  return withKept(settings, settings.sqs_attributes, sortedStrings(tags));
+}
+
+/**
+ * Refuses `settings` of `queue` whose dead-letter queue (when it is new) does not allow `queue`
+ * as a source by its `RedriveAllowPolicy`.
+ */
+async function checkRedrive(
+  services: SqsServices,
+  queue: string,
+  before: QueueSettings,
+  settings: QueueSettings,
+): Promise<void> {
+  const target = settings.dead_letter_queue;
+  if (target === null || target === before.dead_letter_queue) return;
+  checkRedriveAllowed(queue, await services.broker.settings(target), services);
+}
+
 const createQueue: Action = async (services, call) => {
   const queue = checkQueueName(requiredString(call.input, "QueueName"));
   requireQueue(call.principal, queue);
-  const tags = call.input.tags;
-  if (tags instanceof Map && tags.size > 0) throw notYet("Tagging a queue (tags)");
+  const tags = tagMap(call.input.tags);
   const attributes = attributeMap(call.input.Attributes);
   const [stats] = await services.broker.stats(queue);
   if (stats !== undefined && sqsQueueExists(stats)) {
@@ -93,7 +133,9 @@ const createQueue: Action = async (services, call) => {
     }
     return { QueueUrl: urlOf(services, call, queue) };
   }
-  const settings = applyAttributes(queue, newQueueSettings(queue), attributes, services, true);
+  const fresh = newQueueSettings(queue);
+  const settings = withTags(applyAttributes(queue, fresh, attributes, services, true), tags);
+  await checkRedrive(services, queue, fresh, settings);
   await services.broker.putSettings(queue, settings);
   return { QueueUrl: urlOf(services, call, queue) };
 };
@@ -180,8 +222,40 @@ const setQueueAttributes: Action = async (services, call) => {
   if (!(call.input.Attributes instanceof Map)) throw missingParameter("Attributes");
   const attributes = attributeMap(call.input.Attributes);
   const settings = applyAttributes(queue, stats.settings, attributes, services, false);
+  await checkRedrive(services, queue, stats.settings, settings);
   if (!sameSettings(settings, stats.settings)) await services.broker.putSettings(queue, settings);
   return undefined;
+};
+
+const tagQueue: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  const stats = await existingQueue(services, queue);
+  if (!(call.input.Tags instanceof Map)) throw missingParameter("Tags");
+  const tags = new Map(Object.entries(stats.settings.tags ?? {}));
+  for (const [key, value] of tagMap(call.input.Tags)) tags.set(key, value);
+  const settings = withTags(stats.settings, tags);
+  if (!sameSettings(settings, stats.settings)) await services.broker.putSettings(queue, settings);
+  return undefined;
+};
+
+const untagQueue: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  const stats = await existingQueue(services, queue);
+  const keys = call.input.TagKeys as string[] | undefined;
+  if (keys === undefined || keys.length === 0) throw missingParameter("TagKeys");
+  const tags = new Map(Object.entries(stats.settings.tags ?? {}));
+  for (const key of keys) tags.delete(key);
+  const settings = withTags(stats.settings, tags);
+  if (!sameSettings(settings, stats.settings)) await services.broker.putSettings(queue, settings);
+  return undefined;
+};
+
+const listQueueTags: Action = async (services, call) => {
+  const queue = callQueue(services, call);
+  const stats = await existingQueue(services, queue);
+  const tags = stats.settings.tags;
+  // AWS leaves Tags out when the queue has none.
+  return tags ? { Tags: { ...tags } } : {};
 };
 
 const listDeadLetterSourceQueues: Action = async (services, call) => {
@@ -216,5 +290,8 @@ export const QUEUE_ACTIONS: Readonly<Record<string, Action>> = {
   PurgeQueue: purgeQueue,
   GetQueueAttributes: getQueueAttributes,
   SetQueueAttributes: setQueueAttributes,
+  TagQueue: tagQueue,
+  UntagQueue: untagQueue,
+  ListQueueTags: listQueueTags,
   ListDeadLetterSourceQueues: listDeadLetterSourceQueues,
 };

@@ -11,11 +11,17 @@
  * - `MessageRetentionPeriod` is its `retain_pending_ms`: a message not received that long after
  *   it became visible is deleted by the sweep (a queue made here gets AWS's 4 days; a queue
  *   without the setting keeps its messages and answers no such attribute);
- * - the `Approximate…` counts are the queue's pending, leased and delayed jobs.
+ * - the `Approximate…` counts are the queue's pending, leased and delayed jobs;
+ * - `DelaySeconds`, `ReceiveMessageWaitTimeSeconds`, `MaximumMessageSize`, `Policy`,
+ *   `RedriveAllowPolicy`, `KmsMasterKeyId`, `KmsDataKeyReusePeriodSeconds` and
+ *   `SqsManagedSseEnabled` are kept as written in the queue's `sqs_attributes` (a value equal to
+ *   the attribute's default is not kept). The SQS API applies the first three (a send's delay, a
+ *   receive's wait, a body's limit) and `RedriveAllowPolicy` when a `RedrivePolicy` names the
+ *   queue; the others are stored and answered, not enforced.
  *
- * What tegami cannot keep yet (tags, `Policy`, KMS, a queue's default delay or
- * wait time, a per-queue size limit) is refused when it would differ from
- * what tegami does, with an error that says so, rather than accepted and forgotten.
+ * What tegami cannot keep (content-based deduplication off, per-group deduplication or
+ * throughput) is refused when it would differ from what tegami does, with an error that says so,
+ * rather than accepted and forgotten.
  *
  * @module
  */
@@ -31,7 +37,12 @@ import {
   defaultQueueSettings,
   isDefaultSettings,
   MAX_GROUP_LIMIT,
+  MIN_MESSAGE_SIZE,
   type QueueSettings,
+  settingsView,
+  sortedStrings,
+  sqsAttributeProblem,
+  withKept,
 } from "../core/queue_settings.ts";
 import type { QueueCounts } from "../store/store.ts";
 import { isFifo, queueArn, type SqsIdentity } from "./queue_url.ts";
@@ -111,11 +122,69 @@ function invalidValue(name: string, reason: string): SqsError {
   );
 }
 
-function notStored(name: string, what: string): SqsError {
-  return invalidValue(
-    name,
-    `tegami cannot ${what} yet (it has no place to keep it): this attribute is not supported`,
-  );
+function notSupported(name: string, what: string): SqsError {
+  return invalidValue(name, `tegami cannot ${what}: this value is not supported`);
+}
+
+/**
+ * The value a kept attribute has when the queue does not keep one (`MaximumMessageSize`: the
+ * server's largest body), or null for one answered only when set.
+ */
+function keptDefault(name: string, ctx: AttributeContext): string | null {
+  switch (name) {
+    case "DelaySeconds":
+    case "ReceiveMessageWaitTimeSeconds":
+      return "0";
+    case "MaximumMessageSize":
+      return String(ctx.maxMessageBytes);
+    case "SqsManagedSseEnabled":
+      return "false";
+    case "KmsDataKeyReusePeriodSeconds":
+      return "300";
+    default:
+      return null;
+  }
+}
+
+/** Kept attribute `name` of `settings`, or its default (null: none). */
+function kept(settings: QueueSettings, name: string, ctx: AttributeContext): string | null {
+  return settings.sqs_attributes?.[name] ?? keptDefault(name, ctx);
+}
+
+/** The delay of a message sent to the queue without its own `DelaySeconds`, seconds. */
+export function queueDelaySeconds(settings: QueueSettings): number {
+  return Number(settings.sqs_attributes?.DelaySeconds ?? 0);
+}
+
+/** The long poll of a receive without its own `WaitTimeSeconds`, seconds. */
+export function queueWaitSeconds(settings: QueueSettings): number {
+  return Number(settings.sqs_attributes?.ReceiveMessageWaitTimeSeconds ?? 0);
+}
+
+/** The largest body the queue takes, bytes: its `MaximumMessageSize`, within the server's. */
+export function queueMaxMessageBytes(settings: QueueSettings, ctx: AttributeContext): number {
+  const own = settings.sqs_attributes?.MaximumMessageSize;
+  return own === undefined ? ctx.maxMessageBytes : Math.min(Number(own), ctx.maxMessageBytes);
+}
+
+/**
+ * The value to keep for attribute `name` (its canonical text), or null to keep none (the
+ * default, or an empty text that clears `Policy`, `RedriveAllowPolicy` or `KmsMasterKeyId`).
+ */
+function keptValue(name: string, value: string, ctx: AttributeContext): string | null {
+  if (value === "" && keptDefault(name, ctx) === null) return null;
+  const problem = sqsAttributeProblem(name, value);
+  if (problem !== null) throw invalidValue(name, `${problem[0].toUpperCase()}${problem.slice(1)}.`);
+  let canonical = value;
+  if (/^\d+$/.test(value)) canonical = String(Number(value));
+  if (name === "MaximumMessageSize" && Number(canonical) > ctx.maxMessageBytes) {
+    throw invalidValue(
+      name,
+      `Expected a whole number from ${MIN_MESSAGE_SIZE} to ${ctx.maxMessageBytes} (this ` +
+        "server's largest message).",
+    );
+  }
+  return canonical === keptDefault(name, ctx) ? null : canonical;
 }
 
 function seconds(name: string, text: string, max: number): number {
@@ -203,6 +272,7 @@ export function applyAttributes(
 ): QueueSettings {
   const out = { ...settings };
   const fifo = isFifo(queue);
+  const keep = new Map(Object.entries(settings.sqs_attributes ?? {}));
   for (const [name, value] of attributes) {
     const onlyFifo = () => {
       if (!fifo) {
@@ -213,7 +283,7 @@ export function applyAttributes(
       }
     };
     const fixed = (wanted: string, what: string) => {
-      if (value !== wanted) throw notStored(name, what);
+      if (value !== wanted) throw notSupported(name, what);
     };
     switch (name) {
       case "VisibilityTimeout":
@@ -257,17 +327,18 @@ export function applyAttributes(
         fixed("perQueue", "keep a throughput limit per message group");
         break;
       case "DelaySeconds":
-        fixed("0", "keep a queue's default delay");
-        break;
       case "ReceiveMessageWaitTimeSeconds":
-        fixed("0", "keep a queue's default wait time");
-        break;
       case "MaximumMessageSize":
-        fixed(String(ctx.maxMessageBytes), "keep a size limit per queue");
-        break;
       case "SqsManagedSseEnabled":
-        fixed("false", "encrypt messages at rest");
+      case "Policy":
+      case "RedriveAllowPolicy":
+      case "KmsMasterKeyId":
+      case "KmsDataKeyReusePeriodSeconds": {
+        const stored = keptValue(name, value, ctx);
+        if (stored === null) keep.delete(name);
+        else keep.set(name, stored);
         break;
+      }
       case "MessageRetentionPeriod": {
         const period = seconds(name, value, MAX_RETENTION_SECONDS);
         if (period < MIN_RETENTION_SECONDS) {
@@ -280,11 +351,6 @@ export function applyAttributes(
         out.retain_pending_ms = period * 1000;
         break;
       }
-      case "Policy":
-      case "RedriveAllowPolicy":
-      case "KmsMasterKeyId":
-      case "KmsDataKeyReusePeriodSeconds":
-        throw notStored(name, `keep ${name}`);
       default:
         throw new SqsError("InvalidAttributeName", `Unknown Attribute ${name.slice(0, 128)}.`);
     }
@@ -295,12 +361,35 @@ export function applyAttributes(
       "The name of a FIFO queue ends with .fifo and its attributes must hold FifoQueue=true.",
     );
   }
-  return out;
+  return withKept(out, sortedStrings(keep), out.tags);
 }
 
-/** Whether two settings are the same. */
+/**
+ * Refuses a `RedrivePolicy` of `source` naming a dead-letter queue whose `RedriveAllowPolicy`
+ * (in `target`'s settings) does not allow `source`.
+ */
+export function checkRedriveAllowed(
+  source: string,
+  target: QueueSettings,
+  ctx: AttributeContext,
+): void {
+  const text = target.sqs_attributes?.RedriveAllowPolicy;
+  if (text === undefined) return;
+  const policy = JSON.parse(text) as { redrivePermission: string; sourceQueueArns?: string[] };
+  const allowed = policy.redrivePermission === "allowAll" ||
+    (policy.redrivePermission === "byQueue" &&
+      (policy.sourceQueueArns ?? []).includes(queueArn(ctx.identity, source)));
+  if (!allowed) {
+    throw invalidValue(
+      "RedrivePolicy",
+      "The dead-letter queue's RedriveAllowPolicy does not allow this queue as a source.",
+    );
+  }
+}
+
+/** Whether two settings are the same (as the settings API shows them). */
 export function sameSettings(a: QueueSettings, b: QueueSettings): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return JSON.stringify(settingsView(a)) === JSON.stringify(settingsView(b));
 }
 
 /** The attributes `names` asks for (`All`: every one), from the queue's stats. */
@@ -330,11 +419,18 @@ export function readAttributes(
     "VisibilityTimeout",
     () => String(Math.floor((settings.lease_ms ?? ctx.defaultLeaseMs) / 1000)),
   );
-  put("MaximumMessageSize", () => String(ctx.maxMessageBytes));
+  put("MaximumMessageSize", () => String(queueMaxMessageBytes(settings, ctx)));
   const retain = settings.retain_pending_ms;
   if (retain !== null) put("MessageRetentionPeriod", () => String(Math.floor(retain / 1000)));
-  put("DelaySeconds", () => "0");
-  put("ReceiveMessageWaitTimeSeconds", () => "0");
+  put("DelaySeconds", () => kept(settings, "DelaySeconds", ctx)!);
+  put("ReceiveMessageWaitTimeSeconds", () => kept(settings, "ReceiveMessageWaitTimeSeconds", ctx)!);
+  const stored = settings.sqs_attributes ?? {};
+  for (const name of ["Policy", "RedriveAllowPolicy", "KmsMasterKeyId"]) {
+    if (stored[name] !== undefined) put(name, () => stored[name]);
+  }
+  if (stored.KmsMasterKeyId !== undefined || stored.KmsDataKeyReusePeriodSeconds !== undefined) {
+    put("KmsDataKeyReusePeriodSeconds", () => kept(settings, "KmsDataKeyReusePeriodSeconds", ctx)!);
+  }
   const attempts = settings.max_attempts ?? DEFAULT_MAX_ATTEMPTS;
   const target = settings.dead_letter_queue;
   if (target !== null) {
@@ -346,7 +442,7 @@ export function readAttributes(
   } else if (attempts !== NO_REDRIVE_ATTEMPTS) {
     put("RedrivePolicy", () => JSON.stringify({ maxReceiveCount: attempts }));
   }
-  put("SqsManagedSseEnabled", () => "false");
+  put("SqsManagedSseEnabled", () => kept(settings, "SqsManagedSseEnabled", ctx)!);
   if (isFifo(queue)) {
     put("FifoQueue", () => "true");
     put("ContentBasedDeduplication", () => "true");

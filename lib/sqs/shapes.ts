@@ -51,6 +51,9 @@ const map = (key: string, value: string, valueShape: Shape): Shape => ({
 /** `QueueAttributeMap`: `Attribute.N.Name` / `Attribute.N.Value`. */
 const ATTRIBUTES = m(map("Name", "Value", STRING), "Attribute");
 
+/** `TagMap`: `Tag.N.Key` / `Tag.N.Value`. */
+const TAGS = m(map("Key", "Value", STRING), "Tag");
+
 /** `MessageAttributeValue` (and the system attributes' value, the same shape). */
 const ATTRIBUTE_VALUE = struct({
   StringValue: m(STRING),
@@ -83,7 +86,7 @@ export const INPUTS: Readonly<Record<string, Shape>> = {
   CreateQueue: struct({
     QueueName: m(STRING),
     Attributes: ATTRIBUTES,
-    tags: m(map("Key", "Value", STRING), "Tag"),
+    tags: TAGS,
   }),
   GetQueueUrl: struct({ QueueName: m(STRING), QueueOwnerAWSAccountId: m(STRING) }),
   ListQueues: struct({ QueueNamePrefix: m(STRING), NextToken: m(STRING), MaxResults: m(INT) }),
@@ -101,6 +104,9 @@ export const INPUTS: Readonly<Record<string, Shape>> = {
   CancelMessageMoveTask: struct({ TaskHandle: m(STRING) }),
   DeleteQueue: struct({ QueueUrl: m(STRING) }),
   PurgeQueue: struct({ QueueUrl: m(STRING) }),
+  TagQueue: struct({ QueueUrl: m(STRING), Tags: TAGS }),
+  UntagQueue: struct({ QueueUrl: m(STRING), TagKeys: m(list(STRING, "TagKey")) }),
+  ListQueueTags: struct({ QueueUrl: m(STRING) }),
   GetQueueAttributes: struct({
     QueueUrl: m(STRING),
     AttributeNames: m(list(STRING, "AttributeName")),
@@ -181,6 +187,9 @@ export const OUTPUTS: Readonly<Record<string, Shape | null>> = {
   CancelMessageMoveTask: struct({ ApproximateNumberOfMessagesMoved: m(INT) }),
   DeleteQueue: null,
   PurgeQueue: null,
+  TagQueue: null,
+  UntagQueue: null,
+  ListQueueTags: struct({ Tags: TAGS }),
   GetQueueAttributes: struct({ Attributes: ATTRIBUTES }),
   SetQueueAttributes: null,
   SendMessage: struct({

@@ -4,7 +4,8 @@
  * or query `application/x-www-form-urlencoded`), its body read under the server's limits, its
  * signature checked (`sqs_auth.ts`), its access checked as tegami's own API checks it
  * (`lib/auth/operations.ts`), its action run, and the answer or error written in its protocol.
- * Every answer carries a request id (`x-amzn-RequestId`; `ResponseMetadata/RequestId` in XML).
+ * Every answer carries a request id (`x-amzn-RequestId`; `ResponseMetadata/RequestId` in XML)
+ * and, for the dashboard, where this server's queue URLs start (`x-tegami-queue-url-prefix`).
  *
  * The protocol is written down in docs/sqs.md.
  *
@@ -26,7 +27,7 @@ import { MESSAGE_ACTIONS } from "./message_actions.ts";
 import { moveTaskActions, MoveTasks } from "./move_tasks.ts";
 import { QUEUE_ACTIONS } from "./queue_actions.ts";
 import { decodeQuery, encodeXmlAnswer, encodeXmlError } from "./query_protocol.ts";
-import { queueOfPath } from "./queue_url.ts";
+import { queueOfPath, queueUrl } from "./queue_url.ts";
 import { INPUTS, OUTPUTS } from "./shapes.ts";
 import { readBodyBytes } from "../http/body.ts";
 import { sqsPrincipal } from "./sqs_auth.ts";
@@ -41,6 +42,9 @@ export const SQS_ACCESS: Readonly<Record<string, Access>> = {
   PurgeQueue: OPERATIONS.cancelJob,
   GetQueueAttributes: OPERATIONS.readQueues,
   SetQueueAttributes: OPERATIONS.queueSettings,
+  TagQueue: OPERATIONS.queueSettings,
+  UntagQueue: OPERATIONS.queueSettings,
+  ListQueueTags: OPERATIONS.readQueues,
   ListDeadLetterSourceQueues: OPERATIONS.readQueues,
   StartMessageMoveTask: OPERATIONS.deadLetters,
   ListMessageMoveTasks: OPERATIONS.readQueues,
@@ -55,13 +59,7 @@ export const SQS_ACCESS: Readonly<Record<string, Access>> = {
 };
 
 /** SQS actions tegami does not answer yet, refused as such rather than as unknown. */
-const NOT_YET = new Set([
-  "AddPermission",
-  "RemovePermission",
-  "TagQueue",
-  "UntagQueue",
-  "ListQueueTags",
-]);
+const NOT_YET = new Set(["AddPermission", "RemovePermission"]);
 
 /** What the SQS API needs from the server around it. */
 export interface SqsApiOptions extends SqsServices {
@@ -106,6 +104,12 @@ function mediaType(contentType: string | null): string {
 const FORM = "application/x-www-form-urlencoded";
 const XML_TYPE = "text/xml";
 const strictUtf8 = strictUtf8Decoder();
+
+/**
+ * The header every SQS answer carries with the start of this server's queue URLs
+ * (`http://host:port/ACCOUNT/`), so a page can name the SQS endpoint without signing a request.
+ */
+export const QUEUE_URL_PREFIX_HEADER = "x-tegami-queue-url-prefix";
 
 /** Makes the SQS API over the server's parts. */
 export function createSqsApi(options: SqsApiOptions): SqsApi {
@@ -194,6 +198,7 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
       pathQueue: queueOfPath(url.pathname, identity),
       signal: request.signal,
       protocol,
+      readsJobQueue: options.tokens !== null,
     };
     return { action, output: await handler(options, call) };
   };
@@ -205,6 +210,7 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
     const protocol = type === AMZ_JSON || request.headers.has("x-amz-target") ? "json" : "query";
     const seen = { action: "" };
     let answer: JsonAnswer;
+    let origin: string | null = null;
     try {
       let url: URL;
       try {
@@ -212,6 +218,7 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
       } catch {
         throw new SqsError("InvalidParameterValue", "The Host header is not a valid host name");
       }
+      origin = url.origin;
       // A presigned request carries everything in its URL and may have no body, hence no type.
       const presigned = type === "" && url.searchParams.has("X-Amz-Signature");
       if (protocol === "query" && type !== FORM && !presigned) {
@@ -248,6 +255,9 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
       if (error.code === "RequestTimeout") answer.headers.set("connection", "close");
     }
     answer.headers.set("x-amzn-requestid", requestId);
+    if (origin !== null) {
+      answer.headers.set(QUEUE_URL_PREFIX_HEADER, queueUrl(origin, identity, ""));
+    }
     const route = seen.action === "" ? "sqs" : `sqs:${seen.action}`;
     options.onRequest?.(route, answer.status, performance.now() - started);
     return answer;

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { DEFAULT_QUEUE_SETTINGS, type QueueSettings } from "../core/queue_settings.ts";
+import { DEFAULT_QUEUE_SETTINGS, type QueueSettings, withKept } from "../core/queue_settings.ts";
 
 /**
  * The settings encoded as flat columns, as both stores keep them (one row per queue with
@@ -41,6 +41,10 @@ export interface SettingsRow {
   retain_pending_ms: number | null;
   /** The queue a job that would be dead moves to; null: none. */
   dead_letter_queue: string | null;
+  /** The SQS-only attributes, JSON text of an object of strings; null: none. */
+  sqs_attributes: string | null;
+  /** The tags, JSON text of an object of strings; null: none. */
+  tags: string | null;
 }
 
 /** The columns of `settings`. */
@@ -58,6 +62,8 @@ export function settingsToRow(settings: QueueSettings): SettingsRow {
     retain_dead_ms: settings.retain_dead_ms,
     retain_pending_ms: settings.retain_pending_ms,
     dead_letter_queue: settings.dead_letter_queue,
+    sqs_attributes: settings.sqs_attributes ? JSON.stringify(settings.sqs_attributes) : null,
+    tags: settings.tags ? JSON.stringify(settings.tags) : null,
   };
 }
 
@@ -74,7 +80,7 @@ export function settingsValues(row: SettingsRow): (number | string | null)[] {
 /** The settings a row of columns holds (numbers may come back as bigints' numbers). */
 export function rowToSettings(row: SettingsRow): QueueSettings {
   const n = (value: number | null) => value === null ? null : Number(value);
-  return {
+  const settings: QueueSettings = {
     concurrency: n(row.concurrency),
     rate: row.rate_limit === null || row.rate_per_ms === null
       ? null
@@ -90,4 +96,10 @@ export function rowToSettings(row: SettingsRow): QueueSettings {
     retain_pending_ms: n(row.retain_pending_ms),
     dead_letter_queue: row.dead_letter_queue ?? null,
   };
+  return withKept(settings, strings(row.sqs_attributes), strings(row.tags));
+}
+
+/** An object of strings kept as JSON text (keys sorted when written), or null. */
+function strings(text: string | null | undefined): Readonly<Record<string, string>> | null {
+  return text === null || text === undefined ? null : JSON.parse(text);
 }

@@ -3,7 +3,9 @@ action; `auth URL NAME TOKEN` checks signatures with --tokens. Prints "ok" when 
 passed; any failure raises."""
 
 import datetime
+import json
 import sys
+import time
 import urllib.request
 
 import boto3
@@ -122,14 +124,57 @@ def actions(url):
         "AWS.SimpleQueueService.NonExistentQueue"
     assert error_code(lambda: c.receive_message(QueueUrl=q, MaxNumberOfMessages=11)) == \
         "InvalidParameterValue"
-    assert error_code(lambda: c.tag_queue(QueueUrl=f, Tags={"a": "b"})) == \
-        "AWS.SimpleQueueService.UnsupportedOperation"
+    assert error_code(lambda: c.add_permission(
+        QueueUrl=f, Label="l", AWSAccountIds=["111111111111"], Actions=["SendMessage"]
+    )) == "AWS.SimpleQueueService.UnsupportedOperation"
     assert error_code(lambda: c.set_queue_attributes(
         QueueUrl=f, Attributes={"MessageRetentionPeriod": "59"}
     )) == "InvalidAttributeValue"
     c.set_queue_attributes(QueueUrl=f, Attributes={"MessageRetentionPeriod": "60"})
     attrs = c.get_queue_attributes(QueueUrl=f, AttributeNames=["MessageRetentionPeriod"])
     assert attrs["Attributes"] == {"MessageRetentionPeriod": "60"}, attrs
+
+
+KEPT = {
+    "DelaySeconds": "2",
+    "ReceiveMessageWaitTimeSeconds": "1",
+    "MaximumMessageSize": "1024",
+    "Policy": json.dumps({"Version": "2012-10-17", "Statement": []}),
+    "KmsMasterKeyId": "alias/aws/sqs",
+    "KmsDataKeyReusePeriodSeconds": "300",
+    "SqsManagedSseEnabled": "true",
+    "RedriveAllowPolicy": '{"redrivePermission":"allowAll"}',
+}
+
+
+def kept(url, phase):
+    """`write`: sets the kept attributes and tags and checks what they do; `read` (after a
+    restart, or on another server): finds them as they were."""
+    c = client(url)
+    if phase == "write":
+        q = c.create_queue(QueueName="kept-py", Attributes=KEPT, tags={"team": "py"})["QueueUrl"]
+        c.tag_queue(QueueUrl=q, Tags={"env": "test", "gone": "x"})
+        c.untag_queue(QueueUrl=q, TagKeys=["gone"])
+        # A message sent without its own DelaySeconds takes the queue's.
+        c.send_message(QueueUrl=q, MessageBody="later")
+        attrs = c.get_queue_attributes(QueueUrl=q, AttributeNames=["All"])["Attributes"]
+        assert attrs["ApproximateNumberOfMessagesDelayed"] == "1", attrs
+        # A receive without WaitTimeSeconds waits the queue's second.
+        started = time.monotonic()
+        assert "Messages" not in c.receive_message(QueueUrl=q)
+        assert time.monotonic() - started >= 0.9
+        assert error_code(lambda: c.send_message(QueueUrl=q, MessageBody="x" * 1025)) == \
+            "InvalidParameterValue"
+        assert error_code(lambda: c.set_queue_attributes(
+            QueueUrl=q, Attributes={"DelaySeconds": "901"}
+        )) == "InvalidAttributeValue"
+        many = {f"k{i}": "v" for i in range(49)}
+        assert error_code(lambda: c.tag_queue(QueueUrl=q, Tags=many)) == "InvalidParameterValue"
+    q = c.get_queue_url(QueueName="kept-py")["QueueUrl"]
+    attrs = c.get_queue_attributes(QueueUrl=q, AttributeNames=["All"])["Attributes"]
+    for name, value in KEPT.items():
+        assert attrs[name] == value, (name, attrs)
+    assert c.list_queue_tags(QueueUrl=q)["Tags"] == {"team": "py", "env": "test"}
 
 
 def auth(url, name, token):
@@ -187,4 +232,6 @@ if __name__ == "__main__":
         actions(sys.argv[2])
     elif mode == "auth":
         auth(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif mode == "kept":
+        kept(sys.argv[2], sys.argv[3])
     print("ok")

@@ -2,7 +2,8 @@
  * The SQS API driven by Debian's boto3 (`python3-boto3`, the query protocol with XML answers):
  * every action, FIFO, batches with partial failures, stale handles and errors
  * (`boto3_client.py actions`), and signatures with --tokens in the header and presigned forms,
- * refused when wrong, unknown or an hour old (`boto3_client.py auth`), on SQLite and PostgreSQL.
+ * refused when wrong, unknown or an hour old (`boto3_client.py auth`), and the queue attributes
+ * and tags tegami keeps, after a restart too (`boto3_client.py kept`), on SQLite and PostgreSQL.
  */
 
 import assert from "node:assert/strict";
@@ -32,6 +33,27 @@ for (const store of STORES) {
     fn: async () => {
       await using server = await startTestServer({ realTime: true, config: store.config() });
       await runScript(["actions", server.url]);
+    },
+  });
+}
+
+for (const store of STORES) {
+  Deno.test({
+    name: `${store.name}: boto3 keeps a queue's attributes and tags across a restart`,
+    ignore: store.ignore || !boto3,
+    fn: async () => {
+      const dir = await Deno.makeTempDir({ prefix: "tegami-boto3-kept-" });
+      const config = store.config();
+      try {
+        {
+          await using first = await startTestServer({ realTime: true, dir, config });
+          await runScript(["kept", first.url, "write"]);
+        }
+        await using again = await startTestServer({ realTime: true, dir, config });
+        await runScript(["kept", again.url, "read"]);
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
     },
   });
 }

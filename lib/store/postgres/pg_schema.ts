@@ -26,6 +26,9 @@ import migrationRetainPending from "./migrations/010_retain_pending.sql" with { 
 import migrationDeadLetterQueue from "./migrations/011_dead_letter_queue.sql" with {
   type: "text",
 };
+import migrationSqsAttributesTags from "./migrations/012_sqs_attributes_tags.sql" with {
+  type: "text",
+};
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
@@ -40,6 +43,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   migrationAttributes,
   migrationRetainPending,
   migrationDeadLetterQueue,
+  migrationSqsAttributesTags,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

@@ -183,6 +183,12 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE queue_settings ADD COLUMN dead_letter_queue TEXT;
   ALTER TABLE jobs ADD COLUMN dead_lettered_from TEXT;
   `,
+  // A queue's SQS-only attributes and its tags (queue_settings.ts, sqs_attributes and tags):
+  // JSON text of an object of strings each, null for none.
+  `
+  ALTER TABLE queue_settings ADD COLUMN sqs_attributes TEXT;
+  ALTER TABLE queue_settings ADD COLUMN tags TEXT;
+  `,
 ];
 
 /**
