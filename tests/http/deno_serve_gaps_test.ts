@@ -3,10 +3,10 @@
  * 0 with real sockets: the reasons tegami has its own front door (lib/http/front_door.ts; the list,
  * with the upstream issues, is in docs/architecture.md, "Why tegami has its own front door").
  *
- * Every test passes the option an upstream proposal names for the missing bound, set far below the
- * time or count it then waits for, and shows the bound is not applied; the last test fails the
- * type check when the runtime's types gain any option or member. A test here failing is good
- * news: that gap is closed upstream, and the front door can shrink by the part that fills it.
+ * Where an upstream proposal names an option for the missing bound, the test passes it, set far
+ * below the time or count it then waits for, and shows the bound is not applied; the last test
+ * fails the type check when the runtime's types gain any option or member. A test here failing is
+ * good news: that gap is closed upstream, and the front door can shrink by the part that fills it.
  */
 
 import assert from "node:assert/strict";
