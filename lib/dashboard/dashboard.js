@@ -28,7 +28,8 @@
    *   concurrency: number | null, rate: string | null, group_limit: number, max_attempts: number | null,
    *   lease_ms: number | null, backoff: { base_ms: number, max_ms: number } | null,
    *   retain_done_ms: number | null, retain_dead_ms: number | null,
-   *   retain_pending_ms: number | null, dead_letter_queue: string | null
+   *   retain_pending_ms: number | null, dead_letter_queue: string | null,
+   *   sqs_attributes?: Record<string, string> | null, tags?: Record<string, string> | null
    * }} QueueSettings
    * @typedef {{ name: string, paused: boolean, counts: Counts, oldest_pending_age_ms: number, consumers: number, rates: Rates, settings?: QueueSettings, groups?: GroupCounts, held?: string | null }} QueueView
    * @typedef {{ at: number, queues: Record<string, Rates> }} Sample
@@ -516,6 +517,28 @@
     state.startedAt = message.started_at;
     state.version = String(message.version);
     startSchedules();
+    showSqsEndpoint();
+  }
+
+  /**
+   * Names the SQS endpoint in the header: every answer of the SQS API (here an unsigned request,
+   * which it refuses) says where this server's queue URLs start; with the SQS API off, `POST /`
+   * is tegami's own and says nothing, and the header shows nothing.
+   */
+  function showSqsEndpoint() {
+    fetch("/", {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-amz-json-1.0",
+        "x-amz-target": "AmazonSQS.ListQueues",
+      },
+      body: "{}",
+      cache: "no-store",
+    }).then(function (res) {
+      const prefix = res.headers.get("x-tegami-queue-url-prefix");
+      $("sqs-prefix").textContent = prefix || "";
+      $("sqs-endpoint").classList.toggle("hidden", !prefix);
+    }, function () {});
   }
 
   /**
@@ -798,7 +821,24 @@
         "where a job that runs out of attempts goes",
       ]);
     }
+    const sqs = settings.sqs_attributes || {};
+    Object.keys(sqs).forEach(function (name) {
+      out.push(["SQS " + name, clip(sqs[name]), "a queue attribute of the SQS API: " + sqs[name]]);
+    });
+    const tags = settings.tags || {};
+    const tagText = Object.keys(tags).map(function (key) {
+      return tags[key] === "" ? key : key + "=" + tags[key];
+    }).join(", ");
+    if (tagText !== "") out.push(["tags", clip(tagText), "the queue's tags: " + tagText]);
     return out;
+  }
+
+  /**
+   * A long text cut to 40 characters, for a chip.
+   * @param {string} text
+   */
+  function clip(text) {
+    return text.length > 40 ? text.slice(0, 39) + "…" : text;
   }
 
   /**
