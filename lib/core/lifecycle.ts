@@ -249,6 +249,17 @@ export function claimTotal(wants: readonly { max: number }[]): number {
   return total;
 }
 
+/**
+ * The claim order of pending jobs without a group: highest priority first, then oldest (lowest
+ * id). PostgreSQL's claim statements sort by the same `priority DESC, id`, in SQL.
+ */
+export function byClaimOrder(
+  a: { readonly priority: number; readonly id: number },
+  b: { readonly priority: number; readonly id: number },
+): number {
+  return b.priority - a.priority || a.id - b.id;
+}
+
 /** How many jobs a claim's lists (one per want) hold together. */
 export function claimedCount(lists: readonly (readonly unknown[])[]): number {
   let n = 0;

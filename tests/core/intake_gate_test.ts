@@ -71,6 +71,8 @@ interface Harness extends AsyncDisposable {
   broker: Broker;
   /** The enqueues the gate held, as the broker reported them. */
   holds: HoldLog["holds"];
+  /** Has each hold, as it ends, note how many jobs `sub` had been delivered by then. */
+  tally(sub: TestSubscriber): void;
   /** The backlog the gate sees for `queue`. */
   ready(queue: string): number | undefined;
   /**
@@ -82,17 +84,21 @@ interface Harness extends AsyncDisposable {
 
 /** What the gate reads of a store: its exact ready count, else its estimate. */
 function readyOf(store: Store, queue: string): number | undefined {
-  return store.readyHint?.(queue) ?? store.backlogHint?.(queue);
+  return store.readyHint(queue) ?? store.peers.backlogHint(queue);
 }
 
-/** Enqueues the gate held, as the broker reports them to its observer (for metrics). */
+/**
+ * Enqueues the gate held, as the broker reports them to its observer (for metrics) once they go
+ * on, each with how many jobs the tallied subscriber had been delivered at that moment.
+ */
 class HoldLog implements BrokerObserver {
-  readonly holds: { queue: string; ms: number }[] = [];
+  readonly holds: { queue: string; ms: number; delivered: number }[] = [];
+  tallied: TestSubscriber | null = null;
   enqueued(): void {}
   delivered(): void {}
   settled(): void {}
   intakeHeld(queue: string, ms: number): void {
-    this.holds.push({ queue, ms });
+    this.holds.push({ queue, ms, delivered: this.tallied?.received.length ?? 0 });
   }
 }
 
@@ -121,6 +127,7 @@ async function sqliteHarness(): Promise<Harness> {
   return {
     broker,
     holds: log.holds,
+    tally: (sub) => log.tallied = sub,
     ready: (queue) => readyOf(store, queue),
     admitted: hasSettled,
     [Symbol.asyncDispose]: async () => {
@@ -150,6 +157,7 @@ async function pgHarness(): Promise<Harness> {
   return {
     broker,
     holds: log.holds,
+    tally: (sub) => log.tallied = sub,
     ready: (queue) => readyOf(store, queue),
     admitted: (enqueue) => settlesWithin(enqueue, MAX_HOLD_MS / 4),
     [Symbol.asyncDispose]: async () => {
@@ -202,23 +210,36 @@ for (
   });
 
   test("a backlog that stands above the bound holds enqueues too, until delivery drains it", async () => {
-    await using h = await harness();
-    const sub = new TestSubscriber("q", 2);
-    h.broker.subscribe(sub);
-    await h.broker.enqueue("q", jobs(10)); // a backlog a burst left: not growing, still deep
-    const startedAt = performance.now();
-    const held = h.broker.enqueue("q", jobs(1));
-    // Four delivered leave 6 ready, 4 over the bound of 2: what they let in is eaten by the
-    // excess, so the backlog shrinks instead of staying where it was.
-    sub.allowance = 4;
-    h.broker.wake("q");
-    assert.equal(await h.admitted(held), false, "held while 6 are ready for a prefetch of 2");
-    // Three more leave 3 ready, 1 over: three delivered less one of excess let the enqueue in.
-    sub.allowance = 3;
-    h.broker.wake("q");
-    assert.equal((await held).length, 1);
-    assert.ok(performance.now() - startedAt < MAX_HOLD_MS, "let in by delivery, not by the timer");
-    assert.equal(sub.received.length, 7);
+    // Whatever happens, the gate lets a held enqueue go once it has waited MAX_HOLD_MS of real
+    // time; on a loaded machine that may come before the claims below. A hold that lasted that
+    // long says nothing about what let it end, so the case is run again.
+    for (let attempt = 1;; attempt++) {
+      await using h = await harness();
+      const sub = new TestSubscriber("q", 2); // a bound of half a job: any backlog is over it
+      h.broker.subscribe(sub);
+      h.tally(sub);
+      await h.broker.enqueue("q", jobs(10)); // a backlog a burst left: not growing, still deep
+      const held = h.broker.enqueue("q", jobs(1));
+      // Four delivered leave 6 ready, 5.5 over the bound: what they let in is eaten by the
+      // excess, so the backlog shrinks instead of staying where it was.
+      sub.allowance = 4;
+      h.broker.wake("q");
+      await eventually(() => sub.received.length === 4, "the first claim");
+      // Three more leave 3 ready, 2.5 over: three delivered less 2.5 of excess let it in.
+      sub.allowance = 3;
+      h.broker.wake("q");
+      assert.equal((await held).length, 1);
+      assert.equal(sub.received.length, 7);
+      assert.equal(h.holds.length, 1, "the enqueue was held");
+      const [hold] = h.holds;
+      if (hold.ms >= MAX_HOLD_MS - 1) {
+        assert.ok(attempt < 5, `every hold ran out (the last after ${hold.ms.toFixed(0)} ms)`);
+        continue;
+      }
+      // It went on as the claim that brought the backlog down committed, not at the first one.
+      assert.equal(hold.delivered, 7, "let in once 7 were delivered");
+      return;
+    }
   });
 
   test("held enqueues go on as jobs are delivered: as many jobs as delivered beyond the excess", async () => {
@@ -348,7 +369,7 @@ interface PgPair extends AsyncDisposable {
 /** Resolves once the feeder's backlog watch has counted `ready` jobs. */
 function counted(p: PgPair, ready: number): Promise<void> {
   return eventually(
-    () => p.feederStore.backlogSeen("q") === ready,
+    () => p.feederStore.peers.backlogSeen("q") === ready,
     `a count of the backlog that saw ${ready}`,
   );
 }
@@ -394,7 +415,7 @@ async function pgPair(prefetch: number, stallMs: number, watchMs?: number): Prom
   const sub = new TestSubscriber("q", prefetch);
   consumer.subscribe(sub);
   await eventually(
-    () => feederStore.remotePrefetch("q") === prefetch,
+    () => feederStore.peers.remotePrefetch("q") === prefetch,
     "the feeder hearing of the other server's subscriber",
   );
   return {
@@ -469,7 +490,7 @@ pgTest(
     p.consumer.unsubscribe(p.sub);
     assert.equal((await held).length, 1);
     assert.ok(performance.now() - startedAt < MAX_HOLD_MS, "let in by the change, not the timer");
-    assert.equal(p.feederStore.remotePrefetch("q"), 0);
+    assert.equal(p.feederStore.peers.remotePrefetch("q"), 0);
   },
 );
 
@@ -487,7 +508,7 @@ pgTest(
       p.consumer.wake("q");
       await eventually(() => p.sub.received.length === n, `delivery ${n}`);
     }
-    assert.equal(p.feederStore.backlogHint("q"), 4);
+    assert.equal(p.feederStore.peers.backlogHint("q"), 4);
     assert.deepEqual(p.holds, [], "nothing held: no count saw a backlog");
   },
 );
@@ -521,7 +542,7 @@ pgTest("a backlog too deep for the count to read is not held", async () => {
   await using p = await pgPair(200, 10_000); // deep from 3 200 jobs; a count reads 2 000
   for (let i = 0; i < 5; i++) await p.feeder.enqueue("q", jobs(420));
   await eventually(
-    () => p.feederStore.backlogHint("q") === Infinity,
+    () => p.feederStore.peers.backlogHint("q") === Infinity,
     "a count that reached its limit",
   );
   // 2 100 ready: fewer than 16 rounds, but the count cannot tell how many more there are, nor

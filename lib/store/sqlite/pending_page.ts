@@ -3,7 +3,7 @@
  *
  * Pending jobs have no index by id: the job browser's index (`jobs_browse`) leaves pending and
  * leased jobs out, because a job passes through those states on every delivery and each entry
- * made and removed there cost about a fifth of SQLite's work per job. The claim's indexes hold
+ * made and removed there would be a large share of SQLite's work per job. The claim's indexes hold
  * every pending job in runs sorted by id — one run per priority of the queue's ungrouped jobs
  * (`jobs_pending`: queue, priority, id) and one per group and priority (`jobs_group_pending`) —
  * so a page is the merge of those runs: each run is read past the cursor up to the page's size,

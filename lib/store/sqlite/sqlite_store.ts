@@ -12,25 +12,18 @@
  */
 
 import { attempted, type JobRow, rowToJob, zeroCounts } from "../job_row.ts";
-import { DatabaseSync, type SQLInputValue } from "node:sqlite";
+import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import { setImmediate } from "node:timers";
-import { JobInsert } from "./job_insert.ts";
-import { RowsStatement } from "./rows_statement.ts";
-import { JobRowStatement } from "./job_row_statement.ts";
-import { CountedStatement, type StatementCount } from "./counted_statement.ts";
-import { PendingPage } from "./pending_page.ts";
+import type { CountedStatement, StatementCount } from "./counted_statement.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
-import { newLeaseToken } from "../../core/lease_token.ts";
 import { MAINTENANCE_BATCH } from "../../core/limits.ts";
 import {
   afterLeaseEnd,
   afterNack,
   cancelRemoves,
   claimedCount,
-  claimLeaseMs,
   claimTotal,
-  dealRoundRobin,
   extendLeaseMs,
   type HandOvers,
   holdsLease,
@@ -57,22 +50,19 @@ import {
   type PlannedChange,
   type PlannedInsert,
 } from "../../core/dedup.ts";
-import { GROUP_TRACKING, migrate } from "./sqlite_schema.ts";
+import { GROUP_TRACKING } from "./sqlite_schema.ts";
+import { DEFAULT_PAGE_SIZE, openDatabase } from "./sqlite_open.ts";
 import {
-  DEFAULT_QUEUE_SETTINGS,
   isDefaultSettings,
   type QueueSettings,
   type ResolvedJob,
   withQueueDefaults,
 } from "../../core/queue_settings.ts";
-import {
-  rowToSettings,
-  SETTINGS_COLUMNS,
-  type SettingsRow,
-  settingsToRow,
-  settingsValues,
-} from "../settings_row.ts";
+import { rowToSettings, type SettingsRow, settingsToRow, settingsValues } from "../settings_row.ts";
 import { SqliteSchedules } from "./sqlite_schedules.ts";
+import { QueueMirror } from "./queue_mirror.ts";
+import { prepareStatements, sqliteFileSizes, type SqliteStatements } from "./sqlite_statements.ts";
+import { SqliteClaims } from "./sqlite_claims.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 import { WalSync } from "./wal_sync.ts";
 import { type Bucket, claimCap } from "../../core/rate_bucket.ts";
@@ -98,7 +88,6 @@ import {
   type RunNowResult,
   type ScheduleCounts,
   type ScheduleTick,
-  type StateCounts,
   type Store,
   type StoreCapabilities,
   type TickResult,
@@ -130,8 +119,6 @@ export interface SqliteStoreOptions {
    */
   committer?: CommitterFactory;
 }
-
-type Move = [queue: string, from: JobState | null, to: JobState | null];
 
 /** The job holding a key, as the enqueue reads it. */
 interface KeyHolderRow extends KeyHolder {
@@ -200,18 +187,7 @@ const IDLE_AFTER_MS = 1;
 /** Most entries in the leased-queue cache before it starts over. */
 const LEASED_QUEUES_CAP = 100_000;
 
-/** WAL bytes after which a commit checkpoints (as pages of the file's own size). */
-const CHECKPOINT_BYTES = 15_000 * 1024;
-
-/**
- * The page size of a database file this store creates unless told otherwise, in bytes: SQLite's
- * own. Smaller pages write fewer bytes per job, since a commit writes each page it dirtied whole
- * and most of a commit's pages are index tails changed by a few entries; but SQLite writes the log
- * one page at a time, so they take more system calls for the same rows, on the main thread.
- * Measured (performance.md, "Page size"): 1 KiB pages wrote 1.45 KB per job in W1 against
- * 2.35 KB, at the same W1 and W2 throughput, and cost batch intake (W4) 20–30 %.
- */
-export const DEFAULT_PAGE_SIZE = 4096;
+export { DEFAULT_PAGE_SIZE };
 
 /** How many queues one sweep transaction visits at most. */
 const SWEEP_QUEUES = 500;
@@ -226,17 +202,8 @@ export class SqliteStore implements Store {
   readonly #walSync: WalSync | null;
   #lastFlushAt = 0;
   readonly #commits: Committer;
-  readonly #counts = new Map<string, StateCounts>();
-  readonly #paused = new Set<string>();
-  /**
-   * Every queue's settings as committed (queues without a row are absent): the store is the sole
-   * writer of its file, so this is exact, and a claim reads it without a query.
-   */
-  readonly #settings = new Map<string, QueueSettings>();
-  #moves: Move[] = [];
-  /** Settings written by the open transaction, applied to #settings at its commit (null: removed). */
-  #settingsMoves: [queue: string, settings: QueueSettings | null][] = [];
-  #settingsMarkAt = 0;
+  /** Its queues' counts, pauses and settings, as of the last commit (see queue_mirror.ts). */
+  readonly #queues = new QueueMirror();
   /** The queue of each job leased by this process, by id (see `#queueOf`). */
   readonly #leasedQueues = new Map<number, string>();
   /**
@@ -249,15 +216,13 @@ export class SqliteStore implements Store {
   /**
    * Whether the group tracking (GROUP_TRACKING) is known to exist: committed (`#groupsTracked`),
    * or seen or created in the open transaction, until an undo or a rollback could take it away
-   * (`#groupsTrackedNow`). Asking `sqlite_master` at every grouped enqueue was 6 % of the SQLite
-   * time of W1 over 1 000 groups.
+   * (`#groupsTrackedNow`), so that a grouped enqueue does not ask `sqlite_master` every time.
    */
   #groupsTracked = false;
   #groupsTrackedNow = false;
   /** Queues whose last claim its rate held back, and when their next token comes. */
   readonly #heldUntil = new Map<string, number>();
 
-  #markAt = 0;
   /** SQLite's change counter when the open transaction began. */
   #changesAtBegin = 0;
   /** Transactions begun, retries included: tells an ack run whether it was tried in this one. */
@@ -270,7 +235,9 @@ export class SqliteStore implements Store {
   #dbClosed = false;
   #closing: Promise<void> | null = null;
   readonly #stats: CommitStats = emptyCommitStats();
-  readonly #statements: ReturnType<typeof prepareStatements>;
+  readonly #statements: SqliteStatements;
+  /** Leases jobs inside a claim's transaction. */
+  readonly #claims: SqliteClaims;
   readonly #schedules: SqliteSchedules;
   /** SQL statements run so far (the store's own; SQLite's internal ones are not counted). */
   readonly #statementsRun: StatementCount = { n: 0 };
@@ -301,6 +268,12 @@ export class SqliteStore implements Store {
       return 0; // SQLITE_OK: the store only counts
     });
     this.#statements = prepareStatements(db, this.#statementsRun);
+    this.#claims = new SqliteClaims(
+      this.#statements,
+      this.#queues,
+      this.#policy,
+      (id, queue) => this.#rememberLeased(id, queue),
+    );
     this.#schedules = new SqliteSchedules(db, this.#statementsRun);
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
     const counted: CommitObserver = (size, ms, error) => {
@@ -318,27 +291,26 @@ export class SqliteStore implements Store {
         grouped: number;
       }[]
     ) {
-      this.#countsOf(row.queue)[row.state] = row.n;
+      this.#queues.loadCount(row.queue, row.state, row.n);
       if (row.grouped > 0 && !FINISHED.has(row.state)) this.#grouped.add(row.queue);
     }
     for (const row of this.#statements.pausedQueues.all() as { name: string }[]) {
-      this.#paused.add(row.name);
+      this.#queues.setPaused(row.name, true);
     }
     for (
       const row of this.#statements.allSettings.all() as unknown as (SettingsRow & {
         name: string;
       })[]
     ) {
-      this.#settings.set(row.name, rowToSettings(row));
+      this.#queues.loadSettings(row.name, rowToSettings(row));
     }
     // From here on, SQLite's scratch space is memory. What it holds now is the undo record of a
     // savepoint (an ack run's settle, a guarded operation) or of one statement inside a
     // transaction: the pages it changed, at most a few megabytes (a sweep's chunk), gone at its
     // end. What still sorts from here sorts a bounded few rows: a page of leased jobs, a grouped
     // claim's candidates (sqlite_store_test.ts checks every plan).
-    // In temp files, every undo record over 64 KiB was written to a new, deleted file at every
-    // commit that had one: 0.8–1.7 KB per job under load, a third of all the server wrote
-    // (performance.md, "Undo records in memory").
+    // In temp files, every undo record over 64 KiB would be written to a new, deleted file at
+    // every commit that had one (docs/performance.md, "Disk per job").
     db.exec("PRAGMA temp_store = MEMORY");
   }
 
@@ -347,56 +319,8 @@ export class SqliteStore implements Store {
    * Throws a plain `Error` with a one-line reason when the file is held by another server.
    */
   static open(options: SqliteStoreOptions): SqliteStore {
-    const inMemory = options.path === ":memory:";
-    let lock: Deno.FsFile | null = null;
-    if (!inMemory) {
-      const lockPath = `${options.path}.lock`;
-      lock = Deno.openSync(lockPath, { create: true, read: true, write: true });
-      if (!lock.tryLockSync(true)) {
-        lock.close();
-        throw new Error(
-          `Cannot open database "${options.path}": another tegami server is using it ` +
-            `(lock "${lockPath}" is held)`,
-        );
-      }
-    }
-    let db: DatabaseSync | undefined;
-    try {
-      db = new DatabaseSync(options.path);
-      db.exec("PRAGMA busy_timeout = 5000");
-      // Before anything is written: a new file takes this page size for good (a WAL database
-      // keeps the one it was made with, so a file that exists goes on with its own).
-      db.exec(`PRAGMA page_size = ${Math.trunc(options.pageSize ?? DEFAULT_PAGE_SIZE)}`);
-      if (!inMemory) {
-        const mode = db.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode: string };
-        if (mode.journal_mode !== "wal") {
-          throw new Error(`Cannot open database "${options.path}": WAL mode is not available`);
-        }
-      }
-      // NORMAL: a commit writes the WAL without fsync. With `sync: "full"` (the default) the
-      // store fsyncs the WAL itself, off the event loop, before answering (wal_sync.ts).
-      db.exec("PRAGMA synchronous = NORMAL");
-      // Keep the WAL file from growing without bound: truncated to 64 MiB after checkpoints.
-      db.exec("PRAGMA journal_size_limit = 67108864");
-      // A checkpoint copies each page the WAL holds once, however often it was rewritten: the
-      // hot pages (the tails of the indexes) are rewritten by every commit, so checkpointing
-      // every 15 MiB of WAL rather than every 4 MiB (1 000 pages) writes them to the file less
-      // often (bytes per job in W1 2.56 → 2.46 KB; event-loop lag unchanged).
-      const pageSize = (db.prepare("PRAGMA page_size").get() as { page_size: number }).page_size;
-      db.exec(`PRAGMA wal_autocheckpoint = ${Math.ceil(CHECKPOINT_BYTES / pageSize)}`);
-      // 16 MiB of page cache; while the store opens, sorts (a migration's index build, the
-      // startup count over millions of rows) spill to temp files instead of memory: measured
-      // 117 MB → 52 MB RSS with 1M jobs at startup. The constructor then makes it memory.
-      db.exec("PRAGMA cache_size = -16384");
-      db.exec("PRAGMA temp_store = FILE");
-      migrate(db);
-      forgetValueSamples(db);
-      return new SqliteStore(db, lock, options);
-    } catch (error) {
-      db?.close();
-      lock?.close();
-      throw error;
-    }
+    const { db, lock } = openDatabase(options.path, options.pageSize ?? DEFAULT_PAGE_SIZE);
+    return new SqliteStore(db, lock, options);
   }
 
   /** The transaction hooks group commit drives; counts change only after COMMIT. */
@@ -418,24 +342,10 @@ export class SqliteStore implements Store {
         // its own: its callers still wait for every earlier commit to be durable.
         if (this.#totalChanges() !== this.#changesAtBegin) this.#walSync?.committed();
         if (this.#groupsTrackedNow) this.#groupsTracked = true;
-        for (const [queue, from, to] of this.#moves) {
-          const counts = this.#countsOf(queue);
-          if (from !== null) counts[from]--;
-          if (to !== null) counts[to]++;
-        }
-        // A queue whose last job is gone is forgotten (its settings live in #paused); only a
-        // queue a job left can be.
-        for (const [queue, from] of this.#moves) if (from !== null) this.#forgetIfEmpty(queue);
-        this.#moves = [];
-        for (const [queue, settings] of this.#settingsMoves) {
-          if (settings === null) this.#settings.delete(queue);
-          else this.#settings.set(queue, settings);
-        }
-        this.#settingsMoves = [];
+        this.#queues.commit();
       },
       rollback: () => {
-        this.#moves = [];
-        this.#settingsMoves = [];
+        this.#queues.rollback();
         this.#groupsTrackedNow = false;
         if (!this.#db.isTransaction) return;
         try {
@@ -445,16 +355,14 @@ export class SqliteStore implements Store {
         }
       },
       mark: () => {
-        this.#markAt = this.#moves.length;
-        this.#settingsMarkAt = this.#settingsMoves.length;
+        this.#queues.mark();
         s.savepoint.run();
       },
       release: () => s.releaseSavepoint.run(),
       undo: () => {
         s.rollbackSavepoint.run();
         s.releaseSavepoint.run();
-        this.#moves.length = this.#markAt;
-        this.#settingsMoves.length = this.#settingsMarkAt;
+        this.#queues.undo();
         // The undone operation may have been the one that created the group tracking.
         this.#groupsTrackedNow = false;
       },
@@ -471,7 +379,7 @@ export class SqliteStore implements Store {
       if (tick !== undefined) this.#schedules.take(tick);
       const s = this.#statements;
       if (jobs.some((job) => job.group != null)) this.#trackGroups();
-      const settings = this.#settingsOf(queue);
+      const settings = this.#queues.settingsOf(queue);
       const resolved = jobs.map((job) => withQueueDefaults(job, settings));
       const holders: (KeyHolderRow & { key: string })[] = [];
       for (const key of new Set(resolved.flatMap((job) => job.key === null ? [] : [job.key]))) {
@@ -483,7 +391,7 @@ export class SqliteStore implements Store {
       for (const change of plan.changed) {
         const before = holders.find((holder) => holder.id === change.id)!.state;
         this.#applyChange(change);
-        if (change.state !== before) this.#moves.push([queue, before, change.state]);
+        if (change.state !== before) this.#queues.move(queue, before, change.state);
       }
       const values: SQLInputValue[] = [];
       const fresh = plan.inserts.map((planned) =>
@@ -546,7 +454,7 @@ export class SqliteStore implements Store {
     const values: SQLInputValue[] = [];
     const fresh: Enqueued[] = [];
     for (const enqueue of enqueues) {
-      const settings = this.#settingsOf(enqueue.queue);
+      const settings = this.#queues.settingsOf(enqueue.queue);
       enqueue.out = new Array(enqueue.jobs.length);
       for (let i = 0; i < enqueue.jobs.length; i++) {
         const job = withQueueDefaults(enqueue.jobs[i], settings);
@@ -593,7 +501,7 @@ export class SqliteStore implements Store {
       planned === undefined ? keyExpiresAt(job, now) : planned.key_expires_at,
       job.attributes ?? null,
     );
-    this.#moves.push([queue, null, state]);
+    this.#queues.move(queue, null, state);
     return { id: 0, deduplicated: false, duplicate: null, state, run_at: runAt };
   }
 
@@ -615,37 +523,22 @@ export class SqliteStore implements Store {
   claimFair(queue: string, wants: ClaimWant[], now: number): Promise<Delivery[][]> {
     return this.#write(() => {
       const out: Delivery[][] = wants.map(() => []);
-      if (this.#paused.has(queue)) return out;
+      if (this.#queues.isPaused(queue)) return out;
       const total = claimTotal(wants);
       if (total === 0) return out;
-      const settings = this.#settingsOf(queue);
+      const settings = this.#queues.settingsOf(queue);
       if (settings.concurrency !== null || settings.rate !== null) {
         return this.#claimLimited(queue, wants, total, settings, now);
       }
       this.#heldUntil.delete(queue);
-      if (this.#grouped.has(queue)) return this.#claimGrouped(queue, wants, total, now);
-      return this.#claimPlain(queue, wants, total, now);
+      if (this.#grouped.has(queue)) return this.#claims.grouped(queue, wants, total, now);
+      return this.#claims.plain(queue, wants, total, now);
     });
   }
 
   /** When the last claim of `queue` was held back by its rate, when the next token comes. */
   claimHeldUntil(queue: string): number | null {
     return this.#heldUntil.get(queue) ?? null;
-  }
-
-  /**
-   * How many of `queue`'s jobs are leased now, inside the transaction: the count of the last
-   * commit and this transaction's moves so far. (No index finds a queue's leased jobs: the
-   * expiry index is by time alone, and the browser's leaves them out.)
-   */
-  #leasedNow(queue: string): number {
-    let n = this.#counts.get(queue)?.leased ?? 0;
-    for (const [q, from, to] of this.#moves) {
-      if (q !== queue) continue;
-      if (from === "leased") n--;
-      if (to === "leased") n++;
-    }
-    return n;
   }
 
   /**
@@ -660,117 +553,17 @@ export class SqliteStore implements Store {
     now: number,
   ): Delivery[][] {
     const s = this.#statements;
-    const leased = settings.concurrency === null ? 0 : this.#leasedNow(queue);
+    const leased = settings.concurrency === null ? 0 : this.#queues.leasedNow(queue);
     const bucket = settings.rate === null ? null : s.readBucket.get(queue) as Bucket | undefined;
     const { cap, tokens, heldUntil } = claimCap(settings, total, leased, bucket ?? null, now);
     if (heldUntil === null) this.#heldUntil.delete(queue);
     else this.#heldUntil.set(queue, heldUntil);
     if (cap <= 0) return wants.map(() => []);
     const out = this.#grouped.has(queue)
-      ? this.#claimGrouped(queue, wants, cap, now)
-      : this.#claimPlain(queue, wants, cap, now);
+      ? this.#claims.grouped(queue, wants, cap, now)
+      : this.#claims.plain(queue, wants, cap, now);
     if (tokens !== null) s.writeBucket.run(queue, tokens - claimedCount(out), now);
     return out;
-  }
-
-  /** The claim of a queue without groups or limits. */
-  #claimPlain(queue: string, wants: ClaimWant[], total: number, now: number): Delivery[][] {
-    const out: Delivery[][] = wants.map(() => []);
-    const s = this.#statements;
-    const wanted = wants[0].lease_ms;
-    if (wants.every((want) => want.lease_ms === wanted)) {
-      // One statement leases them all; the deal happens after, in claim order.
-      // The fast path: a queue without groups, one statement.
-      const rows = s.claimAll.all(
-        wanted,
-        now,
-        this.#policy.defaultLeaseMs,
-        queue,
-        total,
-      );
-      rows.sort((a, b) => b.priority - a.priority || a.id - b.id);
-      this.#deal(queue, rows, wants, out);
-      return out;
-    }
-    // Wants with different lease lengths: each job's length depends on whom it is dealt to.
-    const rows = s.selectPending.all(queue, total);
-    this.#leaseEach(queue, rows, wants, out, now);
-    return out;
-  }
-
-  /**
-   * Leases `rows` (pending, in claim order) one statement each, dealt round-robin over `wants`
-   * with each job's lease length as its want says.
-   */
-  #leaseEach(
-    queue: string,
-    rows: JobRow[],
-    wants: ClaimWant[],
-    out: Delivery[][],
-    now: number,
-  ): void {
-    const dealt = dealRoundRobin(rows.length, wants);
-    for (let i = 0; i < rows.length; i++) {
-      const row = rows[i];
-      const w = dealt[i];
-      const length = claimLeaseMs(wants[w].lease_ms, row.lease_ms, this.#policy);
-      const token = newLeaseToken();
-      const expires = now + length;
-      this.#statements.lease.run(token, length, expires, row.id);
-      row.state = "leased";
-      row.attempts++;
-      row.lease_expires_at = expires;
-      this.#moves.push([queue, "pending", "leased"]);
-      this.#rememberLeased(row.id, queue);
-      out[w].push({ job: rowToJob(row), lease: { token, expires_at: expires } });
-    }
-  }
-
-  /**
-   * The claim of a queue that may hold grouped jobs: the candidates in claim order (see
-   * {@linkcode claimOrder}), then each leased. Runs inside the claim's transaction.
-   */
-  #claimGrouped(queue: string, wants: ClaimWant[], total: number, now: number): Delivery[][] {
-    const out: Delivery[][] = wants.map(() => []);
-    const limit = this.#groupLimit(queue);
-    const s = this.#statements;
-    const ids = claimOrder(
-      s.groupCandidates.all(queue, total, limit, Math.min(limit, total)) as unknown as Candidate[],
-      s.ungroupedCandidates.all(queue, total) as unknown as Candidate[],
-      total,
-    );
-    if (ids.length === 0) return out;
-    const order = new Map(ids.map((id, i) => [id, i]));
-    const byOrder = (a: JobRow, b: JobRow) => order.get(a.id)! - order.get(b.id)!;
-    const wanted = wants[0].lease_ms;
-    if (!wants.every((want) => want.lease_ms === wanted)) {
-      const rows = s.jobsByIds.all(JSON.stringify(ids));
-      this.#leaseEach(queue, rows.sort(byOrder), wants, out, now);
-      return out;
-    }
-    // One statement leases them all, as on the fast path; the deal follows the claim order.
-    const leased = s.claimIds.all(
-      wanted,
-      now,
-      this.#policy.defaultLeaseMs,
-      JSON.stringify(ids),
-    );
-    this.#deal(queue, leased.sort(byOrder), wants, out);
-    return out;
-  }
-
-  /** Deals rows a claim leased, in claim order, round-robin over `wants` into `out`. */
-  #deal(queue: string, rows: JobRow[], wants: ClaimWant[], out: Delivery[][]): void {
-    const dealt = dealRoundRobin(rows.length, wants);
-    for (let i = 0; i < rows.length; i++) {
-      const row = rows[i];
-      this.#moves.push([queue, "pending", "leased"]);
-      this.#rememberLeased(row.id, queue);
-      out[dealt[i]].push({
-        job: rowToJob(row),
-        lease: { token: row.lease_token!, expires_at: row.lease_expires_at! },
-      });
-    }
   }
 
   /** The queue's groups, counted (no query for a queue that never had any). */
@@ -785,7 +578,7 @@ export class SqliteStore implements Store {
 
   /** The most jobs of one group leased at once in `queue`. */
   #groupLimit(queue: string): number {
-    return this.#settingsOf(queue).group_limit;
+    return this.#queues.settingsOf(queue).group_limit;
   }
 
   ack(
@@ -847,9 +640,9 @@ export class SqliteStore implements Store {
   #acked(id: number): AckResult {
     const queue = this.#queueOf(id);
     // In a queue with groups or a concurrency, the ack may free a slot.
-    const frees = this.#grouped.has(queue) || this.#settingsOf(queue).concurrency !== null;
+    const frees = this.#grouped.has(queue) || this.#queues.settingsOf(queue).concurrency !== null;
     this.#leasedQueues.delete(id);
-    this.#moves.push([queue, "leased", "done"]);
+    this.#queues.move(queue, "leased", "done");
     return { id, queue, frees };
   }
 
@@ -917,11 +710,11 @@ export class SqliteStore implements Store {
       const row = this.#row(id);
       if (cancelRemoves(row.state)) {
         this.#statements.remove.run(id);
-        this.#moves.push([row.queue, row.state, null]);
+        this.#queues.move(row.queue, row.state, null);
         return { id, queue: row.queue, state: row.state, removed: true, revoked_token: null };
       }
       this.#statements.toCancelled.run(now, id);
-      this.#moves.push([row.queue, row.state, "cancelled"]);
+      this.#queues.move(row.queue, row.state, "cancelled");
       return {
         id,
         queue: row.queue,
@@ -936,13 +729,12 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       this.#statements.setPaused.run(queue, paused ? 1 : 0);
     }).then(() => {
-      if (paused) this.#paused.add(queue);
-      else this.#paused.delete(queue);
+      this.#queues.setPaused(queue, paused);
     });
   }
 
   settings(queue: string): Promise<QueueSettings> {
-    return this.#read(() => copySettings(this.#settingsOf(queue)));
+    return this.#read(() => copySettings(this.#queues.settingsOf(queue)));
   }
 
   putSettings(queue: string, settings: QueueSettings, now: number): Promise<QueueSettings> {
@@ -950,20 +742,18 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       if (isDefaultSettings(stored)) {
         this.#statements.deleteSettings.run(queue);
-        this.#settingsMoves.push([queue, null]);
+        this.#queues.stageSettings(queue, null);
       } else {
         const row = settingsToRow(stored);
         this.#statements.putSettings.run(queue, ...settingsValues(row), now);
-        this.#settingsMoves.push([queue, stored]);
+        this.#queues.stageSettings(queue, stored);
       }
       return copySettings(stored);
     });
   }
 
   stats(queue?: string): Promise<QueueCounts[]> {
-    const names = queue === undefined
-      ? [...new Set([...this.#counts.keys(), ...this.#paused, ...this.#settings.keys()])].sort()
-      : [queue];
+    const names = queue === undefined ? this.#queues.names() : [queue];
     return this.#read(() => {
       // With many queues, one grouped scan of the pending index beats a query per queue.
       let oldestOf: Map<string, number> | null = null;
@@ -972,7 +762,7 @@ export class SqliteStore implements Store {
         oldestOf = new Map(rows.map((row) => [row.queue, row.at]));
       }
       return names.map((name) => {
-        const counts = this.#counts.get(name);
+        const counts = this.#queues.counts(name);
         const oldest = counts === undefined || counts.pending === 0
           ? null
           : oldestOf !== null
@@ -980,12 +770,12 @@ export class SqliteStore implements Store {
           : (this.#statements.oldestPending.get(name) as { at: number | null }).at;
         return {
           name,
-          paused: this.#paused.has(name),
+          paused: this.#queues.isPaused(name),
           counts: { ...(counts ?? zeroCounts()) },
           oldest_pending_at: oldest,
           // Shared, not copied: stored settings are replaced, never changed in place, and a
           // stats call over tens of thousands of queues should not copy them all.
-          settings: this.#settingsOf(name),
+          settings: this.#queues.settingsOf(name),
           groups: this.#groupCounts(name),
           rate_held: this.#heldUntil.has(name),
         };
@@ -1019,7 +809,7 @@ export class SqliteStore implements Store {
         return { id, queue: row.queue, state: row.state, run_at: row.run_at };
       }
       this.#statements.runNow.run(now, id);
-      this.#moves.push([row.queue, "delayed", "pending"]);
+      this.#queues.move(row.queue, "delayed", "pending");
       return { id, queue: row.queue, state: "pending", run_at: now };
     });
   }
@@ -1028,7 +818,8 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       const rows = this.#statements.moveWaiting.all(to, now, from, limit) as { queue: string }[];
       for (const row of rows) {
-        this.#moves.push([from, "pending", null], [row.queue, null, "pending"]);
+        this.#queues.move(from, "pending", null);
+        this.#queues.move(row.queue, null, "pending");
       }
       return rows.map((row) => row.queue);
     });
@@ -1056,7 +847,7 @@ export class SqliteStore implements Store {
           if (n > 0 && (last === null || id > last)) last = id;
         }
       }
-      for (let i = 0; i < requeued; i++) this.#moves.push([queue, "dead", "pending"]);
+      for (let i = 0; i < requeued; i++) this.#queues.move(queue, "dead", "pending");
       return { requeued, last };
     });
   }
@@ -1066,7 +857,7 @@ export class SqliteStore implements Store {
       const woken = new Set<string>();
       const promoted = this.#statements.promote.all(now, limit) as { queue: string }[];
       for (const row of promoted) {
-        this.#moves.push([row.queue, "delayed", "pending"]);
+        this.#queues.move(row.queue, "delayed", "pending");
         woken.add(row.queue);
       }
       const expired: EndedLease[] = [];
@@ -1103,29 +894,11 @@ export class SqliteStore implements Store {
 
   /** The queues holding jobs or a setting, as of the last commit (kept in memory). */
   knownQueues(): KnownQueues {
-    return this.#known;
-  }
-
-  /** A view of the maps, which the store changes in place: made once, asked at every enqueue. */
-  readonly #known: KnownQueues = this.#knownView();
-
-  #knownView(): KnownQueues {
-    const counts = this.#counts, paused = this.#paused, settings = this.#settings;
-    return {
-      has: (queue) => counts.has(queue) || paused.has(queue) || settings.has(queue),
-      get size() {
-        let n = counts.size;
-        for (const queue of paused) if (!counts.has(queue)) n++;
-        for (const queue of settings.keys()) {
-          if (!counts.has(queue) && !paused.has(queue)) n++;
-        }
-        return n;
-      },
-    };
+    return this.#queues.known;
   }
 
   readyHint(queue: string): number {
-    return this.#counts.get(queue)?.pending ?? 0;
+    return this.#queues.counts(queue)?.pending ?? 0;
   }
 
   putSchedule(
@@ -1193,8 +966,8 @@ export class SqliteStore implements Store {
     // keep. Each transaction deletes at most a chunk and visits at most a chunk of queues; the
     // next one starts where it stopped.
     const queues: string[] = [];
-    for (const [queue, c] of this.#counts) {
-      const expiring = c.pending > 0 && this.#settingsOf(queue).retain_pending_ms !== null;
+    for (const [queue, c] of this.#queues.withJobs()) {
+      const expiring = c.pending > 0 && this.#queues.settingsOf(queue).retain_pending_ms !== null;
       if (c.done + c.cancelled + c.dead > 0 || expiring) queues.push(queue);
     }
     let total = 0;
@@ -1203,13 +976,13 @@ export class SqliteStore implements Store {
         let n = 0;
         const sweep = (statement: CountedStatement, queue: string, before: number) => {
           const rows = statement.all(queue, before, MAINTENANCE_BATCH - n) as { state: JobState }[];
-          for (const row of rows) this.#moves.push([queue, row.state, null]);
+          for (const row of rows) this.#queues.move(queue, row.state, null);
           n += rows.length;
         };
         let i = next;
         for (; i < queues.length && i - next < SWEEP_QUEUES; i++) {
           const queue = queues[i];
-          const own = this.#settingsOf(queue);
+          const own = this.#queues.settingsOf(queue);
           sweep(s.sweepDone, queue, now - (own.retain_done_ms ?? retainDoneMs));
           if (own.retain_dead_ms !== null && n < MAINTENANCE_BATCH) {
             sweep(s.sweepDead, queue, now - own.retain_dead_ms);
@@ -1303,9 +1076,8 @@ export class SqliteStore implements Store {
    * are answered, so that everything that arrived meanwhile shares one commit and the next fsync
    * (wal_sync.ts). Without them, at once when the last commit is old, else later in this turn of
    * the event loop (`setImmediate`) with whatever else arrives meanwhile. Not `setTimeout(0)`:
-   * Deno's zero timer fires 2 ms later, which held every busy commit (and an idle push's claim,
-   * right after its enqueue's commit) for that long: with `--sync normal`, W5's p50 2.55 → 0.30 ms
-   * and W2 17 600 → 32 100 jobs/s.
+   * Deno's zero timer fires milliseconds later, which would hold every busy commit (and an idle
+   * push's claim, right after its enqueue's commit) for that long.
    */
   #schedule(flush: () => void): void {
     const sync = this.#walSync;
@@ -1339,33 +1111,6 @@ export class SqliteStore implements Store {
     } catch (error) {
       return Promise.reject(error);
     }
-  }
-
-  /**
-   * A queue's settings as committed, read synchronously: what a claim or an enqueue inside this
-   * store's transaction applies. Exact, since this store is the only writer of its file; a change
-   * made in the same transaction shows from its commit on. Never modify the answer.
-   */
-  #settingsOf(queue: string): Readonly<QueueSettings> {
-    return this.#settings.get(queue) ?? DEFAULT_QUEUE_SETTINGS;
-  }
-
-  /** Forgets the counts of `queue` if it holds no job. */
-  #forgetIfEmpty(queue: string): void {
-    const c = this.#counts.get(queue);
-    if (
-      c !== undefined && c.pending === 0 && c.delayed === 0 && c.leased === 0 && c.done === 0 &&
-      c.dead === 0 && c.cancelled === 0
-    ) this.#counts.delete(queue);
-  }
-
-  #countsOf(queue: string): StateCounts {
-    let counts = this.#counts.get(queue);
-    if (counts === undefined) {
-      counts = zeroCounts();
-      this.#counts.set(queue, counts);
-    }
-    return counts;
   }
 
   /**
@@ -1451,13 +1196,14 @@ export class SqliteStore implements Store {
     } else {
       this.#statements.toRetry.run(next.state, next.run_at, next.error, next.attempts, row.id);
     }
-    this.#moves.push([row.queue, "leased", next.state]);
-    const to = next.state === "dead" ? this.#settingsOf(row.queue).dead_letter_queue : null;
+    this.#queues.move(row.queue, "leased", next.state);
+    const to = next.state === "dead" ? this.#queues.settingsOf(row.queue).dead_letter_queue : null;
     if (to === null) return null;
     // Dead here first (so its group's count is settled), then pending in the dead-letter queue,
     // without its group or key, which belong to the queue it left.
     this.#statements.deadLetter.run(to, now, row.id);
-    this.#moves.push([row.queue, "dead", null], [to, null, "pending"]);
+    this.#queues.move(row.queue, "dead", null);
+    this.#queues.move(to, null, "pending");
     return to;
   }
 }
@@ -1469,313 +1215,4 @@ function copySettings(settings: Readonly<QueueSettings>): QueueSettings {
     rate: settings.rate === null ? null : { ...settings.rate },
     backoff: settings.backoff === null ? null : { ...settings.backoff },
   };
-}
-
-/** Bytes of a SQLite database file and its WAL (0 for a missing file); null for `:memory:`. */
-function sqliteFileSizes(path: string): { database: number; wal: number } | null {
-  if (path === ":memory:") return null;
-  const size = (file: string) => {
-    try {
-      return Deno.statSync(file).size;
-    } catch {
-      return 0;
-    }
-  };
-  return { database: size(path), wal: size(`${path}-wal`) };
-}
-
-/**
- * Drops the value samples an `ANALYZE` left (`sqlite_stat4`), keeping its row counts
- * (`sqlite_stat1`), and has SQLite reload what remains. With samples, the planner estimates a
- * parameter compared with an indexed column (`queue = ?`) from its bound value, so every new
- * binding expires the statement and its next run compiles it again — the claim among them, at
- * every claim (see {@linkcode prepareStatements}). tegami never runs `ANALYZE`; this undoes one run
- * from outside (an `sqlite3` shell, a `PRAGMA optimize`) at the next start.
- */
-function forgetValueSamples(db: DatabaseSync): void {
-  const stat4 = db.prepare(
-    "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_stat4'",
-  ).get();
-  if (stat4 === undefined) return;
-  db.exec("DELETE FROM sqlite_stat4; ANALYZE sqlite_schema");
-}
-
-/**
- * The statement that settles a run of acks (see AckRun): `rows` is its list of `(id, token,
- * result, now)`. Each job is looked up by id: the unary `+` keeps SQLite from walking a state or
- * lease index instead (after an `ANALYZE` of a near-empty table it chose `jobs_leased`, every
- * leased job for each ack: 5 ms against 6 µs per ack with 100 000 leased).
- */
-export function ackRunSql(rows: string): string {
-  return `WITH a(id, token, result, now) AS (VALUES ${rows})
-    UPDATE jobs SET state = 'done', result = a.result, finished_at = a.now, lease_expires_at = NULL
-    FROM a WHERE jobs.id = a.id AND +jobs.state = 'leased' AND jobs.lease_token = a.token
-      AND +jobs.lease_expires_at > a.now`;
-}
-
-/**
- * Every statement the store runs, prepared once, each counting its runs into `count`.
- *
- * No bound value here is one SQLite could read into a plan. SQLite (3.53 here) reads the value
- * of a bare bound LIMIT, and of a parameter compared with a column a partial index is defined on
- * (`state = ?`), into the statement's plan; every new binding of it then marks the statement
- * expired, and its next run compiles it again from the SQL text. So a LIMIT is written
- * `LIMIT ? + 0` and such a comparison `state = CAST(? AS TEXT)`: the same value, not a bare
- * parameter. A one-job claim took 141 µs the other way against 37 µs (its LIMIT is the
- * consumers' credit, bound at every run). Tests count compilations (`compileChecks`) to keep it
- * so.
- */
-function prepareStatements(db: DatabaseSync, count: StatementCount) {
-  db.function("tegami_token", { deterministic: false, directOnly: true }, () => newLeaseToken());
-  const p = (sql: string) => new CountedStatement(db.prepare(sql), count);
-  const rows = (sql: string) => new JobRowStatement(p(sql));
-  return {
-    begin: p("BEGIN IMMEDIATE"),
-    commit: p("COMMIT"),
-    rollback: p("ROLLBACK"),
-    savepoint: p("SAVEPOINT op"),
-    releaseSavepoint: p("RELEASE op"),
-    rollbackSavepoint: p("ROLLBACK TO op"),
-    groupTracking: p(
-      "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'jobs_group_insert'",
-    ),
-    countAll: p(
-      "SELECT queue, state, count(*) AS n, count(grp) AS grouped FROM jobs GROUP BY queue, state",
-    ),
-    pausedQueues: p("SELECT name FROM queues WHERE paused = 1"),
-    findByKey: p(
-      "SELECT id, state, run_at, key_expires_at FROM jobs WHERE queue = ? AND key = ?",
-    ),
-    insertJobs: new JobInsert(p),
-    releaseKey: p("UPDATE jobs SET released_key = key, key = NULL WHERE id = ?"),
-    replaceJob: p(
-      `UPDATE jobs SET state = ?, payload = ?, priority = ?, max_attempts = ?, run_at = ?,
-         lease_ms = ?, backoff_base_ms = ?, backoff_max_ms = ?, key_expires_at = ?,
-         attributes = ? WHERE id = ?`,
-    ),
-    extendJob: p("UPDATE jobs SET state = ?, run_at = ? WHERE id = ?"),
-    selectPending: rows(
-      `SELECT * FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL
-       ORDER BY priority DESC, id LIMIT ? + 0`,
-    ),
-    // The claim order of a queue with groups (see claimOrder in #claimGrouped): each group
-    // with pending jobs and room (fewer than ?3 leased), served longest ago first, at most ?2
-    // of them, with its first ?4 pending jobs by priority then id; and the first ?2 ungrouped
-    // jobs. Ids and sort keys only: the lease returns the rows.
-    groupCandidates: p(
-      `WITH g AS (
-         SELECT grp, turn, ?3 - leased AS room FROM job_groups
-         WHERE queue = ?1 AND pending > 0 AND leased < ?3
-         ORDER BY turn LIMIT ?2 + 0
-       )
-       SELECT j.id, j.priority, g.grp, g.turn, g.room FROM g JOIN jobs j ON j.id IN (
-         SELECT k.id FROM jobs k
-         WHERE k.queue = ?1 AND k.state = 'pending' AND k.grp = g.grp
-         ORDER BY k.priority DESC, k.id LIMIT ?4 + 0)
-       ORDER BY g.turn, g.grp, j.priority DESC, j.id`,
-    ),
-    ungroupedCandidates: p(
-      `SELECT id, priority FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL
-       ORDER BY priority DESC, id LIMIT ? + 0`,
-    ),
-    jobsByIds: rows("SELECT * FROM jobs WHERE id IN (SELECT value FROM json_each(?))"),
-    // The claim of wants that share one lease length: claimLeaseMs (the want's, else the job's,
-    // else the server's) in SQL, a fresh token per job from the store's CSPRNG pool.
-    claimAll: rows(
-      `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = tegami_token(),
-         lease_len_ms = coalesce(?1, lease_ms, ?3),
-         lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
-       WHERE id IN (SELECT id FROM jobs WHERE queue = ?4 AND state = 'pending' AND grp IS NULL
-         ORDER BY priority DESC, id LIMIT ?5 + 0)
-       RETURNING *`,
-    ),
-    // The grouped claim's lease of the candidates it chose (ids as a JSON array).
-    claimIds: rows(
-      `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = tegami_token(),
-         lease_len_ms = coalesce(?1, lease_ms, ?3),
-         lease_expires_at = ?2 + coalesce(?1, lease_ms, ?3)
-       WHERE id IN (SELECT value FROM json_each(?4)) AND state = 'pending'
-       RETURNING *`,
-    ),
-    lease: p(
-      `UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_token = ?,
-         lease_len_ms = ?, lease_expires_at = ? WHERE id = ?`,
-    ),
-    ack: p(
-      `UPDATE jobs SET state = 'done', result = ?, finished_at = ?, lease_expires_at = NULL
-       WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
-    ),
-    ackMany: new RowsStatement(p, 4, ackRunSql),
-    savepointAcks: p("SAVEPOINT acks"),
-    rollbackAcks: p("ROLLBACK TO acks"),
-    releaseAcks: p("RELEASE acks"),
-    totalChanges: p("SELECT total_changes() AS n"),
-    byId: rows("SELECT * FROM jobs WHERE id = ?"),
-    queueById: p("SELECT queue FROM jobs WHERE id = ?"),
-    moveWaiting: p(
-      `UPDATE jobs SET queue = coalesce(?1, dead_lettered_from), run_at = ?2,
-         dead_lettered_from = CASE WHEN ?1 IS NULL THEN NULL ELSE dead_lettered_from END,
-         released_key = coalesce(key, released_key), key = NULL, key_expires_at = NULL
-       WHERE id IN (
-         SELECT id FROM jobs WHERE queue = ?3 AND state = 'pending' AND grp IS NULL
-           AND (?1 IS NOT NULL OR dead_lettered_from IS NOT NULL)
-         ORDER BY priority DESC, id LIMIT ?4 + 0)
-       RETURNING queue`,
-    ),
-    deadLetter: p(
-      `UPDATE jobs SET queue = ?1, state = 'pending', attempts = 0, run_at = ?2,
-         finished_at = NULL, grp = NULL, released_key = coalesce(key, released_key), key = NULL,
-         key_expires_at = NULL, dead_lettered_from = queue
-       WHERE id = ?3`,
-    ),
-    toDead: p(
-      `UPDATE jobs SET state = 'dead', last_error = ?, finished_at = ?, lease_expires_at = NULL
-       WHERE id = ?`,
-    ),
-    toRetry: p(
-      `UPDATE jobs SET state = ?, run_at = ?, last_error = ?, attempts = ?,
-         lease_expires_at = NULL WHERE id = ?`,
-    ),
-    extend: p("UPDATE jobs SET lease_expires_at = ?, lease_len_ms = ? WHERE id = ?"),
-    checkpoint: p("UPDATE jobs SET checkpoint = ? WHERE id = ?"),
-    progress: p(
-      `UPDATE jobs SET progress = ?, progress_at = ?
-       WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
-    ),
-    remove: p("DELETE FROM jobs WHERE id = ?"),
-    toCancelled: p(
-      `UPDATE jobs SET state = 'cancelled', finished_at = ?, lease_expires_at = NULL
-       WHERE id = ?`,
-    ),
-    setPaused: p(
-      `INSERT INTO queues (name, paused) VALUES (?, ?)
-       ON CONFLICT (name) DO UPDATE SET paused = excluded.paused`,
-    ),
-    oldestPending: p(
-      "SELECT min(run_at) AS at FROM jobs WHERE queue = ? AND state = 'pending'",
-    ),
-    oldestPendingAll: p(
-      "SELECT queue, min(run_at) AS at FROM jobs WHERE state = 'pending' GROUP BY queue",
-    ),
-    // The job browser. jobs_browse holds the states a job rests in; the term that defines it
-    // is repeated word for word, which is how SQLite knows the partial index may serve.
-    listOldest: rows(
-      `SELECT * FROM jobs WHERE queue = ? AND state = CAST(? AS TEXT) AND id > ?
-         AND state NOT IN ('pending', 'leased') ORDER BY id LIMIT ? + 0`,
-    ),
-    listNewest: rows(
-      `SELECT * FROM jobs WHERE queue = ? AND state = CAST(? AS TEXT) AND id < ?
-         AND state NOT IN ('pending', 'leased') ORDER BY id DESC LIMIT ? + 0`,
-    ),
-    // Leased jobs, few (at most the consumers' credit), by the expiry index.
-    listLeasedOldest: rows(
-      `SELECT * FROM jobs INDEXED BY jobs_leased WHERE state = 'leased' AND queue = ? AND id > ?
-       ORDER BY id LIMIT ? + 0`,
-    ),
-    listLeasedNewest: rows(
-      `SELECT * FROM jobs INDEXED BY jobs_leased WHERE state = 'leased' AND queue = ? AND id < ?
-       ORDER BY id DESC LIMIT ? + 0`,
-    ),
-    pendingPage: new PendingPage(p),
-    runNow: p("UPDATE jobs SET state = 'pending', run_at = ? WHERE id = ? AND state = 'delayed'"),
-    requeueDeadAfter: p(
-      `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?1, finished_at = NULL
-       WHERE id IN (SELECT id FROM jobs WHERE queue = ?2 AND state = 'dead'
-         AND state NOT IN ('pending', 'leased') AND id > ?3 ORDER BY id LIMIT ?4 + 0)
-       RETURNING id`,
-    ),
-    requeueOneDead: p(
-      `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, finished_at = NULL
-       WHERE id = ? AND queue = ? AND state = 'dead'`,
-    ),
-    promote: p(
-      `UPDATE jobs SET state = 'pending' WHERE id IN (
-         SELECT id FROM jobs WHERE state = 'delayed' AND run_at <= ? ORDER BY run_at LIMIT ? + 0)
-       RETURNING queue`,
-    ),
-    dueLeases: rows(
-      `SELECT * FROM jobs WHERE state = 'leased' AND lease_expires_at <= ?
-       ORDER BY lease_expires_at LIMIT ? + 0`,
-    ),
-    nextDelayed: p("SELECT min(run_at) AS at FROM jobs WHERE state = 'delayed'"),
-    nextExpiry: p("SELECT min(lease_expires_at) AS at FROM jobs WHERE state = 'leased'"),
-    nextUpcomingExpiry: p(
-      "SELECT min(lease_expires_at) AS at FROM jobs WHERE state = 'leased' AND lease_expires_at > ?",
-    ),
-    // The retention sweeps, one queue at a time: its done and cancelled jobs, or its dead ones,
-    // finished before the cutoff, read as a range of jobs_finished (queue, state, finished_at).
-    sweepDone: p(
-      `DELETE FROM jobs WHERE id IN (
-         SELECT id FROM jobs WHERE queue = ?1 AND state IN ('done', 'cancelled')
-           AND finished_at < ?2 LIMIT ?3 + 0)
-       RETURNING state`,
-    ),
-    sweepDead: p(
-      `DELETE FROM jobs WHERE id IN (
-         SELECT id FROM jobs WHERE queue = ?1 AND state = 'dead' AND finished_at < ?2
-         LIMIT ?3 + 0)
-       RETURNING state`,
-    ),
-    // Pending jobs that have waited since before the cutoff, oldest first (jobs_pending_age).
-    sweepPending: p(
-      `DELETE FROM jobs WHERE id IN (
-         SELECT id FROM jobs WHERE queue = ?1 AND state = 'pending' AND run_at < ?2
-         ORDER BY run_at LIMIT ?3 + 0)
-       RETURNING state`,
-    ),
-    allSettings: p("SELECT * FROM queue_settings"),
-    putSettings: p(
-      `INSERT OR REPLACE INTO queue_settings (name, ${SETTINGS_COLUMNS.join(", ")}, updated_at)
-       VALUES (?, ${SETTINGS_COLUMNS.map(() => "?").join(", ")}, ?)`,
-    ),
-    deleteSettings: p("DELETE FROM queue_settings WHERE name = ?"),
-    probe: p("INSERT OR REPLACE INTO probe (id, at, room) VALUES (1, ?, zeroblob(8192))"),
-    groupCounts: p(
-      `SELECT coalesce(sum(pending > 0), 0) AS waiting, coalesce(sum(leased > 0), 0) AS leased,
-         coalesce(sum(pending > 0 AND leased >= ?2), 0) AS full
-       FROM job_groups WHERE queue = ?1`,
-    ),
-    readBucket: p("SELECT tokens, at FROM queue_buckets WHERE queue = ?"),
-    writeBucket: p("INSERT OR REPLACE INTO queue_buckets (queue, tokens, at) VALUES (?, ?, ?)"),
-  };
-}
-
-/** A claim candidate: a pending job's id and what orders it (see {@linkcode claimOrder}). */
-export interface Candidate {
-  /** The job's id. */
-  id: number;
-  /** The job's priority (higher first). */
-  priority: number;
-  /** Its group; absent for an ungrouped job. */
-  grp?: string;
-  /** Its group's turn (larger = served more recently); absent for an ungrouped job. */
-  turn?: number;
-  /** How many more of its group may be leased; absent for an ungrouped job. */
-  room?: number;
-}
-
-/**
- * The claim order of a queue with groups, the first `total` ids of it. `grouped`: each group's
- * first pending jobs, a group's rows together, within a group by priority then id;
- * `ungrouped`: the ungrouped jobs by priority then id. A group offers as many jobs as its room;
- * the ungrouped jobs count as one more group without a limit, served first among equals.
- * Candidates are taken by priority first; among equal priorities in rounds (the first job of
- * every group, then the second, ...), and within a round the group served longest ago first. So
- * a hot group's backlog waits its turn behind a group with one job.
- */
-export function claimOrder(grouped: Candidate[], ungrouped: Candidate[], total: number): number[] {
-  const ranked: { id: number; priority: number; rank: number; turn: number }[] = [];
-  for (let i = 0; i < ungrouped.length; i++) {
-    ranked.push({ id: ungrouped[i].id, priority: ungrouped[i].priority, rank: i + 1, turn: -1 });
-  }
-  let rank = 0;
-  for (let i = 0; i < grouped.length; i++) {
-    const c = grouped[i];
-    rank = i > 0 && grouped[i - 1].grp === c.grp ? rank + 1 : 1;
-    if (rank <= c.room!) ranked.push({ id: c.id, priority: c.priority, rank, turn: c.turn! });
-  }
-  ranked.sort((a, b) =>
-    b.priority - a.priority || a.rank - b.rank || a.turn - b.turn || a.id - b.id
-  );
-  return ranked.slice(0, total).map((c) => c.id);
 }

@@ -132,9 +132,8 @@ export class WalSync {
         }
         // The next commit waits for the answers: its consumers get their jobs, and its producers
         // their answers, a commit's CPU sooner, so their next acks and requests come back in time
-        // for the commit after it (W1 through the SDK: p50 and p99 a fifth lower, throughput
-        // +7 %). setImmediate, not setTimeout(0): Deno's zero timer fires 2 ms later, and the disk
-        // would wait that long at every commit.
+        // for the commit after it. setImmediate, not setTimeout(0): Deno's zero timer fires
+        // milliseconds later, and the disk would wait that long at every commit.
         setImmediate(() => {
           this.#answering = false;
           this.#runWhenIdle();

@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { claimOrder } from "../../../lib/store/sqlite/sqlite_store.ts";
+import { claimOrder } from "../../../lib/store/sqlite/claim_order.ts";
 
 const g = (id: number, grp: string, turn: number, room: number, priority = 0) => ({
   id,

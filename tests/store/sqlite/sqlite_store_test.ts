@@ -5,11 +5,8 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import {
-  ackRunSql,
-  DEFAULT_PAGE_SIZE,
-  SqliteStore,
-} from "../../../lib/store/sqlite/sqlite_store.ts";
+import { ackRunSql } from "../../../lib/store/sqlite/sqlite_statements.ts";
+import { DEFAULT_PAGE_SIZE, SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
 import { GroupCommit } from "../../../lib/store/group_commit.ts";
 import { pageSizeOf } from "../../helpers/sqlite_file.ts";
 import { GROUP_TRACKING, migrate, MIGRATIONS } from "../../../lib/store/sqlite/sqlite_schema.ts";
