@@ -22,6 +22,28 @@ import type { AckResult, EndedLease } from "../store.ts";
 import type { TxSql } from "./pg_driver.ts";
 import type { BatchNews } from "./pg_group_commit.ts";
 
+/** The queue's column, and the server's value after it, for each field a job may leave out. */
+const QUEUE_DEFAULTS = {
+  max_attempts: `s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}`,
+  lease_ms: "s.lease_ms",
+  backoff_base_ms: "s.backoff_base_ms",
+  backoff_max_ms: "s.backoff_max_ms",
+} as const;
+
+/**
+ * withQueueDefaults() (core/queue_settings.ts) in SQL, for one field of a job a statement writes:
+ * the job's own (`own`, a column of the statement), else its queue's (`s`, the queue's
+ * `queue_settings` row, which the statement joins and so reads in its own transaction), else the
+ * server's. Every statement that stores a job's fields takes them through this.
+ */
+export function withQueueDefault(
+  tx: TxSql,
+  field: keyof typeof QUEUE_DEFAULTS,
+  own: string,
+): ReturnType<TxSql["unsafe"]> {
+  return tx.unsafe(`coalesce(${own}, ${QUEUE_DEFAULTS[field]})`);
+}
+
 /**
  * Runs a claim statement with sorting disabled, so that it reads its candidates in the order of
  * the pending index and stops after the first `n` it can lock, whatever the planner believes.
@@ -315,11 +337,10 @@ export async function enqueueMany(
     INSERT INTO jobs (queue, state, priority, grp, payload, max_attempts, run_at, lease_ms,
       backoff_base_ms, backoff_max_ms, created_at, attributes)
     SELECT t.queue, t.state, t.priority, t.grp, t.payload,
-      -- withQueueDefaults() (core/queue_settings.ts) in SQL: the job's own, else its queue's
-      -- (s, from the row this transaction reads), else the server's.
-      coalesce(t.max_attempts, s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int), t.run_at,
-      coalesce(t.lease_ms, s.lease_ms), coalesce(t.base_ms, s.backoff_base_ms),
-      coalesce(t.max_ms, s.backoff_max_ms), t.now, t.attributes
+      ${withQueueDefault(tx, "max_attempts", "t.max_attempts")}, t.run_at,
+      ${withQueueDefault(tx, "lease_ms", "t.lease_ms")},
+      ${withQueueDefault(tx, "backoff_base_ms", "t.base_ms")},
+      ${withQueueDefault(tx, "backoff_max_ms", "t.max_ms")}, t.now, t.attributes
     FROM unnest(
       ${queues}::text[], ${states}::text[], ${jobs.map((j) => j.priority)}::int[],
       ${jobs.map((j) => j.group ?? null)}::text[],
@@ -369,13 +390,13 @@ export async function applyDuplicates(
       payload = CASE WHEN u.replace = 1 THEN u.payload ELSE j.payload END,
       priority = CASE WHEN u.replace = 1 THEN u.priority ELSE j.priority END,
       max_attempts = CASE WHEN u.replace = 1
-        THEN coalesce(u.max_attempts, s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int)
-        ELSE j.max_attempts END,
-      lease_ms = CASE WHEN u.replace = 1 THEN coalesce(u.lease_ms, s.lease_ms) ELSE j.lease_ms END,
+        THEN ${withQueueDefault(tx, "max_attempts", "u.max_attempts")} ELSE j.max_attempts END,
+      lease_ms = CASE WHEN u.replace = 1
+        THEN ${withQueueDefault(tx, "lease_ms", "u.lease_ms")} ELSE j.lease_ms END,
       backoff_base_ms = CASE WHEN u.replace = 1
-        THEN coalesce(u.base_ms, s.backoff_base_ms) ELSE j.backoff_base_ms END,
+        THEN ${withQueueDefault(tx, "backoff_base_ms", "u.base_ms")} ELSE j.backoff_base_ms END,
       backoff_max_ms = CASE WHEN u.replace = 1
-        THEN coalesce(u.max_ms, s.backoff_max_ms) ELSE j.backoff_max_ms END,
+        THEN ${withQueueDefault(tx, "backoff_max_ms", "u.max_ms")} ELSE j.backoff_max_ms END,
       key_expires_at = CASE WHEN u.replace = 1 THEN u.key_expires_at ELSE j.key_expires_at END,
       attributes = CASE WHEN u.replace = 1 THEN u.attributes ELSE j.attributes END
     FROM unnest(

@@ -25,9 +25,8 @@ import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../../core/job.ts";
 import { type KeyHolder, planEnqueue } from "../../core/dedup.ts";
 import { newLeaseToken } from "../../core/lease_token.ts";
-import { DEFAULT_MAX_ATTEMPTS, MAINTENANCE_BATCH } from "../../core/limits.ts";
+import { MAINTENANCE_BATCH } from "../../core/limits.ts";
 import {
-  type afterLeaseEnd,
   afterNack,
   cancelRemoves,
   claimedCount,
@@ -37,7 +36,6 @@ import {
   extendLeaseMs,
   type HandOvers,
   holdsLease,
-  type initialState,
   type LeaseEndCause,
   leaseEndDue,
   type LifecyclePolicy,
@@ -67,6 +65,7 @@ import {
   type RunNowResult,
   type ScheduleCounts,
   type ScheduleTick,
+  type StateCounts,
   type Store,
   type StoreCapabilities,
   type TickResult,
@@ -83,6 +82,7 @@ import {
 import { KNOWN_QUEUES_POLLS, PgKnownQueues } from "./pg_known_queues.ts";
 import { channelOf, publishNews } from "./pg_events.ts";
 import { PgPeers } from "./pg_peers.ts";
+import { queueCounts, statsNames } from "../queue_stats.ts";
 import {
   type AckItem,
   ackMany,
@@ -99,6 +99,7 @@ import {
   progressMany,
   sweepBySetting,
   unlease,
+  withQueueDefault,
 } from "./pg_statements.ts";
 import {
   type BatchNews,
@@ -109,7 +110,7 @@ import {
 import { Coalescer } from "./pg_coalesce.ts";
 import { migratePg } from "./pg_schema.ts";
 import { readAllQueueSettings, readQueueSettings, writeQueueSettings } from "./pg_settings.ts";
-import { DEFAULT_QUEUE_SETTINGS, type QueueSettings } from "../../core/queue_settings.ts";
+import type { QueueSettings } from "../../core/queue_settings.ts";
 import * as schedules from "./pg_schedules.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 
@@ -354,11 +355,11 @@ export class PgStore implements Store {
         INSERT INTO jobs (queue, state, priority, key, grp, payload, max_attempts, run_at,
           lease_ms, backoff_base_ms, backoff_max_ms, created_at, key_expires_at, attributes)
         SELECT ${queue}, t.state, t.priority, t.key, t.grp, t.payload,
-          -- withQueueDefaults() (core/queue_settings.ts) in SQL: the job's own, else its queue's
-          -- (s, from the row this transaction reads), else the server's.
-          coalesce(t.max_attempts, s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int), t.run_at,
-          coalesce(t.lease_ms, s.lease_ms), coalesce(t.base_ms, s.backoff_base_ms),
-          coalesce(t.max_ms, s.backoff_max_ms), ${now}::bigint, t.key_expires_at, t.attributes
+          ${withQueueDefault(tx, "max_attempts", "t.max_attempts")}, t.run_at,
+          ${withQueueDefault(tx, "lease_ms", "t.lease_ms")},
+          ${withQueueDefault(tx, "backoff_base_ms", "t.base_ms")},
+          ${withQueueDefault(tx, "backoff_max_ms", "t.max_ms")}, ${now}::bigint, t.key_expires_at,
+          t.attributes
         FROM unnest(
           ${fresh.map((f) => f.state)}::text[], ${fresh.map((f) => f.job.priority)}::int[],
           ${fresh.map((f) => f.job.key)}::text[], ${fresh.map((f) => f.job.group ?? null)}::text[],
@@ -762,35 +763,25 @@ export class PgStore implements Store {
           WHERE ${queue === undefined} OR g.queue = ${queue ?? ""}
           GROUP BY g.queue`,
       ]);
-      const byName = new Map<string, QueueCounts>();
-      const entry = (name: string): QueueCounts => {
-        let found = byName.get(name);
-        if (found === undefined) {
-          found = {
-            name,
-            paused: false,
-            counts: zeroCounts(),
-            oldest_pending_at: null,
-            settings: settings.get(name) ?? DEFAULT_QUEUE_SETTINGS,
-            groups: { waiting: 0, leased: 0, full: 0 },
-            rate_held: this.#heldUntil.has(name),
-          };
-          byName.set(name, found);
-        }
-        return found;
-      };
-      if (queue !== undefined) entry(queue);
-      for (const row of counts) entry(row.queue).counts[row.state] = row.n;
-      for (const row of queues) {
-        if (row.paused || byName.has(row.name)) entry(row.name).paused = row.paused;
+      const countsOf = new Map<string, StateCounts>();
+      for (const row of counts) {
+        let found = countsOf.get(row.queue);
+        if (found === undefined) countsOf.set(row.queue, found = zeroCounts());
+        found[row.state] = row.n;
       }
-      for (const row of oldest) entry(row.queue).oldest_pending_at = row.at;
-      for (const { queue, ...counted } of groups) {
-        if (byName.has(queue)) entry(queue).groups = counted;
-      }
-      // A queue with settings is known even without jobs.
-      for (const name of settings.keys()) entry(name);
-      return [...byName.values()].sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+      const paused = new Set(queues.flatMap((row) => row.paused ? [row.name] : []));
+      const oldestOf = new Map(oldest.map((row) => [row.queue, row.at]));
+      const groupsOf = new Map(groups.map(({ queue, ...counted }) => [queue, counted]));
+      return statsNames(queue, countsOf.keys(), paused, settings.keys()).map((name) =>
+        queueCounts(name, {
+          counts: countsOf.get(name),
+          paused: paused.has(name),
+          oldest_pending_at: () => oldestOf.get(name) ?? null,
+          settings: settings.get(name),
+          groups: groupsOf.get(name),
+          rate_held: this.#heldUntil.has(name),
+        })
+      );
     });
   }
 

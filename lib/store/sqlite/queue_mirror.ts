@@ -14,6 +14,7 @@
 import type { JobState } from "../../core/job.ts";
 import { DEFAULT_QUEUE_SETTINGS, type QueueSettings } from "../../core/queue_settings.ts";
 import { zeroCounts } from "../job_row.ts";
+import { statsNames } from "../queue_stats.ts";
 import type { KnownQueues, StateCounts } from "../store.ts";
 
 /** A job leaving one state of a queue for another (null: in or out of the table). */
@@ -132,9 +133,9 @@ export class QueueMirror {
     return this.#settings.get(queue) ?? DEFAULT_QUEUE_SETTINGS;
   }
 
-  /** Every known queue (holding jobs, paused or with settings), by name in byte order. */
-  names(): string[] {
-    return [...new Set([...this.#counts.keys(), ...this.#paused, ...this.#settings.keys()])].sort();
+  /** The queues `stats(queue)` answers (see queue_stats.ts). */
+  statsNames(queue: string | undefined): string[] {
+    return statsNames(queue, this.#counts.keys(), this.#paused, this.#settings.keys());
   }
 
   /** Forgets the counts of `queue` if it holds no job. */

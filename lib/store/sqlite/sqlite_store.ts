@@ -11,7 +11,7 @@
  * @module
  */
 
-import { attempted, type JobRow, rowToJob, zeroCounts } from "../job_row.ts";
+import { attempted, type JobRow, rowToJob } from "../job_row.ts";
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import type { CountedStatement, StatementCount } from "./counted_statement.ts";
@@ -61,6 +61,7 @@ import {
 import { rowToSettings, type SettingsRow, settingsToRow, settingsValues } from "../settings_row.ts";
 import { SqliteSchedules } from "./sqlite_schedules.ts";
 import { QueueMirror } from "./queue_mirror.ts";
+import { queueCounts } from "../queue_stats.ts";
 import { prepareStatements, sqliteFileSizes, type SqliteStatements } from "./sqlite_statements.ts";
 import { SqliteClaims } from "./sqlite_claims.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
@@ -753,7 +754,7 @@ export class SqliteStore implements Store {
   }
 
   stats(queue?: string): Promise<QueueCounts[]> {
-    const names = queue === undefined ? this.#queues.names() : [queue];
+    const names = this.#queues.statsNames(queue);
     return this.#read(() => {
       // With many queues, one grouped scan of the pending index beats a query per queue.
       let oldestOf: Map<string, number> | null = null;
@@ -761,25 +762,20 @@ export class SqliteStore implements Store {
         const rows = this.#statements.oldestPendingAll.all() as { queue: string; at: number }[];
         oldestOf = new Map(rows.map((row) => [row.queue, row.at]));
       }
-      return names.map((name) => {
-        const counts = this.#queues.counts(name);
-        const oldest = counts === undefined || counts.pending === 0
-          ? null
-          : oldestOf !== null
+      const oldest = (name: string) =>
+        oldestOf !== null
           ? oldestOf.get(name) ?? null
           : (this.#statements.oldestPending.get(name) as { at: number | null }).at;
-        return {
-          name,
+      return names.map((name) =>
+        queueCounts(name, {
+          counts: this.#queues.counts(name),
           paused: this.#queues.isPaused(name),
-          counts: { ...(counts ?? zeroCounts()) },
-          oldest_pending_at: oldest,
-          // Shared, not copied: stored settings are replaced, never changed in place, and a
-          // stats call over tens of thousands of queues should not copy them all.
+          oldest_pending_at: () => oldest(name),
           settings: this.#queues.settingsOf(name),
           groups: this.#groupCounts(name),
           rate_held: this.#heldUntil.has(name),
-        };
-      });
+        })
+      );
     });
   }
 
