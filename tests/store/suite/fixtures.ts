@@ -91,6 +91,8 @@ export const FULL_SETTINGS: QueueSettings = {
   retain_dead_ms: 86_400_000,
   retain_pending_ms: 345_600_000,
   dead_letter_queue: "q.dead",
+  sqs_attributes: { DelaySeconds: "5", MaximumMessageSize: "1024" },
+  tags: { env: "test", team: "queues" },
 };
 
 /** Counts with the given states set and every other state zero. */

@@ -192,6 +192,21 @@ export function settingsStatsCases({ test, sharedTest }: SuiteCases): void {
     }
   });
 
+  test("putSettings() of only SQS attributes or tags keeps them, and the queue known", async (store) => {
+    const tagged = queueSettings({ tags: { team: "queues" } });
+    const attributed = queueSettings({ sqs_attributes: { DelaySeconds: "5" } });
+    assert.deepEqual(await store.putSettings("t", tagged, T0), tagged);
+    assert.deepEqual(await store.putSettings("a", attributed, T0), attributed);
+    assert.deepEqual(await store.settings("t"), tagged);
+    assert.deepEqual(await store.settings("a"), attributed);
+    assert.deepEqual((await store.stats()).map((s) => [s.name, s.settings]), [
+      ["a", attributed],
+      ["t", tagged],
+    ]);
+    await store.putSettings("t", defaultQueueSettings(), T0 + 1);
+    assert.deepEqual((await store.stats()).map((s) => s.name), ["a"]);
+  });
+
   test("enqueue() gives a job without max_attempts, lease_ms or backoff its queue's", async (store) => {
     await store.putSettings("q", FULL_SETTINGS, T0);
     const bare = await enqueueOne(store, "q", { max_attempts: null });
