@@ -196,9 +196,29 @@ function summarize(workload: Workload, runs: Outcome[]): Row {
       } ms`
       : `${merit(workload, good[0]).toFixed(0)}–${merit(workload, good.at(-1)!).toFixed(0)} jobs/s`;
     median.notes.unshift(`median of ${good.length} runs (${spread})`);
+    // The server's CPU per job of every run, in the order they ran: a paced workload's runs
+    // have the same jobs/s, so its median run says nothing about their CPU.
+    const cpuPerJob = runs.flatMap((r) =>
+      "measurement" in r && r.measurement.cpu !== undefined && r.measurement.jobs > 0
+        ? [r.measurement.cpu.server * r.measurement.seconds / r.measurement.jobs * 1e6]
+        : []
+    );
+    if (workload.throughput !== false && cpuPerJob.length > 1) {
+      median.notes.splice(
+        1,
+        0,
+        `server CPU µs/job by run: ${cpuPerJob.map((us) => us.toFixed(0)).join(", ")}`,
+      );
+    }
     median.extra = {
       ...median.extra,
-      runs: good.map((m) => ({ jobs_per_s: m.jobs / m.seconds, latency_ms: m.latency ?? null })),
+      runs: good.map((m) => ({
+        jobs_per_s: m.jobs / m.seconds,
+        latency_ms: m.latency ?? null,
+        server_cpu_us_per_job: m.cpu === undefined || m.jobs === 0
+          ? null
+          : m.cpu.server * m.seconds / m.jobs * 1e6,
+      })),
     };
   }
   if (failures.length > 0) median.notes.push(`${failures.length} run(s) ${failures[0]}`);

@@ -90,6 +90,8 @@ export async function batchesOfTen(
   let settled = 0;
   let next = 0;
   let duplicates = 0;
+  let pulls = 0;
+  let emptyPulls = 0;
   const seen = new Uint8Array(jobs);
   const done = new AbortController();
   try {
@@ -112,7 +114,11 @@ export async function batchesOfTen(
     const receiving = Promise.all(receivers.map(async (receiver) => {
       while (!done.signal.aborted) {
         const got = await receiver.receive(WAIT_MS);
-        if (got.length === 0) continue;
+        if (got.length === 0) {
+          if (!done.signal.aborted) emptyPulls++;
+          continue;
+        }
+        pulls++;
         await receiver.settle(got);
         for (const { payload } of got) {
           const n = payload.n;
@@ -140,6 +146,12 @@ export async function batchesOfTen(
       `, ${consumers} consumers pulling with a ${WAIT_MS / 1000} s long poll and settling each ` +
       "batch in one call",
     ];
+    // A long poll answers as soon as anything is there, so pulls bring fewer jobs the emptier the
+    // queue is kept: the jobs per pull say how many requests each job cost.
+    notes.push(
+      `${(settled / Math.max(1, pulls)).toFixed(1)} jobs per pull (${pulls} pulls, ` +
+        `${emptyPulls} empty)`,
+    );
     if (duplicates > 0) notes.push(`${duplicates} redeliveries`);
     return { jobs, seconds, cpu: stop(), rssBytes: totalRss(door.pids), notes };
   } finally {
