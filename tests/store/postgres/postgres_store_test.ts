@@ -128,8 +128,10 @@ Deno.test({
   fn: () =>
     onFreshStore(async (store, schema) => {
       // A queue's statistics usually say nearly every row is done; then a burst arrives. A plan
-      // chosen from those statistics sorts every pending job on each claim (about 50 ms with
-      // 200,000 waiting); reading the index in order costs the same at any backlog.
+      // chosen from those statistics sorts every pending job on each claim (over 100 ms with
+      // 200,000 waiting); reading the index in order costs the same at any backlog. So claims
+      // from the burst are timed against claims from a queue of 20 jobs, in turns: a ratio,
+      // which the machine's speed and load cancel out of.
       const jobs = `"${schema}".jobs`;
       await db!.admin.unsafe(`
         INSERT INTO ${jobs} (queue, state, payload, max_attempts, run_at, created_at)
@@ -138,17 +140,29 @@ Deno.test({
       await db!.admin.unsafe(`
         INSERT INTO ${jobs} (queue, state, payload, max_attempts, run_at, created_at)
         SELECT 'q', 'pending', '{}', 3, 0, 0 FROM generate_series(1, 200000)`);
-      const took: number[] = [];
+      await db!.admin.unsafe(`
+        INSERT INTO ${jobs} (queue, state, payload, max_attempts, run_at, created_at)
+        SELECT 'few', 'pending', '{}', 3, 0, 0 FROM generate_series(1, 20)`);
+      const took = { burst: [] as number[], few: [] as number[] };
+      const claimed = async (queue: string, times: number[]) => {
+        const started = performance.now();
+        const [delivery] = await store.claim(queue, 1, 60_000, 1_000);
+        times.push(performance.now() - started);
+        return delivery.job.id;
+      };
       let first = 0;
       for (let i = 0; i < 7; i++) {
-        const started = performance.now();
-        const [delivery] = await store.claim("q", 1, 60_000, 1_000);
-        took.push(performance.now() - started);
-        if (i === 0) first = delivery.job.id;
+        const id = await claimed("q", took.burst);
+        if (i === 0) first = id;
+        await claimed("few", took.few);
       }
-      took.sort((a, b) => a - b);
       assert.equal(first, 2001, "the oldest pending job comes first");
-      assert.ok(took[3] < 20, `median claim took ${took[3].toFixed(1)} ms (${took.join(", ")})`);
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[3];
+      const shown = (xs: number[]) => xs.map((t) => t.toFixed(1)).join(", ");
+      assert.ok(
+        median(took.burst) < 3 * median(took.few) + 10,
+        `claims from the burst took ${shown(took.burst)} ms, from 20 jobs ${shown(took.few)} ms`,
+      );
     }),
 });
 
