@@ -3,7 +3,9 @@
  * Groups, Limits): one scenario whose every delivery is written out, so an engine that decides
  * any step differently fails. The rules it follows:
  *
- * - priority first: a higher-priority job of any group goes before lower ones;
+ * - a claim of n jobs looks at the n groups with room served longest ago and at the jobs without
+ *   a group; among the jobs they offer, priority first (so turns come before priority across
+ *   groups, and priority always comes first within a line);
  * - among equal priorities, rounds: the first job in line of every group with room, then the
  *   second, … (a group's line is its pending jobs by priority, then id, as many as its room;
  *   the jobs without a group are one more line, without a limit);
@@ -79,6 +81,22 @@ export function claimOrderCases({ test }: SuiteCases): void {
     await jobs.ack(400, ["a5"]);
     // 3 tokens, 4 leased: one, and A has room again.
     await jobs.claim(400, 10, "a4");
+  });
+
+  test("a claim of one job takes the group whose turn it is before a higher priority elsewhere", async (store) => {
+    await store.putSettings("q", queueSettings({ group_limit: 2 }), T0);
+    const jobs = new Jobs(store);
+    await jobs.enqueue(0, [["a1", "A", 0]]);
+    await jobs.claim(0, 1, "a1");
+    // A was served; B and C were not. a2's priority does not take A's turn back.
+    await jobs.enqueue(10, [["b1", "B", 0], ["a2", "A", 9], ["c1", "C", 0]]);
+    await jobs.claim(20, 1, "b1");
+    await jobs.claim(30, 1, "c1");
+    await jobs.claim(40, 1, "a2");
+    // Within a line priority comes first: a3 (priority 5) before a4, enqueued earlier.
+    await jobs.enqueue(50, [["a4", "A", 0], ["a3", "A", 5]]);
+    await jobs.ack(60, ["a1", "a2"]);
+    await jobs.claim(70, 1, "a3");
   });
 }
 
