@@ -19,6 +19,7 @@
  */
 
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
+import type { JobFilter } from "../core/job_filter.ts";
 import type { HandOvers, NackRequest } from "../core/lifecycle.ts";
 import type { QueueSettings } from "../core/queue_settings.ts";
 import type { Schedule, ScheduleDefinition } from "../core/schedule.ts";
@@ -253,6 +254,16 @@ export interface JobPage {
   limit: number;
 }
 
+/** The answer to a {@linkcode Store.findJobs}: one window of ids examined. */
+export interface FoundJobs {
+  /** The matching jobs' ids, ascending. */
+  ids: number[];
+  /** How many of the queue's jobs the window held (each one examined). */
+  examined: number;
+  /** The cursor to continue from (the window's last id), or null when no job lies past it. */
+  next: number | null;
+}
+
 /** The answer to a {@linkcode Store.runNow}. */
 export interface RunNowResult {
   /** The job. */
@@ -372,6 +383,14 @@ export interface Store {
   stats(queue?: string): Promise<QueueCounts[]>;
   /** A page of a queue's jobs in one state, ordered by id (the job browser). */
   listJobs(queue: string, page: JobPage): Promise<Job[]>;
+  /**
+   * Reads one window of jobs for a bulk action: the jobs of `filter.queue` among the `limit`
+   * ids that begin at the first stored id above `after` (jobs of any queue count towards the
+   * window, so a call reads at most `limit` rows, by primary key, however rare the matches), and
+   * answers those that `jobMatches` (core/job_filter.ts) takes, with `next` = the window's last
+   * id. `next` is null when no job had an id above `after`. Changes nothing.
+   */
+  findJobs(filter: JobFilter, after: number, limit: number): Promise<FoundJobs>;
   /**
    * Makes a delayed job pending now (`run_at` = now). A job already pending is left as it is and
    * answered the same; any other state fails with `conflict`, an unknown id with `not_found`.

@@ -25,6 +25,7 @@ import { crossServerCases } from "./suite/cross_server.ts";
 import { deadLetterCases } from "./suite/dead_letters.ts";
 import { dedupCases } from "./suite/dedup.ts";
 import { enqueueCases } from "./suite/enqueue.ts";
+import { findJobsCases } from "./suite/find_jobs.ts";
 import { groupCases } from "./suite/groups.ts";
 import { leaseWriteCases } from "./suite/lease_writes.ts";
 import { limitCases } from "./suite/limits.ts";
@@ -111,4 +112,5 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
   limitCases(cases);
   commitCloseCases(cases);
   crossServerCases(cases);
+  findJobsCases(cases);
 }

@@ -54,6 +54,7 @@ import {
   type DeadJobs,
   emptyCommitStats,
   type EndedLease,
+  type FoundJobs,
   type JobPage,
   type KnownQueues,
   type LeaseRef,
@@ -82,6 +83,8 @@ import {
 import { KNOWN_QUEUES_POLLS, PgKnownQueues } from "./pg_known_queues.ts";
 import { channelOf, publishNews } from "./pg_events.ts";
 import { PgPeers } from "./pg_peers.ts";
+import { findJobsIn } from "./pg_find.ts";
+import type { JobFilter } from "../../core/job_filter.ts";
 import { queueCounts, statsNames } from "../queue_stats.ts";
 import {
   type AckItem,
@@ -796,6 +799,10 @@ export class PgStore implements Store {
             AND id < ${page.after ?? Number.MAX_SAFE_INTEGER} ORDER BY id DESC LIMIT ${page.limit}`;
       return rows.map(rowToJob);
     });
+  }
+
+  findJobs(filter: JobFilter, after: number, limit: number): Promise<FoundJobs> {
+    return this.#read("find jobs", (sql) => findJobsIn(sql, filter, after, limit));
   }
 
   runNow(id: number, now: number): Promise<RunNowResult> {

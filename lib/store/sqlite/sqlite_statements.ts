@@ -219,6 +219,14 @@ export function prepareStatements(db: DatabaseSync, count: StatementCount) {
        ORDER BY id DESC LIMIT ? + 0`,
     ),
     pendingPage: new PendingPage(p),
+    // A bulk action's window (sqlite_find.ts): where it begins, then its rows of one queue, read
+    // by primary key (the unary + keeps SQLite off the queue's indexes, which would read every
+    // job of the queue in that state past the cursor rather than one window).
+    findStart: p("SELECT min(id) AS id FROM jobs WHERE id > ?"),
+    findWindow: p(
+      `SELECT id, state, created_at, finished_at, last_error, grp AS "group", key, payload
+       FROM jobs WHERE id >= ? AND id <= ? AND +queue = ? ORDER BY id`,
+    ),
     runNow: p("UPDATE jobs SET state = 'pending', run_at = ? WHERE id = ? AND state = 'delayed'"),
     requeueDeadAfter: p(
       `UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?1, finished_at = NULL

@@ -64,6 +64,8 @@ import { QueueMirror } from "./queue_mirror.ts";
 import { queueCounts } from "../queue_stats.ts";
 import { prepareStatements, sqliteFileSizes, type SqliteStatements } from "./sqlite_statements.ts";
 import { SqliteClaims } from "./sqlite_claims.ts";
+import { findJobsIn } from "./sqlite_find.ts";
+import type { JobFilter } from "../../core/job_filter.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 import { WalSync } from "./wal_sync.ts";
 import { type Bucket, claimCap } from "../../core/rate_bucket.ts";
@@ -77,6 +79,7 @@ import {
   type DeadJobs,
   emptyCommitStats,
   type EndedLease,
+  type FoundJobs,
   type GroupCounts,
   type JobPage,
   type KnownQueues,
@@ -796,6 +799,10 @@ export class SqliteStore implements Store {
       }
       return rows.map(rowToJob);
     });
+  }
+
+  findJobs(filter: JobFilter, after: number, limit: number): Promise<FoundJobs> {
+    return this.#read(() => findJobsIn(this.#statements, filter, after, limit));
   }
 
   runNow(id: number, now: number): Promise<RunNowResult> {
