@@ -83,21 +83,25 @@ export function isBinaryType(type: string): boolean {
  */
 export function attributesText(attributes: ReadonlyMap<string, Attribute>): string | null {
   if (attributes.size === 0) return null;
-  const names = [...attributes.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const out: Record<string, Attribute> = {};
-  for (const name of names) {
+  // Written member by member: an object would put names that look like integers first.
+  const members = [...attributes.keys()].sort(byName).map((name) => {
     const { type, value } = attributes.get(name)!;
-    out[name] = { type, value };
-  }
-  return JSON.stringify(out);
+    return `${JSON.stringify(name)}:${JSON.stringify({ type, value })}`;
+  });
+  return `{${members.join(",")}}`;
+}
+
+/** Names in code-unit order (byte order for the ASCII names attributes may have). */
+function byName(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** The attributes of a stored text (null: none), by name in byte order. */
 export function readAttributes(text: string | null): Map<string, Attribute> {
   const out = new Map<string, Attribute>();
   if (text === null) return out;
-  for (const [name, a] of Object.entries(JSON.parse(text) as Record<string, Attribute>)) {
-    out.set(name, { type: a.type, value: a.value });
-  }
+  const entries = Object.entries(JSON.parse(text) as Record<string, Attribute>);
+  entries.sort(([a], [b]) => byName(a, b));
+  for (const [name, a] of entries) out.set(name, { type: a.type, value: a.value });
   return out;
 }

@@ -137,3 +137,17 @@ Deno.test("attributesText() keeps only type and value, and readAttributes() read
     }),
   );
 });
+
+Deno.test("attributesText() and readAttributes() keep names in order, integer-like ones too", () => {
+  const a = (value: string) => ({ type: "String", value });
+  const stored = attributesText(
+    new Map([["b", a("1")], ["9", a("2")], ["A", a("3")], ["10", a("4")]]),
+  );
+  assert.equal(
+    stored,
+    '{"10":{"type":"String","value":"4"},"9":{"type":"String","value":"2"},' +
+      '"A":{"type":"String","value":"3"},"b":{"type":"String","value":"1"}}',
+    "not a JSON object's order, which puts 9 before 10",
+  );
+  assert.deepEqual([...readAttributes(stored).keys()], ["10", "9", "A", "b"]);
+});
