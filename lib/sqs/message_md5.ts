@@ -12,11 +12,12 @@
  */
 
 import { createHash } from "node:crypto";
+import { md5Hex } from "./md5.ts";
 import type { MessageAttribute } from "./message_attributes.ts";
 
-/** The lowercase hex MD5 of a message body's UTF-8 bytes. */
+/** The lowercase hex MD5 of a message body's UTF-8 bytes (in JavaScript: see `md5.ts`). */
 export function md5OfBody(body: string): string {
-  return createHash("md5").update(body, "utf8").digest("hex");
+  return md5Hex(body);
 }
 
 const encoder = new TextEncoder();
