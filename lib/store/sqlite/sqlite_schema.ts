@@ -148,8 +148,8 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   `,
   // The job browser's index leaves out the states every job passes through on each delivery:
-  // an entry made and removed at enqueue, claim and ack was about a fifth of SQLite's work per
-  // job. Pending jobs are browsed through the claim's indexes (pending_page.ts), leased ones
+  // an entry made and removed at enqueue, claim and ack would be a large share of SQLite's work
+  // per job. Pending jobs are browsed through the claim's indexes (pending_page.ts), leased ones
   // through jobs_leased; a query that may use this index repeats its WHERE term word for word.
   `
   DROP INDEX jobs_browse;
@@ -157,8 +157,8 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // The retention sweeps read one queue's finished jobs of one state from the oldest finish and
   // stop at the cutoff. Keyed by finished_at alone, a sweep passed over every job that queues
-  // keeping theirs longer still held, and read a queue's dead jobs whole through jobs_browse: 0.2 to
-  // 0.5 s per million such jobs at every sweep, with the event loop stopped. finished_at is set
+  // keeping theirs longer still held, and read a queue's dead jobs whole through jobs_browse, at
+  // every sweep, with the event loop stopped. finished_at is set
   // exactly while a job is done, cancelled or dead, and a query bounding it can use the index.
   `
   DROP INDEX jobs_finished;
@@ -195,9 +195,8 @@ export const MIGRATIONS: readonly string[] = [
  * What keeps ordering groups exact: the index the grouped claim reads, and the triggers that keep
  * `job_groups` (pending and leased counts per group) exact in the transaction of every change of
  * a grouped job's state, whichever statement makes it. Every trigger fires for every row of
- * `jobs` that an INSERT, a state UPDATE or a DELETE touches, grouped or not, and costs about
- * 4 µs per statement even when its WHEN clause is false (with the index, a fifth more SQLite time
- * per job, measured by `bench/sqlite_cost.ts`). So the SQLite store runs this (idempotent) in the
+ * `jobs` that an INSERT, a state UPDATE or a DELETE touches, grouped or not, and costs time even
+ * when its WHEN clause is false (`bench/sqlite_cost.ts` measures it). So the SQLite store runs this (idempotent) in the
  * transaction of the first enqueue of a grouped job, before its insert: every grouped job is then
  * counted from its first row on, and a database without groups never carries the cost.
  */
