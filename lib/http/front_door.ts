@@ -6,8 +6,10 @@
  * error into a rejection of `server.finished` ("Uncaught (in promise) Http: Error: Too many open
  * files"), which ends the process; it also gives no hook per connection, so idle, half-sent and
  * slow connections can neither be counted nor timed out. `node:http` and `node:net` survive
- * EMFILE but silently stop accepting for good (measured), and Deno's HTTP server cannot be
- * handed a connection from JavaScript without losing its WebSocket upgrade. So the front door
+ * EMFILE but silently stop accepting for good (measured), and `Deno.serve` cannot be handed a
+ * connection accepted in JavaScript (`Deno.serveHttp`, which could, is deprecated and out of the
+ * types). Each gap, its upstream issue and the test that fails once it closes (so that this file
+ * can shrink): docs/architecture.md, "Why tegami has its own front door". So the front door
  * owns the public socket: it accepts with back-off on EMFILE/ENFILE, counts every connection
  * (HTTP and WebSocket alike), answers `503` past the limit, and times out connections that send
  * no request. Plain requests (http1.ts: a strict HTTP/1.1 head, a body of known length) are
