@@ -14,6 +14,8 @@
 import { checkDeadLetterQueue, isDefaultSettings, type QueueSettings } from "./queue_settings.ts";
 import { type Clock, EarliestTimer, type TimerHandle } from "./clock.ts";
 import { IntakeGate } from "./intake_gate.ts";
+import { BulkActions } from "./bulk_actions.ts";
+import type { JobFilter } from "./job_filter.ts";
 import { MAINTENANCE_BATCH } from "./limits.ts";
 import { shuttingDown, TegamiError } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
@@ -22,6 +24,7 @@ import type {
   CancelResult,
   ClaimWant,
   EndedLease,
+  FoundJobs,
   JobPage,
   LeaseRef,
   NackResult,
@@ -136,6 +139,8 @@ export class Broker {
   #sweepTimer: TimerHandle | null = null;
   #closed = false;
   #unlisten: (() => void) | null = null;
+  /** Bulk actions by filter (core/bulk_actions.ts), run over this broker's transitions. */
+  readonly bulk: BulkActions;
 
   /** Makes a broker over a store; call {@linkcode Broker.start} to arm its timers. */
   constructor(options: BrokerOptions) {
@@ -146,6 +151,7 @@ export class Broker {
     this.#observer = options.observer ?? null;
     this.#timer = new EarliestTimer(this.#clock, () => this.#timerTick());
     this.#maxQueues = options.maxQueues ?? Infinity;
+    this.bulk = new BulkActions({ target: this, clock: this.#clock });
     this.#gate = new IntakeGate({
       ready: (queue) => this.#store.readyHint(queue) ?? this.#store.peers.backlogHint(queue),
       seen: (queue) => this.#store.peers.backlogSeen(queue),
@@ -171,6 +177,7 @@ export class Broker {
   /** Stops timers, answers long-polls with nothing, and refuses further work. */
   close(): void {
     this.#closed = true;
+    this.bulk.close();
     this.#unlisten?.();
     this.#unlisten = null;
     this.#timer.clear();
@@ -500,6 +507,11 @@ export class Broker {
       after = last ?? after;
       await restAfter(performance.now() - began);
     }
+  }
+
+  /** One window of a queue's jobs that `filter` takes (see `Store.findJobs`); changes nothing. */
+  findJobs(filter: JobFilter, after: number, limit: number): Promise<FoundJobs> {
+    return this.#store.findJobs(filter, after, limit);
   }
 
   /** Proves the database takes a write (readiness). */

@@ -261,9 +261,9 @@ export function parseJobFilter(queue: string, value: unknown): JobFilter {
   return filter;
 }
 
-/** The filter as the API shows it (the path joined again). */
+/** The filter as the API shows it: without the queue (the task names it), the path joined again. */
 export function filterView(filter: JobFilter): Record<string, unknown> {
-  const view: Record<string, unknown> = { ...filter };
+  const { queue: _queue, ...view }: Record<string, unknown> = { ...filter };
   view.payload = filter.payload === null
     ? null
     : { path: filter.payload.path.join("."), equals: filter.payload.equals };

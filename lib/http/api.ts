@@ -43,6 +43,7 @@ import {
 import type { Asset } from "../dashboard/assets.ts";
 import type { BackupStatus } from "../store/sqlite/sqlite_backup.ts";
 import { statsView } from "../api/views.ts";
+import { type BulkTask, bulkTaskId, parseBulkRequest } from "../core/bulk_actions.ts";
 import { parseQueueSettings, settingsView } from "../core/queue_settings.ts";
 import { type BodyOptions, type JsonBody, readJsonBody } from "./body.ts";
 import { checkCrossSite, type CrossSiteRules } from "./cross_site.ts";
@@ -160,6 +161,30 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
     const schedule = await scheduler(ctx).get(scheduleName(ctx.params[0]));
     requireQueue(ctx.principal, schedule.queue);
     return schedule;
+  };
+
+  /** The task, if the caller may see its queue. */
+  const visibleTask = (ctx: Context, task: BulkTask): BulkTask => {
+    requireQueue(ctx.principal, task.queue);
+    return task;
+  };
+
+  const logBulkEnd = (task: Readonly<BulkTask>, cause: unknown): void => {
+    const fields = {
+      task: task.id,
+      queue: task.queue,
+      action: task.action,
+      dry_run: task.dry_run,
+      state: task.state,
+      examined: task.examined,
+      matched: task.matched,
+      done: task.done,
+      skipped: task.skipped,
+      by: task.by,
+    };
+    if (task.state === "failed") {
+      log.error("Bulk action failed", { ...fields, error: describeCause(cause) });
+    } else log.info("Bulk action ended", fields);
   };
 
   const backups = options.backups ??
@@ -410,6 +435,53 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
           by: ctx.principal.name,
         });
         return json(200, { requeued });
+      },
+    },
+    {
+      method: "POST",
+      path: ["v1", "queues", ":queue", "bulk"],
+      // Bulk actions change any job of the queue, as cancelJob and deadLetters do: admin.
+      access: "admin",
+      handle: async (ctx) => {
+        const request = parseBulkRequest(ctx.params[0], await body(ctx));
+        const by = ctx.principal.name;
+        const task = broker.bulk.start({ ...request, by, onEnd: logBulkEnd });
+        log.info("Bulk action started", {
+          task: task.id,
+          queue: task.queue,
+          action: task.action,
+          dry_run: task.dry_run,
+          filter: JSON.stringify(task.filter),
+          by,
+        });
+        return json(202, task);
+      },
+    },
+    {
+      method: "GET",
+      path: ["v1", "bulk"],
+      access: "admin",
+      handle: (ctx) =>
+        json(200, {
+          tasks: broker.bulk.list().filter((t) => ctx.principal.allowsQueue(t.queue)),
+        }),
+    },
+    {
+      method: "GET",
+      path: ["v1", "bulk", ":id"],
+      access: "admin",
+      handle: (ctx) => json(200, visibleTask(ctx, broker.bulk.get(bulkTaskId(ctx.params[0])))),
+    },
+    {
+      method: "DELETE",
+      path: ["v1", "bulk", ":id"],
+      access: "admin",
+      handle: (ctx) => {
+        const id = bulkTaskId(ctx.params[0]);
+        visibleTask(ctx, broker.bulk.get(id));
+        const task = broker.bulk.cancel(id, ctx.principal.name);
+        log.info("Bulk action cancelled", { task: id, by: ctx.principal.name });
+        return json(200, task);
       },
     },
     {

@@ -113,8 +113,9 @@ Deno.test("parseJobFilter() orders states and filterView() shows the path joined
     payload: { path: "tenant.id", equals: "acme" },
   });
   assert.deepEqual(filter.states, ["pending", "dead"]);
+  const { queue: _queue, ...every } = everyJob("q");
   assert.deepEqual(filterView(filter), {
-    ...everyJob("q"),
+    ...every,
     states: ["pending", "dead"],
     payload: { path: "tenant.id", equals: "acme" },
   });
