@@ -16,6 +16,7 @@ import { ConfigError, wantsHelp } from "./lib/config/flags.ts";
 import { scheduleHelp, topLevelHelp } from "./lib/config/help.ts";
 import { serveCommand } from "./lib/cli/serve_command.ts";
 import { CLIENT_COMMANDS, runClientCommand } from "./lib/cli/client_commands.ts";
+import { bulkHelp } from "./lib/cli/bulk_command.ts";
 
 /** The program's version (from deno.json, embedded at build time). */
 export const VERSION: string = meta.version;
@@ -70,7 +71,13 @@ async function main(args: string[]): Promise<number> {
         return 2;
       }
       if (wantsHelp(rest)) {
-        console.log(client === "schedule" ? scheduleHelp() : topLevelHelp(VERSION));
+        console.log(
+          client === "schedule"
+            ? scheduleHelp()
+            : client === "bulk"
+            ? bulkHelp()
+            : topLevelHelp(VERSION),
+        );
         return 0;
       }
       return await runClientCommand(client, rest, clientIO());

@@ -1,7 +1,7 @@
 /**
  * The client commands of the `tegami` program: `enqueue`, `stats`, `job`, `dead`,
- * `queue settings`, `consume --exec`, `schedule` (schedule_command.ts) and `backup`
- * (backup_command.ts). They talk to a running server through the client library, find it with
+ * `queue settings`, `consume --exec`, `schedule` (schedule_command.ts), `backup`
+ * (backup_command.ts) and `bulk` (bulk_command.ts). They talk to a running server through the client library, find it with
  * `--url`/`TEGAMI_URL` and authenticate with `--token`/`TEGAMI_TOKEN`.
  *
  * @module
@@ -24,6 +24,7 @@ import { execProblem } from "./exec_check.ts";
 import { textTable } from "./table.ts";
 import { scheduleCommand, ScheduleUsageError } from "./schedule_command.ts";
 import { backupCommand, BackupUsageError } from "./backup_command.ts";
+import { bulkCommand, BulkUsageError } from "./bulk_command.ts";
 
 /** Where a command reads and writes; the process's own streams in production. */
 export interface CommandIO {
@@ -53,6 +54,7 @@ export const CLIENT_COMMANDS = [
   "consume",
   "schedule",
   "backup",
+  "bulk",
 ] as const;
 
 /** Runs a client command; answers the exit code (0 ok, 1 failed, 2 usage error). */
@@ -79,11 +81,14 @@ export async function runClientCommand(
         return await scheduleCommand(args, io);
       case "backup":
         return await backupCommand(args, io);
+      case "bulk":
+        return await bulkCommand(args, io);
     }
   } catch (error) {
     if (
       error instanceof ConfigError || error instanceof UsageError ||
-      error instanceof ScheduleUsageError || error instanceof BackupUsageError
+      error instanceof ScheduleUsageError || error instanceof BackupUsageError ||
+      error instanceof BulkUsageError
     ) {
       io.err(`tegami ${command}: ${error.message}\n`);
       return 2;

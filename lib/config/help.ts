@@ -144,6 +144,8 @@ export function topLevelHelp(version: string): string {
     ["", "  database to FILE in its --backup-dir while it serves; --json"],
     ["", "  restore by starting tegami serve --db FILE"],
     ["backup --verify FILE", "check a copy offline: integrity, schema version, jobs by state"],
+    ["bulk ACTION QUEUE", "requeue, cancel, delete or replay every job of QUEUE a filter takes;"],
+    ["", "  counts only unless --run (see tegami bulk --help); bulk list|show|stop"],
     ["help", "show this help"],
   ];
   return [
@@ -154,7 +156,8 @@ export function topLevelHelp(version: string): string {
     "Commands:",
     ...commands.map(([usage, what]) => `  ${usage.padEnd(26)}${what}`),
     "",
-    "Flags of the client commands (enqueue, stats, job, dead, queue, consume, schedule, backup):",
+    "Flags of the client commands (enqueue, stats, job, dead, queue, consume, schedule, backup)",
+    "and of bulk:",
     flagHelp(CLIENT_FLAGS),
     "",
     "Other flags:",
