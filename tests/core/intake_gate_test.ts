@@ -170,6 +170,16 @@ async function pgHarness(): Promise<Harness> {
   };
 }
 
+/**
+ * True when `enqueue` went on without being held: the broker reports every hold as it ends, and
+ * none ended while it was on its way (nothing else is held meanwhile where this is asked).
+ */
+async function unheld(holds: HoldLog["holds"], enqueue: Promise<unknown>): Promise<boolean> {
+  const before = holds.length;
+  await enqueue;
+  return holds.length === before;
+}
+
 /** True when `promise` settles within `ms`. */
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -301,13 +311,13 @@ for (
     const [done] = sub.received;
     await h.broker.ack(done.job.id, done.lease.token, null);
     await eventually(() => sub.received.length === 3, "the delivery the ack allowed");
-    assert.equal(await h.admitted(h.broker.enqueue("q", jobs(1))), true);
+    assert.ok(await unheld(h.holds, h.broker.enqueue("q", jobs(1))), "not held");
   });
 
   test("an enqueue is not held when nobody subscribes: a burst goes at full speed", async () => {
     await using h = await harness();
     for (let i = 0; i < 5; i++) await h.broker.enqueue("q", jobs(100));
-    assert.equal(await h.admitted(h.broker.enqueue("q", jobs(1))), true);
+    assert.ok(await unheld(h.holds, h.broker.enqueue("q", jobs(1))), "not held");
     assert.equal(h.ready("q"), 501);
   });
 
@@ -317,7 +327,7 @@ for (
     sub.roomLeft = 0; // every credit in use by slow handlers
     h.broker.subscribe(sub);
     await h.broker.enqueue("q", jobs(50));
-    assert.equal(await h.admitted(h.broker.enqueue("q", jobs(1))), true);
+    assert.ok(await unheld(h.holds, h.broker.enqueue("q", jobs(1))), "not held");
   });
 
   test("an enqueue is not held while the queue is paused", async () => {
@@ -327,6 +337,8 @@ for (
     sub.allowance = 2;
     h.broker.subscribe(sub);
     await h.broker.enqueue("q", jobs(50)); // its wake finds nothing to claim: delivery stalled
+    // Not unheld(): on PostgreSQL the gate may hold this one for the few ms until a claim that
+    // counts the jobs sees the pause.
     assert.equal(await h.admitted(h.broker.enqueue("q", jobs(1))), true);
     assert.equal(sub.received.length, 0);
   });
@@ -465,7 +477,7 @@ pgTest(
     const { held, startedAt } = await holdOne(p, 15);
     await held;
     assert.ok(performance.now() - startedAt < MAX_HOLD_MS, "let in once delivery stalled");
-    assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
+    assert.ok(await unheld(p.holds, p.feeder.enqueue("q", jobs(1))), "not held");
     assert.equal(p.sub.received.length, 0);
   },
 );
@@ -481,7 +493,7 @@ pgTest(
     // The backlog is measured against both servers' credit, but with its own subscribers busy the
     // backlog is theirs to work through, as on a server alone.
     for (let i = 0; i < 3; i++) {
-      assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
+      assert.ok(await unheld(p.holds, p.feeder.enqueue("q", jobs(1))), "not held");
     }
   },
 );
@@ -540,7 +552,7 @@ pgTest("a count of the backlog older than 100 ms is no reason to hold", async ()
   await p.feeder.enqueue("q", jobs(10));
   await counted(p, 10);
   await new Promise((resolve) => setTimeout(resolve, 110));
-  assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
+  assert.ok(await unheld(p.holds, p.feeder.enqueue("q", jobs(1))), "not held");
   assert.deepEqual(p.holds, []);
 });
 
@@ -553,7 +565,7 @@ pgTest("a backlog too deep for the count to read is not held", async () => {
   );
   // 2 100 ready: fewer than 16 rounds, but the count cannot tell how many more there are, nor
   // whether the other server still delivers any: nothing is held.
-  assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
+  assert.ok(await unheld(p.holds, p.feeder.enqueue("q", jobs(1))), "not held");
 });
 
 pgTest("a deep backlog that only other servers consume is not held", async () => {
@@ -561,7 +573,7 @@ pgTest("a deep backlog that only other servers consume is not held", async () =>
   await p.feeder.enqueue("q", jobs(50));
   await counted(p, 50);
   // Whether the other server's consumers are busy with it cannot be seen from here.
-  assert.equal(await settlesWithin(p.feeder.enqueue("q", jobs(1)), MAX_HOLD_MS / 4), true);
+  assert.ok(await unheld(p.holds, p.feeder.enqueue("q", jobs(1))), "not held");
 });
 
 dropPgTestDatabaseAfterwards(db);
