@@ -1691,6 +1691,7 @@
 
   /** The order and the state tabs, as the browser stands. */
   function renderBrowseControls() {
+    renderBulkControls();
     const b = state.browse;
     field("browse-order").value = b.order;
     $("browse-states").querySelectorAll("button.tab").forEach(function (tab) {
@@ -1699,6 +1700,168 @@
       tab.setAttribute("aria-selected", on ? "true" : "false");
     });
   }
+
+  // ---- act on all matching: a bulk action over the browser's queue and state ----
+
+  /** The actions a job in each state can take, as the server's bulk actions define them. */
+  const BULK_ACTIONS_BY_STATE = {
+    pending: ["cancel", "delete"],
+    delayed: ["cancel", "delete"],
+    leased: ["cancel", "delete"],
+    done: ["replay", "delete"],
+    dead: ["requeue", "replay", "delete"],
+    cancelled: ["replay", "delete"],
+  };
+  /** How often a running bulk action is asked for its progress, ms. */
+  const BULK_POLL_MS = 500;
+  /** @type {{ id: number, stop: boolean } | null} the task this page follows */
+  let bulkFollowed = null;
+
+  /** The action choices for the browser's state; clears a count that no longer stands. */
+  function renderBulkControls() {
+    const actions = BULK_ACTIONS_BY_STATE[
+      /** @type {keyof typeof BULK_ACTIONS_BY_STATE} */ (state.browse.state)
+    ] || [];
+    const select = /** @type {HTMLSelectElement} */ ($("bulk-action"));
+    const key = state.browse.queue + "\n" + state.browse.state;
+    if (select.getAttribute("data-for") === key) return;
+    select.setAttribute("data-for", key);
+    const chosen = select.value;
+    select.replaceChildren(...actions.map(function (action) {
+      return h("option", { value: action, text: action[0].toUpperCase() + action.slice(1) });
+    }));
+    if (actions.indexOf(chosen) >= 0) select.value = chosen;
+    $("bulk-scope").textContent = state.browse.queue
+      ? "The " + state.browse.state + " jobs of " + state.browse.queue
+      : "Choose a queue first";
+    if (bulkFollowed === null) $("bulk-status").replaceChildren();
+  }
+
+  /** The filter the form describes, over the browser's state. */
+  function bulkFilter() {
+    /** @type {Record<string, unknown>} */
+    const filter = { states: [state.browse.state] };
+    const text = [
+      ["error_contains", "bulk-error"],
+      ["group", "bulk-group"],
+      ["key_prefix", "bulk-key"],
+    ];
+    text.forEach(function (pair) {
+      const value = field(pair[1]).value;
+      if (value !== "") filter[pair[0]] = value;
+    });
+    const path = field("bulk-path").value.trim();
+    if (path !== "") {
+      const raw = field("bulk-value").value;
+      let equals = /** @type {unknown} */ (raw);
+      try {
+        equals = JSON.parse(raw);
+      } catch (_) {
+        // Not JSON: the text itself.
+      }
+      filter.payload = { path: path, equals: equals };
+    }
+    return filter;
+  }
+
+  /**
+   * Follows task `id` until it ends, showing its progress and a Stop button while it runs.
+   * @param {number} id
+   * @returns {Promise<any>} the ended task
+   */
+  function followBulk(id) {
+    bulkFollowed = { id: id, stop: false };
+    const followed = bulkFollowed;
+    return new Promise(function (resolve, reject) {
+      function poll() {
+        api("GET", "/v1/bulk/" + id).then(function (task) {
+          if (task.state !== "running") {
+            if (bulkFollowed === followed) bulkFollowed = null;
+            resolve(task);
+            return;
+          }
+          if (!task.dry_run) {
+            const stop = actionButton("Stop", "", function () {
+              return api("DELETE", "/v1/bulk/" + id);
+            });
+            stop.id = "bulk-stop";
+            $("bulk-status").replaceChildren(
+              h("span", { id: "bulk-progress", text: bulkProgress(task) }),
+              stop,
+            );
+          }
+          setTimeout(poll, BULK_POLL_MS);
+        }, reject);
+      }
+      poll();
+    });
+  }
+
+  /**
+   * @param {any} task
+   * @returns {string}
+   */
+  function bulkProgress(task) {
+    return task.action + ": " + int(task.examined) + " examined, " + int(task.matched) +
+      " matched, " + int(task.done) + " done";
+  }
+
+  $("bulk-form").addEventListener("submit", function (event) {
+    event.preventDefault();
+    const queue = state.browse.queue;
+    if (!queue || bulkFollowed !== null) return;
+    const action = field("bulk-action").value;
+    const filter = bulkFilter();
+    const status = $("bulk-status");
+    status.replaceChildren(h("span", { text: "Counting…" }));
+    runFrom(/** @type {HTMLButtonElement} */ ($("bulk-count")), function () {
+      return api("POST", queuePath(queue) + "/bulk", {
+        filter: filter,
+        action: action,
+        dry_run: true,
+      }).then(function (task) {
+        return followBulk(task.id);
+      }).then(function (counted) {
+        const n = counted.matched;
+        const verb = action[0].toUpperCase() + action.slice(1);
+        const line = h("span", {
+          id: "bulk-matched",
+          "data-count": String(n),
+          text: int(n) + " job" + (n === 1 ? "" : "s") + " match (of " +
+            int(counted.examined) + " examined).",
+        });
+        if (n === 0) {
+          status.replaceChildren(line);
+          return;
+        }
+        const go = confirmButton(
+          verb + " all " + int(n) + " matching",
+          verb + " " + int(n) + " jobs? Click again",
+          "danger",
+          function () {
+            return api("POST", queuePath(queue) + "/bulk", { filter: filter, action: action })
+              .then(function (task) {
+                return followBulk(task.id);
+              }).then(function (ended) {
+                status.replaceChildren(
+                  h("span", {
+                    id: "bulk-progress",
+                    text: bulkProgress(ended) + " (" + ended.state + ")",
+                  }),
+                );
+                toast(verb + ": " + int(ended.done) + " of " + queue + " (" + ended.state + ")");
+                return loadJobs(BROWSE, queue, false);
+              });
+          },
+        );
+        go.id = "bulk-go";
+        status.replaceChildren(line, go);
+      }).catch(function (error) {
+        status.replaceChildren();
+        throw error;
+      });
+    });
+  });
 
   // ---- job lookup ----
 
