@@ -33,59 +33,92 @@ export function decodeJson(text: string, shape: Shape): WireStruct {
     );
   }
   if (value === null) return {};
-  return check(value, shape, "") as WireStruct;
+  return check(value, shape, null, null) as WireStruct;
 }
 
 function typeName(value: unknown): string {
   return Array.isArray(value) ? "array" : value === null ? "null" : typeof value;
 }
 
-function check(value: unknown, shape: Shape, path: string): WireValue {
-  const name = path === "" ? "the request" : path;
-  const wrong = (expected: string) =>
-    new SqsError(
-      "SerializationException",
-      `Cannot read ${name.slice(0, 128)}: expected ${expected}, got ${typeName(value)}`,
-    );
+/** Where a value sits in the request: a chain made into text only for an error. */
+type Path = { up: Path; key: string | number } | null;
+
+function pathText(path: Path): string {
+  if (path === null) return "the request";
+  let text = "";
+  for (let at: Path = path; at !== null; at = at.up) {
+    text = typeof at.key === "number" ? `[${at.key}]${text}` : `.${at.key}${text}`;
+  }
+  return text.slice(1);
+}
+
+/** The path of member `key` (null: the value itself) under `up`. */
+function at(up: Path, key: string | number | null): Path {
+  return key === null ? up : { up, key };
+}
+
+function wrong(value: unknown, up: Path, key: string | number | null, expected: string) {
+  return new SqsError(
+    "SerializationException",
+    `Cannot read ${pathText(at(up, key)).slice(0, 128)}: expected ${expected}, got ` +
+      typeName(value),
+  );
+}
+
+/**
+ * `value` checked against `shape`, as member `key` of the value at `up`. It runs for every
+ * member of every request, so a path is made only for a container, never for a leaf.
+ */
+function check(value: unknown, shape: Shape, up: Path, key: string | number | null): WireValue {
   switch (shape.t) {
     case "string":
-      if (typeof value !== "string") throw wrong("a string");
+      if (typeof value !== "string") throw wrong(value, up, key, "a string");
       return value;
     case "int":
-      if (typeof value !== "number" || !Number.isSafeInteger(value)) throw wrong("an integer");
+      if (typeof value !== "number" || !Number.isSafeInteger(value)) {
+        throw wrong(value, up, key, "an integer");
+      }
       return value;
     case "bool":
-      if (typeof value !== "boolean") throw wrong("a boolean");
+      if (typeof value !== "boolean") throw wrong(value, up, key, "a boolean");
       return value;
     case "blob":
-      if (typeof value !== "string") throw wrong("base64 text");
-      return base64Bytes(value, name);
+      if (typeof value !== "string") throw wrong(value, up, key, "base64 text");
+      return base64Bytes(value, pathText(at(up, key)));
     case "list": {
-      if (!Array.isArray(value)) throw wrong("an array");
-      return value.map((item, i) => check(item, shape.member, `${path}[${i}]`));
+      if (!Array.isArray(value)) throw wrong(value, up, key, "an array");
+      const here = at(up, key);
+      const out: WireValue[] = new Array(value.length);
+      for (let i = 0; i < value.length; i++) out[i] = check(value[i], shape.member, here, i);
+      return out;
     }
     case "map": {
       if (typeof value !== "object" || value === null || Array.isArray(value)) {
-        throw wrong("an object");
+        throw wrong(value, up, key, "an object");
       }
+      const here = at(up, key);
       const out: WireMap = new Map();
-      for (const [key, item] of Object.entries(value)) {
-        out.set(key, check(item, shape.valueShape, `${path}.${key}`));
+      for (const name in value) {
+        if (!Object.hasOwn(value, name)) continue;
+        const item = (value as Record<string, unknown>)[name];
+        out.set(name, check(item, shape.valueShape, here, name));
       }
       return out;
     }
     case "struct": {
       if (typeof value !== "object" || value === null || Array.isArray(value)) {
-        throw wrong("an object");
+        throw wrong(value, up, key, "an object");
       }
+      const here = at(up, key);
       const record = value as Record<string, unknown>;
       const out: WireStruct = {};
-      for (const [member, spec] of Object.entries(shape.members)) {
+      const members = shape.members;
+      for (const member in members) {
         if (!Object.hasOwn(record, member)) continue;
         const item = record[member];
         // SDKs leave unset members out; a null is read the same way.
         if (item === null) continue;
-        out[member] = check(item, spec.shape, path === "" ? member : `${path}.${member}`);
+        out[member] = check(item, members[member].shape, here, member);
       }
       return out;
     }

@@ -28,6 +28,7 @@ import {
 } from "./action_context.ts";
 import {
   jobAttributes,
+  type MessageAttribute,
   messageAttributes,
   parseMessageAttributes,
   selectAttributes,
@@ -55,6 +56,9 @@ export const MAX_BATCH_BYTES = 1024 * 1024;
 export const MAX_RECEIVE = 10;
 /** The longest long poll, seconds. */
 export const MAX_WAIT_SECONDS = 20;
+
+/** The message attributes of a receive that asked for none, or of a job that has none. */
+const NO_ATTRIBUTES: ReadonlyMap<string, MessageAttribute> = new Map();
 
 /** Message group and deduplication ids: 1 to 128 printable ASCII characters. */
 const ID_TEXT = /^[\x21-\x7e]{1,128}$/;
@@ -158,7 +162,7 @@ function prepare(
   return {
     job: {
       payload,
-      attributes: jobAttributes(attributes),
+      attributes: attributes.size === 0 ? null : jobAttributes(attributes),
       priority: 0,
       key,
       key_ttl_ms: key === null ? null : DEDUP_WINDOW_MS,
@@ -276,7 +280,10 @@ function messageOf(
     put("MessageDeduplicationId", job.key);
   }
   if (Object.keys(attributes).length > 0) message.Attributes = attributes;
-  const chosen = selectAttributes(messageAttributes(job.attributes), attributeNames);
+  // Most messages carry no attributes, or are received without asking for them.
+  const chosen = job.attributes === null || attributeNames.length === 0
+    ? NO_ATTRIBUTES
+    : selectAttributes(messageAttributes(job.attributes), attributeNames);
   if (chosen.size > 0) {
     message.MD5OfMessageAttributes = md5OfAttributes(chosen);
     const out: Record<string, Record<string, string>> = {};

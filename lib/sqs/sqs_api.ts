@@ -122,6 +122,17 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
     ...moveTaskActions(moveTasks),
   };
 
+  // Clients keep calling one origin: its prefix is made once.
+  let lastOrigin = "";
+  let lastPrefix = "";
+  const prefixOf = (origin: string): string => {
+    if (origin !== lastOrigin) {
+      lastOrigin = origin;
+      lastPrefix = queueUrl(origin, identity, "");
+    }
+    return lastPrefix;
+  };
+
   const matches = (request: HttpRequest): boolean => {
     if (request.method !== "POST") return false;
     const path = pathOf(request.url);
@@ -256,7 +267,7 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
     }
     answer.headers.set("x-amzn-requestid", requestId);
     if (origin !== null) {
-      answer.headers.set(QUEUE_URL_PREFIX_HEADER, queueUrl(origin, identity, ""));
+      answer.headers.set(QUEUE_URL_PREFIX_HEADER, prefixOf(origin));
     }
     const route = seen.action === "" ? "sqs" : `sqs:${seen.action}`;
     options.onRequest?.(route, answer.status, performance.now() - started);
