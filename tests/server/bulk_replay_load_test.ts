@@ -3,7 +3,7 @@
  * the server keeps answering: `/healthz`, read back to back meanwhile, keeps its p99 under 150 ms on
  * every engine. The finished jobs are put into the database behind the server's back (between two
  * starts on it), as a long-running deployment would have gathered them. Each run prints its
- * figures (docs/performance.md, "Bulk actions").
+ * figures.
  */
 
 import assert from "node:assert/strict";
