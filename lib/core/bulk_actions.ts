@@ -19,7 +19,7 @@ import { filterView, type JobFilter, parseJobFilter } from "./job_filter.ts";
 import type { Enqueued, Job, JobState, NewJob } from "./job.ts";
 import type { Clock } from "./clock.ts";
 import { MAINTENANCE_BATCH } from "./limits.ts";
-import type { CancelResult, FoundJobs } from "../store/store.ts";
+import type { CancelResult, FoundJobs, JobPage } from "../store/store.ts";
 
 /** What a bulk action does to each job it takes. */
 export type BulkActionName = "requeue" | "cancel" | "delete" | "replay";
@@ -49,6 +49,8 @@ export interface BulkTarget {
   findJobs(filter: JobFilter, after: number, limit: number): Promise<FoundJobs>;
   /** Reads a job, or null. */
   get(id: number): Promise<Job | null>;
+  /** A page of a queue's jobs in one state, by id. */
+  listJobs(queue: string, page: JobPage): Promise<Job[]>;
   /** Cancels a waiting or leased job (telling its holder), or removes a finished one. */
   cancel(id: number): Promise<CancelResult>;
   /** Makes the dead jobs of `ids` pending again, attempts reset; answers how many. */
@@ -326,7 +328,7 @@ export class BulkActions {
       const ids = found.ids.filter((id) => id < ceiling);
       task.matched += ids.length;
       if (!task.dry_run && ids.length > 0) {
-        const first = await this.#apply(task, ids);
+        const first = await this.#apply(task, filter, ids, after);
         if (first !== null && first < ceiling) ceiling = first;
       }
       if (found.next === null || found.next >= ceiling) return;
@@ -335,8 +337,16 @@ export class BulkActions {
     }
   }
 
-  /** Applies the task's action to `ids`; answers the first id a replay created, else null. */
-  async #apply(task: BulkTask, ids: number[]): Promise<number | null> {
+  /**
+   * Applies the task's action to `ids`, the matches of the window past `after`; answers the first
+   * id a replay created, else null.
+   */
+  async #apply(
+    task: BulkTask,
+    filter: JobFilter,
+    ids: number[],
+    after: number,
+  ): Promise<number | null> {
     const target = this.#target;
     switch (task.action) {
       case "requeue": {
@@ -352,8 +362,21 @@ export class BulkActions {
         return null;
       }
       case "replay": {
-        const jobs = (await Promise.all(ids.map((id) => target.get(id))))
-          .filter((job): job is Job => job !== null && job.queue === task.queue);
+        // The window's jobs of each finished state, read a page per state (the window holds at
+        // most MAINTENANCE_BATCH ids past `after`, so one page holds all of a state's), rather
+        // than one read per job. A match that left its state meanwhile is not there: skipped.
+        const wanted = new Set(ids);
+        const pages = await Promise.all(
+          (filter.states ?? ACTION_STATES.replay).map((state) =>
+            target.listJobs(task.queue, {
+              state,
+              order: "oldest",
+              after,
+              limit: MAINTENANCE_BATCH,
+            })
+          ),
+        );
+        const jobs = pages.flat().filter((job) => wanted.has(job.id)).sort((a, b) => a.id - b.id);
         task.skipped += ids.length - jobs.length;
         if (jobs.length === 0) return null;
         const now = this.#clock.now();

@@ -12,7 +12,7 @@ import { ManualClock } from "../../lib/core/clock.ts";
 import { TegamiError } from "../../lib/core/errors.ts";
 import { everyJob, type JobFilter, parseJobFilter } from "../../lib/core/job_filter.ts";
 import type { Enqueued, Job, NewJob } from "../../lib/core/job.ts";
-import type { FoundJobs } from "../../lib/store/store.ts";
+import type { FoundJobs, JobPage } from "../../lib/store/store.ts";
 
 Deno.test("actionFilter() narrows the states to the action's, and refuses none left", () => {
   assert.deepEqual(actionFilter(everyJob("q"), "requeue").states, ["dead"]);
@@ -102,6 +102,13 @@ class FakeTarget implements BulkTarget {
 
   get(id: number): Promise<Job | null> {
     return Promise.resolve(this.jobs.find((j) => j.id === id) ?? null);
+  }
+
+  listJobs(queue: string, page: JobPage): Promise<Job[]> {
+    const jobs = this.jobs.filter((j) =>
+      j.queue === queue && j.state === page.state && j.id > (page.after ?? 0)
+    );
+    return Promise.resolve(jobs.slice(0, page.limit));
   }
 
   cancel(): Promise<never> {
