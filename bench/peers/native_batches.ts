@@ -3,7 +3,8 @@
  * one call as SQS's are: a batch enqueue (`POST /v1/queues/{queue}/jobs` with `{jobs:[…]}`), a
  * long-poll lease of up to 10 (`POST /v1/queues/{queue}/leases`), and the acks of what came in one
  * WebSocket `batch` frame (tegami's HTTP API acks one job per request; its WebSocket acks many per
- * frame).
+ * frame). Its queue gets the settings SQS's CreateQueue gives a queue (a 4-day retention, the
+ * largest group limit, …), so the two doors of W7 serve alike queues and differ by the door only.
  *
  * @module
  */
@@ -18,6 +19,8 @@ import type {
 import { BATCH } from "../workloads/batches_of_ten.ts";
 import { Http1Client } from "./http1_client.ts";
 import type { TegamiTarget } from "./tegami.ts";
+import { settingsView } from "../../lib/core/queue_settings.ts";
+import { newQueueSettings } from "../../lib/sqs/queue_attributes.ts";
 
 /** A delivery of a lease answer, as far as settling it goes. */
 interface Leased {
@@ -95,12 +98,28 @@ async function receiver(url: string, queue: string): Promise<BatchReceiver> {
 
 /** `target` (tegami on its own API) as a door for W7's batches of ten. */
 export function nativeBatchDoor(target: TegamiTarget): BatchDoor {
+  const configured = new Map<string, Promise<void>>();
+  /** Gives `queue` the settings CreateQueue would, once. */
+  const configure = (queue: string) => {
+    let done = configured.get(queue);
+    if (done === undefined) {
+      done = target.putSettings(queue, settingsView(newQueueSettings(queue)));
+      configured.set(queue, done);
+    }
+    return done;
+  };
   return {
     get pids() {
       return target.pids;
     },
     singleThreaded: target.singleThreaded,
-    batchSender: (queue) => Promise.resolve(sender(target.url, queue)),
-    batchReceiver: (queue) => receiver(target.consumerUrl, queue),
+    batchSender: async (queue) => {
+      await configure(queue);
+      return sender(target.url, queue);
+    },
+    batchReceiver: async (queue) => {
+      await configure(queue);
+      return await receiver(target.consumerUrl, queue);
+    },
   };
 }
