@@ -15,7 +15,7 @@ import { checkDeadLetterQueue, isDefaultSettings, type QueueSettings } from "./q
 import { type Clock, EarliestTimer, type TimerHandle } from "./clock.ts";
 import { IntakeGate } from "./intake_gate.ts";
 import { BulkActions } from "./bulk_actions.ts";
-import type { JobFilter } from "./job_filter.ts";
+import type { FoundJobs, JobFilter } from "./job_filter.ts";
 import { MAINTENANCE_BATCH } from "./limits.ts";
 import { shuttingDown, TegamiError } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
@@ -24,7 +24,6 @@ import type {
   CancelResult,
   ClaimWant,
   EndedLease,
-  FoundJobs,
   JobPage,
   LeaseRef,
   NackResult,

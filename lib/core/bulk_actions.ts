@@ -15,11 +15,10 @@
  */
 
 import { invalid, TegamiError } from "./errors.ts";
-import { filterView, type JobFilter, parseJobFilter } from "./job_filter.ts";
+import { filterView, type FoundJobs, type JobFilter, parseJobFilter } from "./job_filter.ts";
 import type { Enqueued, Job, JobState, NewJob } from "./job.ts";
 import type { Clock } from "./clock.ts";
 import { MAINTENANCE_BATCH } from "./limits.ts";
-import type { CancelResult, FoundJobs, JobPage } from "../store/store.ts";
 
 /** What a bulk action does to each job it takes. */
 export type BulkActionName = "requeue" | "cancel" | "delete" | "replay";
@@ -49,10 +48,16 @@ export interface BulkTarget {
   findJobs(filter: JobFilter, after: number, limit: number): Promise<FoundJobs>;
   /** Reads a job, or null. */
   get(id: number): Promise<Job | null>;
-  /** A page of a queue's jobs in one state, by id. */
-  listJobs(queue: string, page: JobPage): Promise<Job[]>;
-  /** Cancels a waiting or leased job (telling its holder), or removes a finished one. */
-  cancel(id: number): Promise<CancelResult>;
+  /** A page of a queue's jobs in one state, oldest first past a cursor. */
+  listJobs(
+    queue: string,
+    page: { state: JobState; order: "oldest"; after: number; limit: number },
+  ): Promise<Job[]>;
+  /**
+   * Cancels a waiting or leased job (telling its holder), or removes a finished one; `removed`
+   * says which.
+   */
+  cancel(id: number): Promise<{ removed: boolean }>;
   /** Makes the dead jobs of `ids` pending again, attempts reset; answers how many. */
   requeueDead(queue: string, ids: number[] | null): Promise<number>;
   /** Stores jobs and wakes consumers. */

@@ -46,6 +46,16 @@ export interface JobFilter {
   payload: PayloadEquals | null;
 }
 
+/** One window of a queue's jobs read for a bulk action (`Store.findJobs`). */
+export interface FoundJobs {
+  /** The matching jobs' ids, ascending. */
+  ids: number[];
+  /** How many of the queue's jobs the window held (each one examined). */
+  examined: number;
+  /** The cursor to continue from (the window's last id), or null when no job lies past it. */
+  next: number | null;
+}
+
 /** What {@linkcode jobMatches} reads of a job. */
 export interface FilterRow {
   /** The job's state. */

@@ -19,7 +19,7 @@
  */
 
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
-import type { JobFilter } from "../core/job_filter.ts";
+import type { FoundJobs, JobFilter } from "../core/job_filter.ts";
 import type { HandOvers, NackRequest } from "../core/lifecycle.ts";
 import type { QueueSettings } from "../core/queue_settings.ts";
 import type { Schedule, ScheduleDefinition } from "../core/schedule.ts";
@@ -252,16 +252,6 @@ export interface JobPage {
   after: number | null;
   /** Most jobs in the page. */
   limit: number;
-}
-
-/** The answer to a {@linkcode Store.findJobs}: one window of ids examined. */
-export interface FoundJobs {
-  /** The matching jobs' ids, ascending. */
-  ids: number[];
-  /** How many of the queue's jobs the window held (each one examined). */
-  examined: number;
-  /** The cursor to continue from (the window's last id), or null when no job lies past it. */
-  next: number | null;
 }
 
 /** The answer to a {@linkcode Store.runNow}. */

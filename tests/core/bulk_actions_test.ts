@@ -10,9 +10,14 @@ import {
 } from "../../lib/core/bulk_actions.ts";
 import { ManualClock } from "../../lib/core/clock.ts";
 import { TegamiError } from "../../lib/core/errors.ts";
-import { everyJob, type JobFilter, parseJobFilter } from "../../lib/core/job_filter.ts";
+import {
+  everyJob,
+  type FoundJobs,
+  type JobFilter,
+  parseJobFilter,
+} from "../../lib/core/job_filter.ts";
 import type { Enqueued, Job, NewJob } from "../../lib/core/job.ts";
-import type { FoundJobs, JobPage } from "../../lib/store/store.ts";
+import type { JobPage } from "../../lib/store/store.ts";
 
 Deno.test("actionFilter() narrows the states to the action's, and refuses none left", () => {
   assert.deepEqual(actionFilter(everyJob("q"), "requeue").states, ["dead"]);

@@ -5,8 +5,12 @@
  * @module
  */
 
-import { type FilterRow, type JobFilter, jobMatches } from "../../core/job_filter.ts";
-import type { FoundJobs } from "../store.ts";
+import {
+  type FilterRow,
+  type FoundJobs,
+  type JobFilter,
+  jobMatches,
+} from "../../core/job_filter.ts";
 import type { Sql } from "./pg_driver.ts";
 
 /** Reads one window of `limit` ids past `after` and answers the jobs of it `filter` takes. */

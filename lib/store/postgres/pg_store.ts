@@ -54,7 +54,6 @@ import {
   type DeadJobs,
   emptyCommitStats,
   type EndedLease,
-  type FoundJobs,
   type JobPage,
   type KnownQueues,
   type LeaseRef,
@@ -84,7 +83,7 @@ import { KNOWN_QUEUES_POLLS, PgKnownQueues } from "./pg_known_queues.ts";
 import { channelOf, publishNews } from "./pg_events.ts";
 import { PgPeers } from "./pg_peers.ts";
 import { findJobsIn } from "./pg_find.ts";
-import type { JobFilter } from "../../core/job_filter.ts";
+import type { FoundJobs, JobFilter } from "../../core/job_filter.ts";
 import { queueCounts, statsNames } from "../queue_stats.ts";
 import {
   type AckItem,

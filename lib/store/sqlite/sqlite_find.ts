@@ -5,8 +5,12 @@
  * @module
  */
 
-import { type FilterRow, type JobFilter, jobMatches } from "../../core/job_filter.ts";
-import type { FoundJobs } from "../store.ts";
+import {
+  type FilterRow,
+  type FoundJobs,
+  type JobFilter,
+  jobMatches,
+} from "../../core/job_filter.ts";
 import type { CountedStatement } from "./counted_statement.ts";
 
 /** The statements a window needs (prepared in sqlite_statements.ts). */

@@ -65,7 +65,7 @@ import { queueCounts } from "../queue_stats.ts";
 import { prepareStatements, sqliteFileSizes, type SqliteStatements } from "./sqlite_statements.ts";
 import { SqliteClaims } from "./sqlite_claims.ts";
 import { findJobsIn } from "./sqlite_find.ts";
-import type { JobFilter } from "../../core/job_filter.ts";
+import type { FoundJobs, JobFilter } from "../../core/job_filter.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 import { WalSync } from "./wal_sync.ts";
 import { type Bucket, claimCap } from "../../core/rate_bucket.ts";
@@ -79,7 +79,6 @@ import {
   type DeadJobs,
   emptyCommitStats,
   type EndedLease,
-  type FoundJobs,
   type GroupCounts,
   type JobPage,
   type KnownQueues,
