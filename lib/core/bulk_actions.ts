@@ -252,7 +252,9 @@ export class BulkActions {
     this.#forgetOld();
     this.#run(run, filter).then(
       () => this.#end(run, run.stop ? "cancelled" : "done", null),
-      (error) => this.#end(run, "failed", error),
+      // A task stopped at shutdown may see its last call fail as the store closes: it was
+      // stopped, not failed.
+      (error) => run.stop ? this.#end(run, "cancelled", null) : this.#end(run, "failed", error),
     );
     return { ...task };
   }

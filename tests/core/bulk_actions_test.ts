@@ -94,7 +94,11 @@ class FakeTarget implements BulkTarget {
     }
   }
 
-  findJobs(filter: JobFilter, after: number, limit: number): Promise<FoundJobs> {
+  /** When set, findJobs() waits for it before answering. */
+  hold: Promise<void> | null = null;
+
+  async findJobs(filter: JobFilter, after: number, limit: number): Promise<FoundJobs> {
+    if (this.hold !== null) await this.hold;
     if (this.failWith !== null) return Promise.reject(this.failWith);
     const window = this.jobs.filter((j) => j.id > after).slice(0, limit);
     if (window.length === 0) return Promise.resolve({ ids: [], examined: 0, next: null });
@@ -195,4 +199,19 @@ Deno.test("BulkActions stops a task on cancel and at close, and refuses a fifth 
     (e: unknown) => e instanceof TegamiError && e.code === "unavailable",
   );
   assert.deepEqual(bulk.list().map((t) => t.id), [...ids].reverse());
+});
+
+Deno.test("BulkActions counts a task whose last call fails as the server closes as stopped", async () => {
+  const target = new FakeTarget();
+  target.add(10, "dead");
+  const { promise, resolve } = Promise.withResolvers<void>();
+  target.hold = promise;
+  target.failWith = new TegamiError("unavailable", "Cannot read: the store is closed");
+  const bulk = new BulkActions({ target, clock: new ManualClock() });
+  const request = { filter: everyJob("q"), action: "requeue" as const, dry_run: true, by: "ops" };
+  const id = bulk.start(request).id;
+  bulk.close();
+  resolve();
+  const task = await ended(bulk, id);
+  assert.deepEqual([task.state, task.cancelled_by, task.error], ["cancelled", "shutdown", null]);
 });
