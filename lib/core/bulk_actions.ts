@@ -1,10 +1,12 @@
 /**
  * Bulk actions: requeue, cancel, delete or replay every job of a queue that a filter
- * (core/job_filter.ts) takes, as a background task. A task walks the queue in windows of
+ * (core/job_filter.ts) takes, as a background task. A task walks the queue in windows of at most
  * `MAINTENANCE_BATCH` ids ({@linkcode BulkTarget.findJobs}), applies the action to each window's
  * matches through the broker's own transitions (requeueDead, cancel, enqueue), and rests between
  * windows as long as the window took (at most 50 ms), as the maintenance loops do, so serving
- * never waits behind it. A dry run walks the same windows and changes nothing: its `matched` is
+ * never waits behind it. Payloads can be large, and reading them holds the event loop on SQLite:
+ * windows that read them start small and follow {@linkcode nextWindow}, so one window's reads stay
+ * near {@linkcode WINDOW_READ_MS}. A dry run walks the same windows and changes nothing: its `matched` is
  * the count the action would take.
  *
  * Tasks are kept in memory, the last {@linkcode MAX_KEPT_TASKS} of them: who started each, with
@@ -15,7 +17,13 @@
  */
 
 import { invalid, TegamiError } from "./errors.ts";
-import { filterView, type FoundJobs, type JobFilter, parseJobFilter } from "./job_filter.ts";
+import {
+  filterView,
+  type FoundJobs,
+  type JobFilter,
+  parseJobFilter,
+  readsPayload,
+} from "./job_filter.ts";
 import type { Enqueued, Job, JobState, NewJob } from "./job.ts";
 import type { Clock } from "./clock.ts";
 import { MAINTENANCE_BATCH } from "./limits.ts";
@@ -41,6 +49,22 @@ export type BulkTaskState = "running" | "done" | "cancelled" | "failed";
 export const MAX_KEPT_TASKS = 100;
 /** Most tasks running at once; one more is refused with `conflict`. */
 export const MAX_RUNNING_TASKS = 4;
+
+/** The first window of a task that reads payloads (a payload filter, a replay), in ids. */
+export const FIRST_PAYLOAD_WINDOW = 16;
+/** How long reading one window's jobs should take at most, ms; windows shrink or grow to it. */
+export const WINDOW_READ_MS = 10;
+
+/**
+ * The next window's size after one of `limit` ids whose reads took `readMs`: halved when they took
+ * longer than {@linkcode WINDOW_READ_MS} (large payloads: on SQLite the reads hold the event loop),
+ * doubled when they took under a quarter of it, between 1 and `MAINTENANCE_BATCH`.
+ */
+export function nextWindow(limit: number, readMs: number): number {
+  if (readMs > WINDOW_READ_MS) return Math.max(1, Math.floor(limit / 2));
+  if (readMs < WINDOW_READ_MS / 4) return Math.min(MAINTENANCE_BATCH, limit * 2);
+  return limit;
+}
 
 /** What a task needs of the broker: a window of matches, and the transitions it applies. */
 export interface BulkTarget {
@@ -328,68 +352,78 @@ export class BulkActions {
     const { task } = run;
     // Jobs a replay creates land in the same queue: it never takes ids at or past its first.
     let ceiling = Infinity;
+    // Payloads may be large (up to --max-payload each): a window that reads them starts small.
+    let limit = readsPayload(filter) || (task.action === "replay" && !task.dry_run)
+      ? FIRST_PAYLOAD_WINDOW
+      : MAINTENANCE_BATCH;
     for (let after = 0; !run.stop;) {
       const began = performance.now();
-      const found = await this.#target.findJobs(filter, after, MAINTENANCE_BATCH);
+      const found = await this.#target.findJobs(filter, after, limit);
+      let readMs = performance.now() - began;
       task.examined += found.examined;
       const ids = found.ids.filter((id) => id < ceiling);
       task.matched += ids.length;
       if (!task.dry_run && ids.length > 0) {
-        const first = await this.#apply(task, filter, ids, after);
-        if (first !== null && first < ceiling) ceiling = first;
+        const applied = await this.#apply(task, filter, ids, after, limit);
+        readMs += applied.readMs;
+        if (applied.first !== null && applied.first < ceiling) ceiling = applied.first;
       }
       if (found.next === null || found.next >= ceiling) return;
       after = found.next;
+      limit = nextWindow(limit, readMs);
       await this.#rest(run, performance.now() - began);
     }
   }
 
   /**
-   * Applies the task's action to `ids`, the matches of the window past `after`; answers the first
-   * id a replay created, else null.
+   * Applies the task's action to `ids`, the matches of the window of `limit` ids past `after`;
+   * answers the first id a replay created (else null), and how long reading the jobs took.
    */
   async #apply(
     task: BulkTask,
     filter: JobFilter,
     ids: number[],
     after: number,
-  ): Promise<number | null> {
+    limit: number,
+  ): Promise<{ first: number | null; readMs: number }> {
     const target = this.#target;
     switch (task.action) {
       case "requeue": {
         const n = await target.requeueDead(task.queue, ids);
         task.done += n;
         task.skipped += ids.length - n;
-        return null;
+        return { first: null, readMs: 0 };
       }
       case "cancel":
       case "delete": {
         const outcomes = await Promise.all(ids.map((id) => this.#cancel(id, task.action)));
         for (const ok of outcomes) ok ? task.done++ : task.skipped++;
-        return null;
+        return { first: null, readMs: 0 };
       }
       case "replay": {
         // The window's jobs of each finished state, read a page per state (the window holds at
-        // most MAINTENANCE_BATCH ids past `after`, so one page holds all of a state's), rather
+        // most `limit` ids past `after`, so one page holds all of a state's), rather
         // than one read per job. A match that left its state meanwhile is not there: skipped.
         const wanted = new Set(ids);
+        const began = performance.now();
         const pages = await Promise.all(
           (filter.states ?? ACTION_STATES.replay).map((state) =>
             target.listJobs(task.queue, {
               state,
               order: "oldest",
               after,
-              limit: MAINTENANCE_BATCH,
+              limit,
             })
           ),
         );
         const jobs = pages.flat().filter((job) => wanted.has(job.id)).sort((a, b) => a.id - b.id);
+        const readMs = performance.now() - began;
         task.skipped += ids.length - jobs.length;
-        if (jobs.length === 0) return null;
+        if (jobs.length === 0) return { first: null, readMs };
         const now = this.#clock.now();
         const out = await target.enqueue(task.queue, jobs.map((job) => replayOf(job, now)));
         task.done += out.length;
-        return Math.min(...out.map((e) => e.id));
+        return { first: Math.min(...out.map((e) => e.id)), readMs };
       }
     }
   }

@@ -70,8 +70,11 @@ export interface FilterRow {
   group: string | null;
   /** Its key, or null. */
   key: string | null;
-  /** Its payload as JSON text. */
-  payload: string;
+  /**
+   * Its payload as JSON text; null when the filter has no payload condition, so that a store need
+   * not read payloads (up to --max-payload each) it will not look at (see {@linkcode readsPayload}).
+   */
+  payload: string | null;
 }
 
 /** The longest payload path, in characters. */
@@ -162,6 +165,11 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   );
 }
 
+/** True when {@linkcode jobMatches} reads a job's payload under `filter`. */
+export function readsPayload(filter: JobFilter): boolean {
+  return filter.payload !== null;
+}
+
 /** True when the job `row` meets every condition of `filter` (its queue is the caller's). */
 export function jobMatches(filter: JobFilter, row: FilterRow): boolean {
   if (filter.states !== null && !filter.states.includes(row.state)) return false;
@@ -180,6 +188,7 @@ export function jobMatches(filter: JobFilter, row: FilterRow): boolean {
     if (row.key === null || !row.key.startsWith(filter.key_prefix)) return false;
   }
   if (filter.payload !== null) {
+    if (row.payload === null) return false;
     let payload: unknown;
     try {
       payload = JSON.parse(row.payload);

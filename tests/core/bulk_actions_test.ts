@@ -5,6 +5,7 @@ import {
   type BulkTarget,
   type BulkTask,
   bulkTaskId,
+  nextWindow,
   parseBulkRequest,
   replayOf,
 } from "../../lib/core/bulk_actions.ts";
@@ -42,6 +43,14 @@ Deno.test("parseBulkRequest() takes an action, a filter and dry_run false by def
   for (const bad of [null, [], { action: "purge" }, { action: "cancel", extra: 1 }]) {
     assert.throws(() => parseBulkRequest("q", bad), TegamiError);
   }
+});
+
+Deno.test("nextWindow() halves a slow window, doubles a quick one, within 1 and 250 ids", () => {
+  assert.equal(nextWindow(16, 40), 8);
+  assert.equal(nextWindow(1, 400), 1);
+  assert.equal(nextWindow(16, 1), 32);
+  assert.equal(nextWindow(200, 0.5), 250);
+  assert.equal(nextWindow(64, 5), 64);
 });
 
 Deno.test("bulkTaskId() takes positive decimal ids and answers not_found otherwise", () => {

@@ -8,6 +8,7 @@ import {
   jsonEqual,
   parseJobFilter,
   parsePayloadPath,
+  readsPayload,
   valueAt,
 } from "../../lib/core/job_filter.ts";
 
@@ -89,6 +90,14 @@ Deno.test("jobMatches() never takes an unfinished job by its finish time", () =>
     !jobMatches(parseJobFilter("q", { error_contains: "x" }), { ...ROW, last_error: null }),
   );
   assert.ok(!jobMatches(parseJobFilter("q", { key_prefix: "x" }), { ...ROW, key: null }));
+});
+
+Deno.test("readsPayload() says when a store must read payloads, and jobMatches() needs it then", () => {
+  const byPath = parseJobFilter("q", { payload: { path: "tenant.id", equals: "acme" } });
+  assert.equal(readsPayload(byPath), true);
+  assert.equal(readsPayload(parseJobFilter("q", { group: "tenant-7", states: ["dead"] })), false);
+  assert.ok(jobMatches(parseJobFilter("q", { group: "tenant-7" }), { ...ROW, payload: null }));
+  assert.ok(!jobMatches(byPath, { ...ROW, payload: null }));
 });
 
 Deno.test("parseJobFilter() refuses what it cannot use, naming the field", () => {

@@ -1,6 +1,7 @@
 /**
  * A bulk action's window on PostgreSQL ({@linkcode Store.findJobs}): two reads by primary key,
- * then `jobMatches` (core/job_filter.ts) decides which rows match, as on every engine.
+ * then `jobMatches` (core/job_filter.ts) decides which rows match, as on every engine. The payload
+ * is read only when the filter looks at it (a CASE not taken never detoasts the column).
  *
  * @module
  */
@@ -10,6 +11,7 @@ import {
   type FoundJobs,
   type JobFilter,
   jobMatches,
+  readsPayload,
 } from "../../core/job_filter.ts";
 import type { Sql } from "./pg_driver.ts";
 
@@ -25,7 +27,8 @@ export async function findJobsIn(
   if (start === null) return { ids: [], examined: 0, next: null };
   const end = Number(start) + limit - 1;
   const rows = await sql<(FilterRow & { id: number })[]>`
-    SELECT id, state, created_at, finished_at, last_error, grp AS "group", key, payload
+    SELECT id, state, created_at, finished_at, last_error, grp AS "group", key,
+      CASE WHEN ${readsPayload(filter)}::boolean THEN payload END AS payload
     FROM jobs WHERE id BETWEEN ${start} AND ${end} AND queue = ${filter.queue} ORDER BY id`;
   const ids = rows.filter((row) => jobMatches(filter, row)).map((row) => Number(row.id));
   return { ids, examined: rows.length, next: end };

@@ -10,6 +10,7 @@ import {
   type FoundJobs,
   type JobFilter,
   jobMatches,
+  readsPayload,
 } from "../../core/job_filter.ts";
 import type { CountedStatement } from "./counted_statement.ts";
 
@@ -31,7 +32,8 @@ export function findJobsIn(
   const start = (s.findStart.get(after) as { id: number | null } | undefined)?.id ?? null;
   if (start === null) return { ids: [], examined: 0, next: null };
   const end = start + limit - 1;
-  const rows = s.findWindow.all(start, end, filter.queue) as unknown as (FilterRow & {
+  const payload = readsPayload(filter) ? 1 : 0;
+  const rows = s.findWindow.all(start, end, filter.queue, payload) as unknown as (FilterRow & {
     id: number;
   })[];
   const ids = rows.filter((row) => jobMatches(filter, row)).map((row) => row.id);

@@ -221,11 +221,13 @@ export function prepareStatements(db: DatabaseSync, count: StatementCount) {
     pendingPage: new PendingPage(p),
     // A bulk action's window (sqlite_find.ts): where it begins, then its rows of one queue, read
     // by primary key (the unary + keeps SQLite off the queue's indexes, which would read every
-    // job of the queue in that state past the cursor rather than one window).
+    // job of the queue in that state past the cursor rather than one window). The payload is
+    // read only when ?4 asks for it: a CASE not taken never loads the column's overflow pages.
     findStart: p("SELECT min(id) AS id FROM jobs WHERE id > ?"),
     findWindow: p(
-      `SELECT id, state, created_at, finished_at, last_error, grp AS "group", key, payload
-       FROM jobs WHERE id >= ? AND id <= ? AND +queue = ? ORDER BY id`,
+      `SELECT id, state, created_at, finished_at, last_error, grp AS "group", key,
+         CASE WHEN ?4 = 1 THEN payload END AS payload
+       FROM jobs WHERE id >= ?1 AND id <= ?2 AND +queue = ?3 ORDER BY id`,
     ),
     runNow: p("UPDATE jobs SET state = 'pending', run_at = ? WHERE id = ? AND state = 'delayed'"),
     requeueDeadAfter: p(
