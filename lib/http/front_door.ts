@@ -431,7 +431,18 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
     } catch { /* already closed */ }
   };
 
-  const pump = async (from: Deno.Conn, to: Deno.Conn, onData?: () => void) => {
+  /**
+   * Copies `from` to `to` until either ends. With `stall`, a write that `to` takes no byte of
+   * within `stall.ms` calls `stall.onStall` (which closes both): a client that stops reading an
+   * answer that never completes (an event stream) cannot hold its connection, the relay's and
+   * their buffers for as long as it stays connected.
+   */
+  const pump = async (
+    from: Deno.Conn,
+    to: Deno.Conn,
+    onData?: () => void,
+    stall?: { ms: number; onStall: () => void },
+  ) => {
     // A small buffer while the traffic is small (an idle connection, a WebSocket, holds only it:
     // ten thousand of them cost 40 MiB, not 1.3 GiB), a large one while reads fill it.
     let buffer = new Uint8Array(RELAY_BUFFER_MIN);
@@ -441,7 +452,16 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         if (n === null) break;
         onData?.();
         let at = 0;
-        while (at < n) at += await to.write(buffer.subarray(at, n));
+        while (at < n) {
+          const deadline = stall === undefined
+            ? undefined
+            : deadlinesOf(stall.ms).set(stall.onStall);
+          try {
+            at += await to.write(buffer.subarray(at, n));
+          } finally {
+            deadline?.cancel();
+          }
+        }
         if (n === buffer.length && buffer.length < RELAY_BUFFER_MAX) {
           buffer = new Uint8Array(RELAY_BUFFER_MAX);
         } else if (n < RELAY_BUFFER_MIN && buffer.length > RELAY_BUFFER_MIN) {
@@ -688,7 +708,13 @@ export async function openFrontDoor(options: FrontDoorOptions): Promise<FrontDoo
         if (client.busy === 0) client.partial = true;
       });
     })();
-    await pump(relay, client.conn);
+    await pump(relay, client.conn, undefined, {
+      ms: options.idleTimeoutMs,
+      onStall: () => {
+        event("timed_out_write");
+        closeClient(client);
+      },
+    });
     byRelayPort.delete(port);
     closeClient(client);
   };

@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from "../helpers/test_server.ts";
 import { spawnServer } from "../helpers/process_server.ts";
 import { readToClose } from "../helpers/raw_http.ts";
 import { RawWs } from "../helpers/raw_ws.ts";
+import { newJob } from "../helpers/new_job.ts";
 import { wsUrl } from "../helpers/ws_client.ts";
 
 /** A raw TCP connection to a server. */
@@ -382,4 +383,35 @@ Deno.test({
     );
     await Deno.remove(dir, { recursive: true });
   },
+});
+
+Deno.test("an event-stream reader that stops reading is cut after --idle-timeout", async () => {
+  // The event stream's answer never completes, so only a write deadline can end a connection
+  // whose client takes nothing: without one, its socket, the relay's and their buffers stay as
+  // long as the client stays connected.
+  await using s = await startTestServer({
+    config: { idleTimeoutMs: 300, headerTimeoutMs: 5000, metricsQueues: 100_000, sync: "normal" },
+  });
+  // 2,000 queues make each snapshot about a megabyte: a few fill the sockets' buffers.
+  await Promise.all(
+    Array.from(
+      { length: 2000 },
+      (_, i) => s.server.broker.enqueue(`queue-${i}`, [newJob("1", s.clock.now())]),
+    ),
+  );
+  const conn = await connect(s.url);
+  await conn.write(encoder.encode("GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  const cut = async () =>
+    /tegami_connection_events_total\{event="timed_out_write"\} 1/.test(
+      await (await fetch(`${s.url}/metrics`)).text(),
+    );
+  let ticks = 0;
+  // Fewer snapshots than the event stream's own drop of an idle reader takes.
+  while (!(await cut()) && ++ticks < 20) {
+    await s.advance(1000); // a snapshot
+    await new Promise((resolve) => setTimeout(resolve, 400)); // its write stalls past 300 ms
+  }
+  assert.ok(ticks < 20, "the stalled event stream was never cut");
+  const { text } = await readToClose(conn, 10_000);
+  assert.match(text, /^HTTP\/1\.1 200 /);
 });
