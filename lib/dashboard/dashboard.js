@@ -823,22 +823,14 @@
     }
     const sqs = settings.sqs_attributes || {};
     Object.keys(sqs).forEach(function (name) {
-      out.push(["SQS " + name, clip(sqs[name]), "a queue attribute of the SQS API: " + sqs[name]]);
+      out.push(["SQS " + name, clip(sqs[name], 40), "a queue attribute of the SQS API: " + sqs[name]]);
     });
     const tags = settings.tags || {};
     const tagText = Object.keys(tags).map(function (key) {
       return tags[key] === "" ? key : key + "=" + tags[key];
     }).join(", ");
-    if (tagText !== "") out.push(["tags", clip(tagText), "the queue's tags: " + tagText]);
+    if (tagText !== "") out.push(["tags", clip(tagText, 40), "the queue's tags: " + tagText]);
     return out;
-  }
-
-  /**
-   * A long text cut to 40 characters, for a chip.
-   * @param {string} text
-   */
-  function clip(text) {
-    return text.length > 40 ? text.slice(0, 39) + "…" : text;
   }
 
   /**
