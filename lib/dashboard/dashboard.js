@@ -823,7 +823,11 @@
     }
     const sqs = settings.sqs_attributes || {};
     Object.keys(sqs).forEach(function (name) {
-      out.push(["SQS " + name, clip(sqs[name], 40), "a queue attribute of the SQS API: " + sqs[name]]);
+      out.push([
+        "SQS " + name,
+        clip(sqs[name], 40),
+        "a queue attribute of the SQS API: " + sqs[name],
+      ]);
     });
     const tags = settings.tags || {};
     const tagText = Object.keys(tags).map(function (key) {
