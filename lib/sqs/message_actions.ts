@@ -12,6 +12,7 @@
  */
 
 import { createHash } from "node:crypto";
+import { utf8Length } from "../api/requests.ts";
 import { NOT_XML_TEXT } from "../core/attributes.ts";
 import { TegamiError } from "../core/errors.ts";
 import type { Delivery, NewJob } from "../core/job.ts";
@@ -105,7 +106,7 @@ function prepare(
         "#xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF",
     );
   }
-  const bodyBytes = encoder.encode(body).length;
+  const bodyBytes = utf8Length(body);
   const payload = JSON.stringify(body);
   const limit = queueMaxMessageBytes(settings, services);
   // The JSON text is longer than the body by its quotes and escapes: only a body near the
