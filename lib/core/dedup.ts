@@ -75,6 +75,7 @@ export function onDuplicate(holder: KeyHolder, job: NewJob, now: number): Duplic
   return { action: mode === "replace" ? "replaced" : "extended", state, run_at: runAt };
 }
 
+/** Who holds a key while a batch is planned: a stored job, or a job of the batch. */
 export interface KeySlot extends KeyHolder {
   /** The stored job's id, or null for a job of this batch not yet inserted. */
   id: number | null;
@@ -84,18 +85,27 @@ export interface KeySlot extends KeyHolder {
 
 /** A job of an enqueue to insert, as the plan leaves it. */
 export interface PlannedInsert<J extends NewJob = NewJob> {
+  /** The job, in its final form (a later job of the batch may have replaced it). */
   job: J;
+  /** The state it is stored in. */
   state: "pending" | "delayed";
+  /** When it is due. */
   run_at: number;
+  /** When its key window ends, or null. */
   key_expires_at: number | null;
 }
 
 /** A stored job a duplicate changes: replaced (`job` given) or extended (`job` null). */
 export interface PlannedChange<J extends NewJob = NewJob> {
+  /** The stored job. */
   id: number;
+  /** The job that replaced it, or null when it was only extended. */
   job: J | null;
+  /** Its state after the batch. */
   state: "pending" | "delayed";
+  /** When it is due after the batch. */
   run_at: number;
+  /** When its key window ends after the batch, or null. */
   key_expires_at: number | null;
 }
 

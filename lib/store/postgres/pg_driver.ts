@@ -27,6 +27,8 @@ export type Sql = DriverSql<{ bigint: number }>;
 
 /** A transaction's `sql`, valid inside `sql.begin()`. */
 export type TxSql = TransactionSql<{ bigint: number }>;
+/** A statement or a piece of one, as the driver builds it, to run or to place in another. */
+export type SqlFragment = ReturnType<TxSql["unsafe"]>;
 
 /** Options of {@linkcode connectPg}. */
 export interface PgConnectOptions {

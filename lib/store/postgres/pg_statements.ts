@@ -19,11 +19,11 @@ import {
   type Transition,
 } from "../../core/lifecycle.ts";
 import type { AckResult, EndedLease } from "../store.ts";
-import type { TxSql } from "./pg_driver.ts";
+import type { SqlFragment, TxSql } from "./pg_driver.ts";
 import type { BatchNews } from "./pg_group_commit.ts";
 
 /** The queue's column, and the server's value after it, for each field a job may leave out. */
-const QUEUE_DEFAULTS = {
+export const QUEUE_DEFAULTS = {
   max_attempts: `s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}`,
   lease_ms: "s.lease_ms",
   backoff_base_ms: "s.backoff_base_ms",
@@ -40,7 +40,7 @@ export function withQueueDefault(
   tx: TxSql,
   field: keyof typeof QUEUE_DEFAULTS,
   own: string,
-): ReturnType<TxSql["unsafe"]> {
+): SqlFragment {
   return tx.unsafe(`coalesce(${own}, ${QUEUE_DEFAULTS[field]})`);
 }
 
@@ -98,8 +98,8 @@ export function countingGroups<T>(tx: TxSql, statement: Promise<T>): Promise<T> 
 export function sweepBySetting(
   tx: TxSql,
   column: "retain_dead_ms" | "retain_pending_ms",
-  match: ReturnType<TxSql>,
-) {
+  match: SqlFragment,
+): Promise<{ id: number }[]> {
   return tx<{ id: number }[]>`
     WITH f AS (
       SELECT x.id FROM queue_settings s
@@ -120,7 +120,7 @@ export function sweepBySetting(
  * whose rows were counted in no group before: every INSERT of jobs (no trigger counts them),
  * and UPDATEs of delayed or dead jobs run through {@linkcode countingGroups}.
  */
-export function countGroups(tx: TxSql) {
+export function countGroups(tx: TxSql): SqlFragment {
   return tx`g AS (
         INSERT INTO job_groups AS t (queue, grp, pending)
         SELECT queue, grp, count(*) FROM changed
@@ -141,7 +141,7 @@ export function leaseClaimed(
   leases: (number | null)[],
   fallback: number,
   now: number,
-) {
+): SqlFragment {
   return tx`p AS (
         SELECT * FROM unnest(${tokens}::text[], ${leases}::bigint[]) WITH ORDINALITY
           AS p(token, lease, k)
@@ -163,7 +163,7 @@ export function leaseClaimed(
  * The claim's count of the queue's pending jobs (those it is about to lease included), at most
  * `limit`: none is read when `limit` is 0.
  */
-export function countPending(tx: TxSql, queue: string, limit: number) {
+export function countPending(tx: TxSql, queue: string, limit: number): SqlFragment {
   // ORDER BY run_at reads jobs_pending_age (every pending job) rather than, for a deep backlog,
   // the table (see pg_backlog_watch.ts).
   return tx`(SELECT count(*)::int FROM (
@@ -174,9 +174,13 @@ export function countPending(tx: TxSql, queue: string, limit: number) {
 
 /** One ack waiting for its shared statement. */
 export interface AckItem {
+  /** The job. */
   id: number;
+  /** The lease's token. */
   token: string;
+  /** The result (JSON text), or null. */
   result: string | null;
+  /** When. */
   now: number;
 }
 
@@ -258,9 +262,13 @@ export async function ackMany(
 
 /** One progress report waiting for its shared statement. */
 export interface ProgressItem {
+  /** The job. */
   id: number;
+  /** The lease's token. */
   token: string;
+  /** The report (JSON text). */
   progress: string;
+  /** When. */
   now: number;
 }
 
@@ -303,8 +311,11 @@ export async function progressMany(
 
 /** One enqueue without keys waiting for its shared statement. */
 export interface EnqueueItem {
+  /** The queue. */
   queue: string;
+  /** The jobs, none with a key. */
   jobs: NewJob[];
+  /** When. */
   now: number;
 }
 

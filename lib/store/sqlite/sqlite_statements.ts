@@ -66,6 +66,9 @@ export function ackRunSql(rows: string): string {
  * `LIMIT ? + 0` and such a comparison `state = CAST(? AS TEXT)`: the same value, not a bare
  * parameter: the other way, the claim (whose LIMIT is the consumers' credit, bound at every
  * run) would compile at every run. Tests count compilations (`compileChecks`) to keep it so.
+ *
+ * Internal to the SQLite store, so its many statements' types are inferred, not written out.
+ * @ignore
  */
 export function prepareStatements(db: DatabaseSync, count: StatementCount) {
   db.function("tegami_token", { deterministic: false, directOnly: true }, () => newLeaseToken());
@@ -292,5 +295,8 @@ export function prepareStatements(db: DatabaseSync, count: StatementCount) {
   };
 }
 
-/** The statements of one SQLite store. */
+/**
+ * The statements of one SQLite store.
+ * @ignore
+ */
 export type SqliteStatements = ReturnType<typeof prepareStatements>;
