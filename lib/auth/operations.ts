@@ -44,6 +44,8 @@ export const OPERATIONS = {
   metrics: "admin",
   /** Back up the database into a file on the server's host (`POST`, `GET /v1/backup`). */
   backup: "admin",
+  /** Start, follow and stop bulk actions over a filter (`/v1/queues/:queue/bulk`, `/v1/bulk…`). */
+  bulkActions: "admin",
   /** Liveness, readiness, the dashboard's files and the API documents. */
   open: "open",
 } as const satisfies Record<string, Access>;

@@ -440,8 +440,7 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
     {
       method: "POST",
       path: ["v1", "queues", ":queue", "bulk"],
-      // Bulk actions change any job of the queue, as cancelJob and deadLetters do: admin.
-      access: "admin",
+      access: OPERATIONS.bulkActions,
       handle: async (ctx) => {
         const request = parseBulkRequest(ctx.params[0], await body(ctx));
         const by = ctx.principal.name;
@@ -460,7 +459,7 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
     {
       method: "GET",
       path: ["v1", "bulk"],
-      access: "admin",
+      access: OPERATIONS.bulkActions,
       handle: (ctx) =>
         json(200, {
           tasks: broker.bulk.list().filter((t) => ctx.principal.allowsQueue(t.queue)),
@@ -469,13 +468,13 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
     {
       method: "GET",
       path: ["v1", "bulk", ":id"],
-      access: "admin",
+      access: OPERATIONS.bulkActions,
       handle: (ctx) => json(200, visibleTask(ctx, broker.bulk.get(bulkTaskId(ctx.params[0])))),
     },
     {
       method: "DELETE",
       path: ["v1", "bulk", ":id"],
-      access: "admin",
+      access: OPERATIONS.bulkActions,
       handle: (ctx) => {
         const id = bulkTaskId(ctx.params[0]);
         visibleTask(ctx, broker.bulk.get(id));

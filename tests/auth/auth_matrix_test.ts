@@ -11,6 +11,7 @@
  */
 
 import assert from "node:assert/strict";
+import { parseJobFilter } from "../../lib/core/job_filter.ts";
 import { createHash } from "node:crypto";
 import { TokenSet } from "../../lib/auth/tokens.ts";
 import { newJob } from "../helpers/new_job.ts";
@@ -77,6 +78,8 @@ interface Target {
   pending: number;
   leased: { id: number; token: string };
   dead: number;
+  /** A dry-run bulk action of the cell's queue. */
+  bulk: number;
 }
 
 let cells = 0;
@@ -105,11 +108,18 @@ async function target(server: TestServer): Promise<Target> {
     backoff: null,
     missed: "last",
   });
+  const bulk = broker.bulk.start({
+    filter: parseJobFilter(queue, {}),
+    action: "cancel",
+    dry_run: true,
+    by: "setup",
+  });
   return {
     queue,
     pending: pending.id,
     leased: { id: leased.id, token: l.lease.token },
     dead: dead.id,
+    bulk: bulk.id,
   };
 }
 
@@ -249,6 +259,35 @@ const HTTP_ROWS: HttpRow[] = [
     queueBound: true,
     ok: 200,
     call: (t) => ["POST", `/v1/queues/${t.queue}/dead/requeue`, { ids: [t.dead] }],
+  },
+  {
+    route: "POST /v1/queues/{queue}/bulk",
+    access: "admin",
+    queueBound: true,
+    ok: 202,
+    call: (t) => ["POST", `/v1/queues/${t.queue}/bulk`, { action: "cancel", dry_run: true }],
+  },
+  {
+    // Every task the token may see: a token limited to some queues gets those only.
+    route: "GET /v1/bulk",
+    access: "admin",
+    queueBound: false,
+    ok: 200,
+    call: () => ["GET", "/v1/bulk"],
+  },
+  {
+    route: "GET /v1/bulk/{id}",
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["GET", `/v1/bulk/${t.bulk}`],
+  },
+  {
+    route: "DELETE /v1/bulk/{id}",
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["DELETE", `/v1/bulk/${t.bulk}`],
   },
   {
     // Spans every queue: a token limited to some is refused (its admin scope notwithstanding).

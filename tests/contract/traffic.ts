@@ -225,6 +225,23 @@ export async function driveTraffic(
     await call("/v1/jobs/{id}", "DELETE", `/v1/jobs/${delayed.body.id}`);
     await call("/v1/jobs/{id}", "DELETE", `/v1/jobs/${delayed.body.id}`);
   }
+  // Bulk actions: a dry run and a real one, followed, listed, stopped; refused requests.
+  const dry = await call("/v1/queues/{queue}/bulk", "POST", `/v1/queues/${q}/bulk`, {
+    action: "replay",
+    dry_run: true,
+    filter: { states: ["done"], payload: { path: "to", equals: "contract@example.com" } },
+  });
+  await call("/v1/queues/{queue}/bulk", "POST", `/v1/queues/${q}/bulk`, {
+    action: "cancel",
+    filter: { states: ["pending"], created_to: Date.now() - 3_600_000 },
+  });
+  await call("/v1/queues/{queue}/bulk", "POST", `/v1/queues/${q}/bulk`, { action: "explode" });
+  await call("/v1/bulk", "GET", "/v1/bulk");
+  if (dry.body.id !== undefined) {
+    await call("/v1/bulk/{id}", "GET", `/v1/bulk/${dry.body.id}`);
+    await call("/v1/bulk/{id}", "DELETE", `/v1/bulk/${dry.body.id}`);
+  }
+  await call("/v1/bulk/{id}", "GET", "/v1/bulk/999999");
   await call("/v1/queues/{queue}/pause", "POST", `/v1/queues/${q}/pause`);
   await call("/v1/queues/{queue}/leases", "POST", `/v1/queues/${q}/leases`, { max: 100 }, consume);
   await call("/v1/queues/{queue}/resume", "POST", `/v1/queues/${q}/resume`, {});
