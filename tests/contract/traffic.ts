@@ -225,7 +225,7 @@ export async function driveTraffic(
     await call("/v1/jobs/{id}", "DELETE", `/v1/jobs/${delayed.body.id}`);
     await call("/v1/jobs/{id}", "DELETE", `/v1/jobs/${delayed.body.id}`);
   }
-  // Bulk actions: a dry run and a real one, followed, listed, stopped; refused requests.
+  // Bulk actions: a dry run and a real one, followed, listed and stopped; an unknown task.
   const dry = await call("/v1/queues/{queue}/bulk", "POST", `/v1/queues/${q}/bulk`, {
     action: "replay",
     dry_run: true,
@@ -235,7 +235,6 @@ export async function driveTraffic(
     action: "cancel",
     filter: { states: ["pending"], created_to: Date.now() - 3_600_000 },
   });
-  await call("/v1/queues/{queue}/bulk", "POST", `/v1/queues/${q}/bulk`, { action: "explode" });
   await call("/v1/bulk", "GET", "/v1/bulk");
   if (dry.body.id !== undefined) {
     await call("/v1/bulk/{id}", "GET", `/v1/bulk/${dry.body.id}`);
