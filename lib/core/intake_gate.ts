@@ -23,7 +23,7 @@
  * claim got fewer jobs than it asked for and jobs stayed ready: paused, or its concurrency, rate
  * or group limit at work, which producers must not be slowed down to), or when the store has no ready
  * count for it (PostgreSQL estimates one only for queues this server enqueues into, see
- * PgStore.backlogHint).
+ * PgPeers.backlogHint).
  *
  * Servers sharing a PostgreSQL database count each other's subscribers: the bound is measured
  * against the prefetch of all of them. A server feeding a queue that only others consume learns

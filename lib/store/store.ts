@@ -226,7 +226,7 @@ export type StoreEvent =
   | { readonly kind: "resync" }
   /**
    * The ready backlog of `queue`, which this server feeds and only other servers consume, was
-   * counted again (see {@linkcode Store.backlogHint}): `delivered` jobs left it since the last
+   * counted again (see {@linkcode Peers.backlogHint}): `delivered` jobs left it since the last
    * count; `stalled` when none did for a while although jobs were ready (the queue paused, its
    * limits at work, or its consumers busy), so the backlog is not the server's to work down.
    */

@@ -1,7 +1,7 @@
 /**
  * Counts the ready backlog of queues this server feeds while only other servers consume them, for
  * the intake gate (`core/intake_gate.ts`). A server with subscribers of a queue learns its
- * backlog from its own claims (`PgStore.backlogHint`); one with only producers has no claims to
+ * backlog from its own claims (`PgPeers.backlogHint`); one with only producers has no claims to
  * learn from, and without a count it would take jobs at full speed while the consumers' servers
  * fall behind, the backlog and every job's wait growing.
  *
