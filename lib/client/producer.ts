@@ -162,6 +162,13 @@ export interface QueueSettings {
   retain_pending_ms: number | null;
   /** The queue a job that would be dead here moves to; null: it stays in the dead list. */
   dead_letter_queue: string | null;
+  /**
+   * What the SQS API keeps for the queue beside these (its delay, wait time, size limit, policy
+   * and encryption attributes), by attribute name; absent when none.
+   */
+  sqs_attributes?: Record<string, string> | null;
+  /** The queue's tags, key to value; absent when none. */
+  tags?: Record<string, string> | null;
 }
 
 /** How to reach a server. */
