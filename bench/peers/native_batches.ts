@@ -9,7 +9,6 @@
  * @module
  */
 
-import { wsUrl } from "../../tests/helpers/ws_client.ts";
 import type {
   BatchDoor,
   BatchReceiver,
@@ -18,7 +17,7 @@ import type {
 } from "../workloads/batches_of_ten.ts";
 import { BATCH } from "../workloads/batches_of_ten.ts";
 import { Http1Client } from "./http1_client.ts";
-import type { TegamiTarget } from "./tegami.ts";
+import { openSocket, type TegamiTarget } from "./tegami.ts";
 import { settingsView } from "../../lib/core/queue_settings.ts";
 import { newQueueSettings } from "../../lib/sqs/queue_attributes.ts";
 
@@ -41,17 +40,6 @@ function sender(url: string, queue: string): BatchSender {
     },
     close: () => Promise.resolve(http.close()),
   };
-}
-
-/** Opens a WebSocket to the server and waits until it is open. */
-async function openSocket(url: string): Promise<WebSocket> {
-  const ws = new WebSocket(wsUrl(url));
-  await new Promise<void>((resolve, reject) => {
-    ws.onopen = () => resolve();
-    ws.onerror = () => reject(new Error(`Cannot open a WebSocket to ${url}`));
-  });
-  ws.onerror = null;
-  return ws;
 }
 
 /** A receiver leasing over HTTP and acking over its own WebSocket. */

@@ -431,7 +431,8 @@ export class TegamiTarget implements Target {
   }
 }
 
-async function openSocket(url: string): Promise<WebSocket> {
+/** Opens a WebSocket to the server and waits until it is open. */
+export async function openSocket(url: string): Promise<WebSocket> {
   const ws = new WebSocket(wsUrl(url));
   await new Promise<void>((resolve, reject) => {
     ws.onopen = () => resolve();
