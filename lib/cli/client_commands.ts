@@ -265,7 +265,10 @@ function deadTable(jobs: JobInfo[]): string {
   ]);
 }
 
-/** The flags of `tegami queue settings` that change a setting, by the setting. */
+/**
+ * The flags of `tegami queue settings` that change a setting, by the setting. What the SQS API
+ * keeps (`sqs_attributes`, `tags`) is its own to change, and a read-modify-write keeps it.
+ */
 const SETTING_FLAGS = {
   concurrency: "concurrency",
   rate: "rate",
@@ -277,7 +280,7 @@ const SETTING_FLAGS = {
   retain_dead_ms: "retain-dead",
   retain_pending_ms: "retain-pending",
   dead_letter_queue: "dead-letter-queue",
-} as const satisfies Record<keyof QueueSettings, string>;
+} as const satisfies Record<Exclude<keyof QueueSettings, "sqs_attributes" | "tags">, string>;
 
 /** A flag's text as a setting's value; `none` unsets it (null: the default). */
 function settingValue(setting: keyof QueueSettings, flag: string, text: string): unknown {
