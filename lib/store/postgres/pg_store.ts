@@ -169,8 +169,12 @@ export class PgStore implements Store {
   readonly #sql: Sql;
   readonly #policy: LifecyclePolicy;
   readonly #commits: PgGroupCommit;
-  /** What this server hears from, and tells, the other servers sharing the database. */
   readonly #peers: PgPeers;
+  /**
+   * What this server hears from, and tells, the other servers sharing the database. A field, not
+   * a getter, so that a wrapper of the store (a Proxy) reads it without touching private state.
+   */
+  readonly peers: Peers;
   readonly #known: PgKnownQueues;
   readonly #instance: string;
   readonly #stats: CommitStats = emptyCommitStats();
@@ -235,6 +239,7 @@ export class PgStore implements Store {
       watchMs: options.watchMs,
       onError: options.onBackgroundError ?? (() => {}),
     });
+    this.peers = this.#peers;
   }
 
   /**
@@ -285,11 +290,6 @@ export class PgStore implements Store {
       }
       throw error;
     }
-  }
-
-  /** What this server hears from, and tells, the other servers sharing the database. */
-  get peers(): Peers {
-    return this.#peers;
   }
 
   /** Sends a lease's end to the other servers with the next batch (best effort by contract). */
