@@ -390,9 +390,10 @@ export class SqliteStore implements Store {
         if (holder !== undefined) holders.push({ ...holder, key });
       }
       const plan = planEnqueue(holders, resolved, now);
+      const stateBefore = new Map(holders.map((holder) => [holder.id, holder.state]));
       for (const id of plan.released) s.releaseKey.run(id);
       for (const change of plan.changed) {
-        const before = holders.find((holder) => holder.id === change.id)!.state;
+        const before = stateBefore.get(change.id)!;
         this.#applyChange(change);
         if (change.state !== before) this.#queues.move(queue, before, change.state);
       }
