@@ -418,7 +418,9 @@ test("TegamiClient on Node sends https:// requests through node:https", async (t
       "-out",
       join(dir, "cert.pem"),
     ], { stdio: "ignore" });
-  } catch {
+  } catch (error) {
+    // CI installs openssl (.ci/run): there a missing one is a failure, not a skip.
+    if (process.env.CI === "true") throw error;
     t.skip("openssl is not installed");
     return;
   }
