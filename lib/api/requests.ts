@@ -16,7 +16,9 @@ import {
   attributeValueProblem,
   MAX_ATTRIBUTES,
   MAX_ATTRIBUTES_BYTES,
+  readAttributes,
 } from "../core/attributes.ts";
+import { addTraceHeaders } from "../core/trace_context.ts";
 import { elementSpans, memberSpan, type Span } from "./json_spans.ts";
 import {
   type Backoff,
@@ -393,6 +395,39 @@ export function parseEnqueue(
     }
   });
   return { jobs, batch: true, refused };
+}
+
+/**
+ * Gives a one-job enqueue the trace context of its request's `traceparent` and `tracestate`
+ * headers (null: absent) as attributes, unless the job's own attributes carry a `traceparent`.
+ * A batch carries trace context per job, in each job's attributes, so the headers are only
+ * checked. Throws `validation_failed` naming the header for a value W3C Trace Context refuses or
+ * a job with no room for it, `payload_too_large` when the attributes would pass their limit.
+ */
+export function applyTraceHeaders(
+  request: EnqueueRequest,
+  traceparent: string | null,
+  tracestate: string | null,
+): void {
+  if (traceparent === null && tracestate === null) return;
+  const job = request.batch ? undefined : request.jobs[0];
+  const attributes = readAttributes(job?.attributes ?? null);
+  const problem = addTraceHeaders(attributes, traceparent, tracestate);
+  if (problem !== null) {
+    throw new TegamiError(
+      "validation_failed",
+      `Invalid "${problem.field}" header: ${problem.problem}`,
+    );
+  }
+  if (job === undefined) return;
+  const stored = attributesText(attributes);
+  if (stored !== null && utf8Length(stored) > MAX_ATTRIBUTES_BYTES) {
+    throw new TegamiError(
+      "payload_too_large",
+      `Invalid "traceparent" header: with it the job's attributes pass ${MAX_ATTRIBUTES_BYTES} bytes`,
+    );
+  }
+  job.attributes = stored;
 }
 
 /**

@@ -22,6 +22,7 @@ import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "
 import { deliveryJson, jobJson } from "../core/job.ts";
 import { describeCause, type Logger } from "../observe/log.ts";
 import {
+  applyTraceHeaders,
   enqueueAnswer,
   pageByName,
   parseAck,
@@ -213,6 +214,8 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
         const queue = ctx.params[0];
         const { value, text } = await bodyText(ctx);
         const request = parseEnqueue(value, limits, clock.now(), text);
+        const headers = ctx.request.headers;
+        applyTraceHeaders(request, headers.get("traceparent"), headers.get("tracestate"));
         const out = request.jobs.length === 0 ? [] : await broker.enqueue(queue, request.jobs);
         const created = out.some((e) => !e.deduplicated);
         return json(created ? 201 : 200, enqueueAnswer(request, out));
