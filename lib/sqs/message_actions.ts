@@ -43,8 +43,14 @@ import {
   queueWaitSeconds,
 } from "./queue_attributes.ts";
 import { isFifo } from "./queue_url.ts";
+import {
+  AWS_TRACE_HEADER,
+  parseSystemAttributes,
+  traceHeaderOf,
+  withTraceHeader,
+} from "./trace_header.ts";
 import { parseReceiptHandle, queueTag, receiptHandle } from "./receipt_handle.ts";
-import { invalidParameter, missingParameter, notYet, SqsError, toSqsError } from "./sqs_error.ts";
+import { invalidParameter, missingParameter, SqsError, toSqsError } from "./sqs_error.ts";
 import { bytesBase64, type WireMap, type WireStruct } from "./wire_values.ts";
 
 /** How long a FIFO message's deduplication id holds, ms (AWS's 5-minute window). */
@@ -86,6 +92,8 @@ interface Prepared {
   md5: string;
   /** The MD5 of its message attributes, when it has any. */
   md5OfAttributes: string | null;
+  /** The MD5 of its message system attributes, when it has any. */
+  md5OfSystemAttributes: string | null;
   bodyBytes: number;
 }
 
@@ -123,10 +131,8 @@ function prepare(
     );
   }
   const attributes = parseMessageAttributes(entry.MessageAttributes as WireMap | undefined);
-  const system = entry.MessageSystemAttributes;
-  if (system instanceof Map && system.size > 0) {
-    throw notYet("Storing message system attributes (MessageSystemAttributes)");
-  }
+  const trace = parseSystemAttributes(entry.MessageSystemAttributes as WireMap | undefined);
+  const stored = withTraceHeader(attributes, trace);
   const fifo = isFifo(queue);
   const delay = entry.DelaySeconds as number | undefined;
   if (delay !== undefined) {
@@ -163,7 +169,7 @@ function prepare(
   return {
     job: {
       payload,
-      attributes: attributes.size === 0 ? null : jobAttributes(attributes),
+      attributes: stored.size === 0 ? null : jobAttributes(stored),
       priority: 0,
       key,
       key_ttl_ms: key === null ? null : DEDUP_WINDOW_MS,
@@ -176,6 +182,7 @@ function prepare(
     },
     md5: md5OfBody(body),
     md5OfAttributes: attributes.size === 0 ? null : md5OfAttributes(attributes),
+    md5OfSystemAttributes: trace?.md5 ?? null,
     bodyBytes,
   };
 }
@@ -186,6 +193,9 @@ function sent(queue: string, prepared: Prepared, id: number): Record<string, str
     MessageId: String(id),
   };
   if (prepared.md5OfAttributes !== null) out.MD5OfMessageAttributes = prepared.md5OfAttributes;
+  if (prepared.md5OfSystemAttributes !== null) {
+    out.MD5OfMessageSystemAttributes = prepared.md5OfSystemAttributes;
+  }
   if (isFifo(queue)) out.SequenceNumber = sequenceNumber(id);
   return out;
 }
@@ -276,6 +286,7 @@ function messageOf(
   put("SentTimestamp", String(job.created_at));
   put("ApproximateReceiveCount", String(job.attempts));
   put("MessageGroupId", job.group);
+  if (all || wanted.has(AWS_TRACE_HEADER)) put(AWS_TRACE_HEADER, traceHeaderOf(job.attributes));
   if (isFifo(queue)) {
     put("SequenceNumber", sequenceNumber(job.id));
     put("MessageDeduplicationId", job.key);
