@@ -12,8 +12,8 @@
 "use strict";
 (function () {
   const TOKEN_KEY = "tegami.token";
-  /** @type {("pending" | "delayed" | "leased" | "done" | "dead" | "cancelled")[]} */
-  const STATES = ["pending", "delayed", "leased", "done", "dead", "cancelled"];
+  /** @type {("blocked" | "pending" | "delayed" | "leased" | "done" | "dead" | "cancelled")[]} */
+  const STATES = ["blocked", "pending", "delayed", "leased", "done", "dead", "cancelled"];
   const SVG_NS = "http://www.w3.org/2000/svg";
   const DEAD_PAGE = 20;
   const BROWSE_PAGE = 25;
@@ -22,7 +22,7 @@
   /**
    * @typedef {Error & { status?: number }} ApiError
    * @typedef {{ enqueued: number, acked: number, failed: number }} Rates
-   * @typedef {{ pending: number, delayed: number, leased: number, done: number, dead: number, cancelled: number }} Counts
+   * @typedef {{ blocked: number, pending: number, delayed: number, leased: number, done: number, dead: number, cancelled: number }} Counts
    * @typedef {{ waiting: number, leased: number, full: number }} GroupCounts
    * @typedef {{
    *   concurrency: number | null, rate: string | null, group_limit: number, max_attempts: number | null,
@@ -39,7 +39,8 @@
    *   key_expires_at: number | null, attempts: number, max_attempts: number, run_at: number,
    *   lease_ms: number | null, backoff: { base_ms: number, max_ms: number } | null, created_at: number,
    *   checkpoint: unknown, progress: unknown, progress_at: number | null, result: unknown,
-   *   last_error: string | null, lease_expires_at: number | null, finished_at: number | null
+   *   last_error: string | null, lease_expires_at: number | null, finished_at: number | null,
+   *   flow?: { id: number, ref: string }
    * }} Job
    * @typedef {{
    *   points: Point[], x: (i: number) => number, y: (v: number) => number, hover: SVGElement,
@@ -517,6 +518,7 @@
     state.startedAt = message.started_at;
     state.version = String(message.version);
     startSchedules();
+    startFlows();
     showSqsEndpoint();
   }
 
@@ -588,6 +590,7 @@
     followJobs(DEAD);
     followJobs(BROWSE);
     followJob();
+    followFlow();
   }
 
   /**
@@ -607,8 +610,9 @@
   }
 
   function renderTiles() {
-    const t = { pending: 0, delayed: 0, leased: 0, dead: 0, consumers: 0, oldest: 0 };
+    const t = { blocked: 0, pending: 0, delayed: 0, leased: 0, dead: 0, consumers: 0, oldest: 0 };
     state.queues.forEach(function (q) {
+      t.blocked += q.counts.blocked || 0;
       t.pending += q.counts.pending;
       t.delayed += q.counts.delayed;
       t.leased += q.counts.leased;
@@ -620,6 +624,7 @@
     $("t-pending-sub").textContent = t.pending
       ? "oldest waiting " + age(t.oldest)
       : "nothing waiting";
+    $("t-blocked").textContent = int(t.blocked);
     $("t-leased").textContent = int(t.leased);
     $("t-delayed").textContent = int(t.delayed);
     $("t-dead").textContent = int(t.dead);
@@ -753,7 +758,7 @@
    */
   function updateRow(row, q) {
     STATES.forEach(function (st) {
-      const n = q.counts[st];
+      const n = q.counts[st] || 0;
       const cell = row.cells[st];
       cell.textContent = int(n);
       cell.className = "c-" + st + (n === 0 ? " zero" : st === "dead" ? " hot" : "");
@@ -1300,7 +1305,7 @@
    * @param {QueueView} q
    */
   function countOf(kind, q) {
-    return q.counts[/** @type {keyof Counts} */ (kind.state())];
+    return q.counts[/** @type {keyof Counts} */ (kind.state())] || 0;
   }
 
   /**
@@ -1417,7 +1422,7 @@
   }
 
   /**
-   * The cell that opens a job in the job view.
+   * The cell that opens a job in the job view, and a flow's job's flow on the flow page.
    * @param {Job} job
    */
   function jobLink(job) {
@@ -1433,7 +1438,28 @@
           showJob(job.id, true);
         },
       }),
+      job.flow ? flowLink(job.flow, job.id, "link row-flow", "flow " + job.flow.id) : null,
     );
+  }
+
+  /**
+   * A button that opens the flow a job is a node of, the job's node marked.
+   * @param {{ id: number, ref: string }} flow
+   * @param {number} jobId
+   * @param {string} cls
+   * @param {string} label
+   */
+  function flowLink(flow, jobId, cls, label) {
+    return h("button", {
+      type: "button",
+      class: cls,
+      text: label,
+      title: "Open flow #" + flow.id + ', where this job is node "' + flow.ref + '"',
+      "data-flow": flow.id,
+      onclick: function () {
+        openFlow(flow.id, jobId);
+      },
+    });
   }
 
   /**
@@ -1458,6 +1484,7 @@
   function whenTitle(st) {
     /** @type {Record<string, string>} */
     const titles = {
+      blocked: "Waiting since",
       pending: "Available",
       delayed: "Runs",
       leased: "Lease ends",
@@ -1474,17 +1501,20 @@
    * @returns {number | null}
    */
   function whenOf(job) {
+    if (job.state === "blocked") return job.created_at;
     if (job.state === "leased") return job.lease_expires_at;
     if (isQueued(job)) return job.run_at;
     return job.finished_at;
   }
 
   /**
-   * Whether the job is still in its queue (waiting or with a consumer): it can be cancelled.
+   * Whether the job is still in its queue (waiting, for its time or its prerequisites, or with a
+   * consumer): it can be cancelled.
    * @param {Job} job
    */
   function isQueued(job) {
-    return job.state === "pending" || job.state === "delayed" || job.state === "leased";
+    return job.state === "blocked" || job.state === "pending" || job.state === "delayed" ||
+      job.state === "leased";
   }
 
   /**
@@ -1963,6 +1993,18 @@
       h("dt", { text: "Enqueued" }),
       timeCell(job.created_at, now, undefined, "dd"),
     );
+    if (job.flow) {
+      kv.appendChild(h("dt", { text: "Flow" }));
+      kv.appendChild(
+        h(
+          "dd",
+          null,
+          flowLink(job.flow, job.id, "link job-flow", "#" + job.flow.id),
+          h("span", { class: "muted", text: " as " }),
+          h("span", { class: "mono", text: job.flow.ref }),
+        ),
+      );
+    }
     /** @type {HTMLElement[]} */
     let parts = [head, kv, h("h3", { text: "Timeline" }), timeline(job, now)];
     parts = parts.concat(block("Payload", job.payload));
@@ -2057,6 +2099,7 @@
     } else {
       /** @type {Record<string, string>} */
       const now_ = {
+        blocked: "Waiting for its prerequisites",
         pending: "Waiting for a consumer",
         delayed: "Waiting for its time",
         leased: "With a consumer (attempt " + job.attempts + ")",
@@ -2082,6 +2125,816 @@
       );
     });
     return list;
+  }
+
+  // ---- flows: jobs that wait for jobs ----
+
+  /**
+   * @typedef {{ ref: string, on_failure: string }} FlowEdge
+   * @typedef {{ ref: string, id: number, queue: string, state: string, depends_on: FlowEdge[] }} FlowNode
+   * @typedef {{
+   *   id: number, key: string | null, created_at: number, finished_at: number | null,
+   *   counts: Record<string, number>, nodes?: FlowNode[]
+   * }} FlowView
+   * @typedef {{ from: number, to: number, rule: string }} LaidEdge
+   * @typedef {{
+   *   depth: Int32Array, slot: Float64Array, drawn: number[], edges: LaidEdge[], columns: number,
+   *   rows: number, perColumn: number[], edgeCount: number, hiddenNodes: number,
+   *   hiddenEdges: number
+   * }} FlowLayout
+   *   where each node (by its index in the flow's nodes) is drawn: `depth` is its column (the
+   *   longest path to it from a node without prerequisites), `slot` its row (NaN when it is not
+   *   drawn); `perColumn` counts the nodes of each column, drawn or not
+   */
+
+  /** How many flows the list shows at a time. */
+  const FLOW_PAGE = 25;
+  /** The most nodes a flow page draws; the rest are counted, not drawn, so a large flow stays quick. */
+  const FLOW_MAX_DRAWN = 400;
+  /** The most edges a flow page draws. */
+  const FLOW_MAX_EDGES = 1500;
+  /** How often an open flow that has not finished is read again, ms (large flows less often). */
+  const FLOW_FOLLOW_MS = 2000;
+  const FLOW_FOLLOW_LARGE_MS = 10000;
+  /** How often the list of flows is read again while the page is open, ms. */
+  const FLOWS_REFRESH_MS = 5000;
+  /** The geometry of a drawn flow: node boxes, the column and row pitch, the margins. */
+  const FLOW_NODE_W = 172;
+  const FLOW_NODE_H = 38;
+  const FLOW_COL = 236;
+  const FLOW_ROW = 50;
+  const FLOW_TOP = 34;
+  const FLOW_LEFT = 16;
+
+  /**
+   * @type {{
+   *   list: FlowView[], next: number | null, loading: boolean, error: string, started: boolean,
+   *   timer: ReturnType<typeof setInterval> | undefined
+   * }}
+   */
+  const flows = {
+    list: [],
+    next: null,
+    loading: false,
+    error: "",
+    started: false,
+    timer: undefined,
+  };
+
+  /**
+   * @type {{
+   *   id: number | null, flow: FlowView | null, focus: number | null, loading: boolean,
+   *   loadedAt: number, shape: string, nodes: Map<number, Element>
+   * }}
+   */
+  const flowPage = {
+    id: null,
+    flow: null,
+    focus: null,
+    loading: false,
+    loadedAt: 0,
+    shape: "",
+    nodes: new Map(),
+  };
+
+  /**
+   * Lays a flow out in columns by depth: a node's column is the longest path to it from a node
+   * without prerequisites, so every edge points right. Within a column, nodes sit in the mean row
+   * of their prerequisites (one barycentre pass, left to right), which keeps most edges short.
+   * Only the first `maxNodes` nodes by depth (then creation order) are placed, whole columns
+   * first, so every placed node's prerequisites are placed too; at most `maxEdges` edges among
+   * them are kept. The work is linear in the flow's nodes and edges, whatever is drawn.
+   * @param {FlowNode[]} nodes
+   * @param {number} maxNodes
+   * @param {number} maxEdges
+   * @returns {FlowLayout}
+   */
+  function flowLayout(nodes, maxNodes, maxEdges) {
+    const n = nodes.length;
+    /** @type {Map<string, number>} */
+    const index = new Map();
+    for (let i = 0; i < n; i++) index.set(nodes[i].ref, i);
+    /** @type {{ from: number, rule: string }[][]} */
+    const prereqs = [];
+    /** @type {number[][]} */
+    const dependents = [];
+    const waiting = new Int32Array(n);
+    let edgeCount = 0;
+    for (let i = 0; i < n; i++) {
+      prereqs.push([]);
+      dependents.push([]);
+    }
+    for (let i = 0; i < n; i++) {
+      const edges = nodes[i].depends_on;
+      for (let e = 0; e < edges.length; e++) {
+        const from = index.get(edges[e].ref);
+        if (from === undefined || from === i) continue;
+        prereqs[i].push({ from: from, rule: edges[e].on_failure });
+        dependents[from].push(i);
+        waiting[i]++;
+        edgeCount++;
+      }
+    }
+    // Longest paths by Kahn's algorithm. A stored flow has no cycle; were one read, its nodes
+    // would go one column past the deepest rather than hang the page.
+    const depth = new Int32Array(n);
+    /** @type {number[]} */
+    const order = [];
+    for (let i = 0; i < n; i++) if (waiting[i] === 0) order.push(i);
+    for (let k = 0; k < order.length; k++) {
+      const at = order[k];
+      const next = dependents[at];
+      for (let j = 0; j < next.length; j++) {
+        const to = next[j];
+        if (depth[to] < depth[at] + 1) depth[to] = depth[at] + 1;
+        if (--waiting[to] === 0) order.push(to);
+      }
+    }
+    let deepest = 0;
+    for (let i = 0; i < n; i++) if (waiting[i] === 0 && depth[i] > deepest) deepest = depth[i];
+    if (order.length < n) {
+      deepest++;
+      for (let i = 0; i < n; i++) if (waiting[i] > 0) depth[i] = deepest;
+    }
+    const columnCount = n === 0 ? 0 : deepest + 1;
+    /** @type {number[][]} */
+    const byColumn = [];
+    for (let c = 0; c < columnCount; c++) byColumn.push([]);
+    for (let i = 0; i < n; i++) byColumn[depth[i]].push(i);
+    const perColumn = byColumn.map(function (column) {
+      return column.length;
+    });
+    /** @type {number[][]} */
+    const columns = [];
+    let room = Math.max(0, maxNodes);
+    for (let c = 0; c < columnCount && room > 0; c++) {
+      const take = byColumn[c].slice(0, room);
+      room -= take.length;
+      columns.push(take);
+    }
+    let rows = 0;
+    columns.forEach(function (column) {
+      rows = Math.max(rows, column.length);
+    });
+    const slot = new Float64Array(n).fill(NaN);
+    columns.forEach(function (column) {
+      const key = new Map();
+      column.forEach(function (i, k) {
+        const from = prereqs[i];
+        let sum = 0;
+        let count = 0;
+        for (let j = 0; j < from.length; j++) {
+          const y = slot[from[j].from];
+          if (y === y) { // not NaN: placed
+            sum += y;
+            count++;
+          }
+        }
+        key.set(i, count > 0 ? sum / count : k);
+      });
+      column.sort(function (a, b) {
+        return key.get(a) - key.get(b) || a - b;
+      });
+      const offset = (rows - column.length) / 2;
+      column.forEach(function (i, k) {
+        slot[i] = offset + k;
+      });
+    });
+    /** @type {number[]} */
+    const drawn = [];
+    /** @type {LaidEdge[]} */
+    const edges = [];
+    columns.forEach(function (column) {
+      column.forEach(function (i) {
+        drawn.push(i);
+        const from = prereqs[i];
+        for (let j = 0; j < from.length; j++) {
+          if (slot[from[j].from] !== slot[from[j].from]) continue;
+          if (edges.length < maxEdges) {
+            edges.push({ from: from[j].from, to: i, rule: from[j].rule });
+          }
+        }
+      });
+    });
+    return {
+      depth: depth,
+      slot: slot,
+      drawn: drawn,
+      edges: edges,
+      columns: columns.length,
+      rows: rows,
+      perColumn: perColumn,
+      edgeCount: edgeCount,
+      hiddenNodes: n - drawn.length,
+      hiddenEdges: edgeCount - edges.length,
+    };
+  }
+
+  /**
+   * A flow's nodes by state as a thin bar, one segment per state, in lifecycle order.
+   * @param {Record<string, number>} counts
+   */
+  function stateBar(counts) {
+    const w = 120, hgt = 8;
+    let total = 0;
+    STATES.forEach(function (st) {
+      total += counts[st] || 0;
+    });
+    const root = s("svg", {
+      width: w,
+      height: hgt,
+      viewBox: "0 0 " + w + " " + hgt,
+      class: "statebar",
+      "aria-hidden": "true",
+    });
+    let x = 0;
+    STATES.forEach(function (st) {
+      const n = counts[st] || 0;
+      if (n === 0 || total === 0) return;
+      const width = (n / total) * w;
+      root.appendChild(s("rect", { x: x, y: 0, width: width, height: hgt, class: "s-" + st }));
+      x += width;
+    });
+    return root;
+  }
+
+  /**
+   * The states a flow's nodes are in, as "3 done · 2 blocked", in lifecycle order.
+   * @param {Record<string, number>} counts
+   */
+  function countsText(counts) {
+    /** @type {string[]} */
+    const parts = [];
+    STATES.forEach(function (st) {
+      if (counts[st]) parts.push(int(counts[st]) + " " + st);
+    });
+    return parts.join(" · ") || "no nodes";
+  }
+
+  /**
+   * @param {Record<string, number>} counts
+   */
+  function nodeTotal(counts) {
+    let total = 0;
+    STATES.forEach(function (st) {
+      total += counts[st] || 0;
+    });
+    return total;
+  }
+
+  // The list of flows.
+
+  /** Reads the flows once the stream is up, and every few seconds while only one page shows. */
+  function startFlows() {
+    if (!flows.started) {
+      flows.started = true;
+      loadFlows(false);
+      const wanted = flowFromHash();
+      if (wanted !== null && flowPage.id === null) showFlow(wanted, null, false);
+    }
+    if (flows.timer === undefined) {
+      flows.timer = setInterval(function () {
+        if (!document.hidden && flows.list.length <= FLOW_PAGE) loadFlows(false);
+      }, FLOWS_REFRESH_MS);
+    }
+  }
+
+  /**
+   * Loads the first page of flows (or, with `more`, the next one).
+   * @param {boolean} more
+   * @returns {Promise<void>}
+   */
+  function loadFlows(more) {
+    if (flows.loading) return Promise.resolve();
+    flows.loading = true;
+    const after = more && flows.next !== null ? "&after=" + flows.next : "";
+    return api("GET", "/v1/flows?limit=" + FLOW_PAGE + after).then(function (data) {
+      /** @type {FlowView[]} */
+      const page = data.flows;
+      flows.list = more ? flows.list.concat(page) : page;
+      flows.next = data.next_after !== undefined
+        ? data.next_after
+        : page.length === FLOW_PAGE
+        ? page[page.length - 1].id
+        : null;
+      flows.error = "";
+    }, function (error) {
+      flows.error = error.status === 403
+        ? "This token may not read flows: " + error.message
+        : error.message;
+    }).then(function () {
+      flows.loading = false;
+      renderFlows();
+    });
+  }
+
+  function renderFlows() {
+    const view = $("flows-view");
+    const now = Date.now();
+    $("flows-caption").textContent = flows.error
+      ? ""
+      : int(flows.list.length) + (flows.next === null ? "" : "+") + " flow" +
+        (flows.list.length === 1 ? "" : "s");
+    if (flows.error) {
+      view.replaceChildren(h("div", { class: "empty error", text: flows.error }));
+      return;
+    }
+    if (flows.list.length === 0) {
+      view.replaceChildren(
+        h(
+          "div",
+          { class: "empty" },
+          "No flows. Create one with ",
+          h("code", { text: "POST /v1/flows" }),
+          ": jobs that wait for other jobs, drawn here as a graph.",
+        ),
+      );
+      return;
+    }
+    const body = h("tbody", { id: "flows-body" });
+    flows.list.forEach(function (f) {
+      body.appendChild(h(
+        "tr",
+        { "data-flow": f.id, class: flowPage.id === f.id ? "on" : null },
+        h(
+          "td",
+          { class: "l" },
+          h("button", {
+            type: "button",
+            class: "link open-flow",
+            text: "#" + f.id,
+            title: "Open this flow",
+            onclick: function () {
+              openFlow(f.id, null);
+            },
+          }),
+        ),
+        h("td", {
+          class: "l key mono" + (f.key === null ? " muted" : ""),
+          text: f.key === null ? "—" : clip(f.key, 40),
+          title: f.key,
+        }),
+        timeCell(f.created_at, now, "c-created"),
+        h("td", { class: "c-nodes", text: int(nodeTotal(f.counts)) }),
+        h(
+          "td",
+          { class: "l c-states", title: countsText(f.counts) },
+          stateBar(f.counts),
+          h("span", { class: "states-text", text: countsText(f.counts) }),
+        ),
+        f.finished_at === null
+          ? h("td", { class: "c-finished" }, h("span", { class: "badge running", text: "running" }))
+          : timeCell(f.finished_at, now, "c-finished"),
+      ));
+    });
+    const table = h(
+      "table",
+      null,
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          h("th", { class: "l", text: "Flow" }),
+          h("th", { class: "l", text: "Key" }),
+          h("th", { text: "Created" }),
+          h("th", { text: "Nodes" }),
+          h("th", { class: "l", text: "By state" }),
+          h("th", { text: "Finished" }),
+        ),
+      ),
+      body,
+    );
+    const foot = h(
+      "div",
+      { class: "foot" },
+      h("span", { id: "flows-count", text: "Showing " + int(flows.list.length) }),
+    );
+    if (flows.next !== null) {
+      foot.appendChild(h("span", { class: "spacer" }));
+      foot.appendChild(actionButton("Load more", "flows-more", function () {
+        return loadFlows(true);
+      }));
+    }
+    view.replaceChildren(h("div", { class: "scroll" }, table), foot);
+  }
+
+  $("flows-refresh").addEventListener("click", function () {
+    loadFlows(false);
+  });
+  $("flow-form").addEventListener("submit", function (event) {
+    event.preventDefault();
+    const text = field("flow-id").value.trim().replace(/^#/, "");
+    if (!/^[1-9][0-9]{0,15}$/.test(text)) {
+      toast("A flow id is a whole number, like 7.", "error");
+      return;
+    }
+    openFlow(Number(text), null);
+  });
+
+  // The flow page: `#flow/ID` in the address, so it can be linked to and survives a reload.
+
+  /** The flow the address names, or null. */
+  function flowFromHash() {
+    const m = /^#flow\/([1-9][0-9]{0,15})$/.exec(location.hash);
+    return m ? Number(m[1]) : null;
+  }
+
+  /**
+   * Opens flow `id` on the flow page (and in the address), with job `focus`'s node marked.
+   * @param {number} id
+   * @param {number | null} focus
+   */
+  function openFlow(id, focus) {
+    if (location.hash !== "#flow/" + id) history.pushState(null, "", "#flow/" + id);
+    showFlow(id, focus, true);
+  }
+
+  globalThis.addEventListener("popstate", function () {
+    const id = flowFromHash();
+    if (id === null) closeFlow();
+    else if (id !== flowPage.id) showFlow(id, null, true);
+  });
+
+  /**
+   * @param {number} id
+   * @param {number | null} focus
+   * @param {boolean} reveal
+   * @returns {Promise<void>}
+   */
+  function showFlow(id, focus, reveal) {
+    const fresh = flowPage.id !== id;
+    flowPage.id = id;
+    flowPage.focus = focus;
+    field("flow-id").value = String(id);
+    $("flow-card").classList.remove("hidden");
+    $("flow-title").textContent = "Flow #" + id;
+    if (fresh) {
+      flowPage.flow = null;
+      flowPage.shape = "";
+      $("flow-caption").textContent = "";
+      $("flow-actions").replaceChildren();
+      $("flow-view").replaceChildren(
+        h("div", { class: "empty", text: "Loading flow #" + id + "…" }),
+      );
+    }
+    markListedFlow();
+    if (reveal) $("flow-card").scrollIntoView({ behavior: "smooth", block: "start" });
+    return loadFlow();
+  }
+
+  function closeFlow() {
+    flowPage.id = null;
+    flowPage.flow = null;
+    flowPage.shape = "";
+    flowPage.nodes = new Map();
+    $("flow-card").classList.add("hidden");
+    $("flow-view").replaceChildren();
+    markListedFlow();
+  }
+
+  $("flow-close").addEventListener("click", function () {
+    if (location.hash !== "") history.pushState(null, "", location.pathname + location.search);
+    closeFlow();
+  });
+  $("flow-refresh").addEventListener("click", function () {
+    loadFlow();
+  });
+
+  function markListedFlow() {
+    document.querySelectorAll("#flows-body tr").forEach(function (tr) {
+      tr.classList.toggle("on", tr.getAttribute("data-flow") === String(flowPage.id));
+    });
+  }
+
+  /**
+   * Reads the open flow and shows it; an answer for a flow no longer open is dropped.
+   * @returns {Promise<void>}
+   */
+  function loadFlow() {
+    const id = flowPage.id;
+    if (id === null) return Promise.resolve();
+    flowPage.loading = true;
+    return api("GET", "/v1/flows/" + id).then(function (/** @type {FlowView} */ flow) {
+      if (flowPage.id !== id) return;
+      flowPage.flow = flow;
+      renderFlow(flow);
+    }, function (error) {
+      if (flowPage.id !== id) return;
+      flowPage.flow = null;
+      flowPage.shape = "";
+      $("flow-caption").textContent = "";
+      $("flow-actions").replaceChildren();
+      const text = error.status === 404
+        ? "No flow #" + id + ": it never existed, or its jobs were all removed."
+        : error.status === 403
+        ? "This token may not read flows: " + error.message
+        : error.message;
+      $("flow-view").replaceChildren(
+        h("div", { class: "empty" + (error.status === 404 ? "" : " error"), text: text }),
+      );
+    }).then(function () {
+      flowPage.loading = false;
+      flowPage.loadedAt = Date.now();
+    });
+  }
+
+  /** Keeps an open flow that has not finished up to date (never under an armed button). */
+  function followFlow() {
+    const flow = flowPage.flow;
+    if (!flow || flowPage.loading || flowPage.id !== flow.id || flow.finished_at !== null) return;
+    if ($("flow-card").querySelector(".armed")) return;
+    const nodes = flow.nodes ? flow.nodes.length : 0;
+    const every = nodes > FLOW_MAX_DRAWN ? FLOW_FOLLOW_LARGE_MS : FLOW_FOLLOW_MS;
+    if (Date.now() - flowPage.loadedAt >= every) loadFlow();
+  }
+
+  /**
+   * Shows a flow: its counts by state, what is not drawn, and its graph. The graph is laid out
+   * again only when its nodes or edges changed; otherwise only the nodes' states are updated.
+   * @param {FlowView} flow
+   */
+  function renderFlow(flow) {
+    const now = Date.now();
+    const nodes = flow.nodes || [];
+    let edgeTotal = 0;
+    nodes.forEach(function (node) {
+      edgeTotal += node.depends_on.length;
+    });
+    $("flow-caption").replaceChildren(
+      flow.key === null ? "no key" : h("span", { class: "mono", text: flow.key }),
+      " · created " + relative(flow.created_at, now) + " · ",
+      flow.finished_at === null
+        ? h("span", { class: "badge running flow-status", text: "running" })
+        : h("span", {
+          class: "flow-status",
+          text: "finished " + relative(flow.finished_at, now),
+          title: new Date(flow.finished_at).toLocaleString(),
+        }),
+    );
+    const open = STATES.filter(function (st) {
+      return (flow.counts[st] || 0) > 0 && ["done", "dead", "cancelled"].indexOf(st) < 0;
+    }).length > 0;
+    const actions = $("flow-actions");
+    if (!open) actions.replaceChildren();
+    else if (!actions.querySelector(".flow-cancel")) {
+      const id = flow.id;
+      actions.replaceChildren(
+        confirmButton("Cancel flow", "Cancel every job of it?", "danger flow-cancel", function () {
+          return api("DELETE", "/v1/flows/" + id).then(function (out) {
+            toast(
+              "Cancelled " + int(out.cancelled) + " job" + (out.cancelled === 1 ? "" : "s") +
+                " of flow #" + id,
+            );
+            if (state.browse.queue) loadJobs(BROWSE, state.browse.queue, false);
+            loadFlows(false);
+            return loadFlow();
+          });
+        }),
+      );
+    }
+
+    const shape = nodes.length + "/" + edgeTotal + "/" +
+      (nodes.length ? nodes[nodes.length - 1].id : 0) + "/" + flowPage.focus;
+    if (shape !== flowPage.shape || !$("flow-view").querySelector(".flow-graph")) {
+      flowPage.shape = shape;
+      drawFlow(flow, nodes);
+    } else {
+      nodes.forEach(function (node) {
+        const el = flowPage.nodes.get(node.id);
+        if (el) setNodeState(el, node);
+      });
+    }
+    $("flow-counts").replaceChildren(...flowCounts(flow.counts));
+  }
+
+  /**
+   * The flow's nodes by state, as badges, with the total.
+   * @param {Record<string, number>} counts
+   */
+  function flowCounts(counts) {
+    /** @type {(HTMLElement | string)[]} */
+    const out = [h("span", { class: "flow-total", text: int(nodeTotal(counts)) + " nodes" })];
+    STATES.forEach(function (st) {
+      const n = counts[st] || 0;
+      if (n === 0) return;
+      out.push(h("span", { class: "badge s-" + st, "data-state": st, text: st + " " + int(n) }));
+    });
+    return out;
+  }
+
+  /**
+   * @param {Element} el
+   * @param {FlowNode} node
+   */
+  function setNodeState(el, node) {
+    const cls = "fnode s-" + node.state + (node.id === flowPage.focus ? " focus" : "");
+    if (el.getAttribute("class") !== cls) el.setAttribute("class", cls);
+    const title = el.querySelector("title");
+    if (title) title.textContent = nodeTitle(node);
+  }
+
+  /**
+   * @param {FlowNode} node
+   */
+  function nodeTitle(node) {
+    return node.ref + " — job #" + node.id + " in " + node.queue + ", " + node.state +
+      (node.depends_on.length
+        ? "; waits for " + node.depends_on.map(function (e) {
+          return e.ref + (e.on_failure === "cancel" ? "" : " (on failure: " + e.on_failure + ")");
+        }).slice(0, 8).join(", ") + (node.depends_on.length > 8 ? ", …" : "")
+        : "") +
+      ". Click to show the job.";
+  }
+
+  /**
+   * Draws the flow's graph anew (see {@linkcode flowLayout}) with a note of what is not drawn.
+   * @param {FlowView} flow
+   * @param {FlowNode[]} nodes
+   */
+  function drawFlow(flow, nodes) {
+    const layout = flowLayout(nodes, FLOW_MAX_DRAWN, FLOW_MAX_EDGES);
+    const width = FLOW_LEFT * 2 + Math.max(1, layout.columns) * FLOW_COL - (FLOW_COL - FLOW_NODE_W);
+    const height = FLOW_TOP + Math.max(1, layout.rows) * FLOW_ROW + 8;
+    const root = s("svg", {
+      width: width,
+      height: height,
+      viewBox: "0 0 " + width + " " + height,
+      class: "flow-svg",
+      role: "img",
+      "aria-label": "Flow #" + flow.id + ": " + layout.drawn.length + " of " + nodes.length +
+        " nodes drawn in columns by depth, edges from each prerequisite to its dependents",
+    });
+    /** @param {number} i */
+    const x = (i) => FLOW_LEFT + layout.depth[i] * FLOW_COL;
+    /** @param {number} i */
+    const y = (i) => FLOW_TOP + layout.slot[i] * FLOW_ROW;
+    for (let c = 0; c < layout.columns; c++) {
+      const count = layout.perColumn[c];
+      root.appendChild(s(
+        "text",
+        { x: FLOW_LEFT + c * FLOW_COL, y: 16, class: "flow-col" },
+        "depth " + c + " · " + int(count) + (count === 1 ? " node" : " nodes"),
+      ));
+    }
+    const edges = s("g", { class: "flow-edges" });
+    const ports = edgePorts(layout);
+    layout.edges.forEach(function (e, k) {
+      const x1 = x(e.from) + FLOW_NODE_W;
+      const y1 = y(e.from) + ports.out[k];
+      const x2 = x(e.to);
+      const y2 = y(e.to) + ports.in[k];
+      const bend = Math.max(24, Math.min(FLOW_COL - FLOW_NODE_W, (x2 - x1) / 2));
+      // An edge past the next column arcs up between the rows rather than run straight through
+      // the nodes of the columns it crosses.
+      const lift = layout.depth[e.to] - layout.depth[e.from] > 1 ? FLOW_ROW * 0.66 : 0;
+      const path = s("path", {
+        d: "M" + x1 + " " + y1 + "C" + (x1 + bend) + " " + (y1 - lift) + " " + (x2 - bend) + " " +
+          (y2 - lift) + " " + x2 + " " + y2,
+        class: "edge on-" + e.rule,
+        "data-from": nodes[e.from].ref,
+        "data-to": nodes[e.to].ref,
+        "data-on-failure": e.rule,
+      });
+      path.appendChild(
+        s(
+          "title",
+          {},
+          nodes[e.to].ref + " waits for " + nodes[e.from].ref + "; if it fails: " + e.rule,
+        ),
+      );
+      edges.appendChild(path);
+    });
+    root.appendChild(edges);
+    /** @type {Map<number, Element>} */
+    const elements = new Map();
+    layout.drawn.forEach(function (i) {
+      const node = nodes[i];
+      const g = s("g", {
+        transform: "translate(" + x(i) + " " + y(i) + ")",
+        "data-id": node.id,
+        "data-ref": node.ref,
+        tabindex: 0,
+        role: "button",
+      });
+      g.appendChild(s("title", {}, ""));
+      g.appendChild(s("rect", { width: FLOW_NODE_W, height: FLOW_NODE_H, rx: 6 }));
+      g.appendChild(s("text", { x: 9, y: 15, class: "ref" }, clip(node.ref, 22)));
+      g.appendChild(
+        s("text", { x: 9, y: 30, class: "jid" }, "#" + node.id + " · " + clip(node.queue, 16)),
+      );
+      setNodeState(g, node);
+      g.addEventListener("click", function () {
+        showJob(node.id, true);
+      });
+      g.addEventListener("keydown", function (event) {
+        const key = /** @type {KeyboardEvent} */ (event).key;
+        if (key === "Enter" || key === " ") {
+          event.preventDefault();
+          showJob(node.id, true);
+        }
+      });
+      elements.set(node.id, g);
+      root.appendChild(g);
+    });
+    flowPage.nodes = elements;
+
+    /** @type {(HTMLElement | string)[]} */
+    const notes = [];
+    if (layout.hiddenNodes > 0 || layout.hiddenEdges > 0) {
+      notes.push(
+        "Drawn: the first " + int(layout.drawn.length) + " nodes by depth and " +
+          int(layout.edges.length) + " of their edges. Not drawn: " +
+          int(layout.hiddenNodes) + " node" + (layout.hiddenNodes === 1 ? "" : "s") + " and " +
+          int(layout.hiddenEdges) + " edge" + (layout.hiddenEdges === 1 ? "" : "s") +
+          " (the counts above include them; the job browser lists them by state).",
+      );
+    }
+    if (flowPage.focus !== null && !elements.has(flowPage.focus)) {
+      notes.push(" Job #" + flowPage.focus + " is not drawn.");
+    }
+    const legend = h(
+      "div",
+      { class: "flow-legend" },
+      h("span", { class: "muted", text: "If a prerequisite fails:" }),
+      legendItem("cancel", "its dependent is cancelled"),
+      legendItem("ignore", "it runs, without that outcome"),
+      legendItem("run", "it runs, with the failure"),
+      h("span", { class: "spacer" }),
+      h("span", { class: "muted", text: "Click a node to show its job." }),
+    );
+    $("flow-view").replaceChildren(
+      h("div", { class: "flow-head" }, h("div", { id: "flow-counts", class: "flow-counts" })),
+      h("div", {
+        id: "flow-notice",
+        class: "flow-notice" + (notes.length ? "" : " hidden"),
+        text: notes.join(""),
+      }),
+      h(
+        "div",
+        { class: "flow-graph" },
+        nodes.length ? root : h("div", {
+          class: "empty",
+          text: "This flow has no nodes left.",
+        }),
+      ),
+      legend,
+    );
+    const focused = flowPage.focus === null ? undefined : elements.get(flowPage.focus);
+    if (focused) focused.scrollIntoView({ block: "nearest", inline: "nearest" });
+  }
+
+  /**
+   * Where each drawn edge leaves its prerequisite's box and enters its dependent's, as offsets
+   * from the box's top: a node's edges are spread over its height in the order of the nodes at
+   * their other end, so edges that meet a node stay apart.
+   * @param {FlowLayout} layout
+   * @returns {{ out: number[], in: number[] }}
+   */
+  function edgePorts(layout) {
+    const out = new Array(layout.edges.length).fill(FLOW_NODE_H / 2);
+    const into = new Array(layout.edges.length).fill(FLOW_NODE_H / 2);
+    /** @type {Map<number, number[]>} */
+    const leaving = new Map();
+    /** @type {Map<number, number[]>} */
+    const entering = new Map();
+    layout.edges.forEach(function (e, k) {
+      if (!leaving.has(e.from)) leaving.set(e.from, []);
+      if (!entering.has(e.to)) entering.set(e.to, []);
+      /** @type {number[]} */ (leaving.get(e.from)).push(k);
+      /** @type {number[]} */ (entering.get(e.to)).push(k);
+    });
+    /**
+     * @param {Map<number, number[]>} groups
+     * @param {number[]} offsets
+     * @param {(k: number) => number} other
+     */
+    function spread(groups, offsets, other) {
+      groups.forEach(function (list) {
+        if (list.length < 2) return;
+        list.sort(function (a, b) {
+          return layout.slot[other(a)] - layout.slot[other(b)] || a - b;
+        });
+        const step = Math.min(6, (FLOW_NODE_H - 12) / (list.length - 1));
+        list.forEach(function (k, j) {
+          offsets[k] = FLOW_NODE_H / 2 + (j - (list.length - 1) / 2) * step;
+        });
+      });
+    }
+    spread(leaving, out, (k) => layout.edges[k].to);
+    spread(entering, into, (k) => layout.edges[k].from);
+    return { out: out, in: into };
+  }
+
+  /**
+   * @param {string} rule
+   * @param {string} meaning
+   */
+  function legendItem(rule, meaning) {
+    const sample = s("svg", { width: 34, height: 10, viewBox: "0 0 34 10", "aria-hidden": "true" });
+    sample.appendChild(s("line", { x1: 1, x2: 33, y1: 5, y2: 5, class: "edge on-" + rule }));
+    return h("span", { class: "legend-item" }, sample, h("b", { text: rule }), " " + meaning);
   }
 
   // ---- schedules: listed with their next tick, paused and resumed from the page ----

@@ -21,6 +21,7 @@ function scriptFunction(name: string): (...args: unknown[]) => unknown {
 }
 
 const counts = (some: Record<string, number>) => ({
+  blocked: 0,
   pending: 0,
   delayed: 0,
   leased: 0,
@@ -36,6 +37,7 @@ Deno.test("dashboard firstStateWithJobs() picks the first state, in tab order, t
   assert.equal(first(counts({ dead: 1, cancelled: 4 })), "dead");
   assert.equal(first(counts({ pending: 3, done: 9 })), "pending");
   assert.equal(first(counts({ leased: 1, done: 9 })), "leased");
+  assert.equal(first(counts({ blocked: 2, pending: 1 })), "blocked");
   assert.equal(first(counts({})), "pending");
   assert.equal(first(null), "pending");
 });
