@@ -68,13 +68,15 @@ export function asObject(value: unknown, what = "body"): Fields {
   return value as Fields;
 }
 
-function rejectUnknown(body: Fields, allowed: ReadonlySet<string>, prefix = ""): void {
+/** Throws `validation_failed` naming the first member of `body` not in `allowed`. */
+export function rejectUnknown(body: Fields, allowed: ReadonlySet<string>, prefix = ""): void {
   for (const name of Object.keys(body)) {
     if (!allowed.has(name)) throw invalid(prefix + name, "unknown field");
   }
 }
 
-function has(body: Fields, name: string): boolean {
+/** Whether `body` has member `name` (an `undefined` one counts as absent). */
+export function has(body: Fields, name: string): boolean {
   return Object.hasOwn(body, name) && body[name] !== undefined;
 }
 
@@ -306,7 +308,7 @@ function parseAttributes(value: unknown, field: string): string | null {
  * An optional text member of a job (`key`, `group`): absent or null is null, else a non-empty
  * string of at most `maxBytes` UTF-8 bytes that SQLite stores and reads back unchanged.
  */
-function textField(
+export function textField(
   body: Fields,
   name: string,
   maxBytes: number,
@@ -476,7 +478,8 @@ export function parseLease(value: unknown): LeaseRequest {
   };
 }
 
-function token(body: Fields): string {
+/** The lease `token` of a settle request's body. */
+export function leaseToken(body: Fields): string {
   if (typeof body.token !== "string" || body.token.length === 0 || body.token.length > 256) {
     throw invalid("token", "expected the lease token string from the delivery");
   }
@@ -491,7 +494,7 @@ export function parseAck(
   const body = asObject(value);
   rejectUnknown(body, ACK_FIELDS);
   return {
-    token: token(body),
+    token: leaseToken(body),
     result: has(body, "result") ? jsonText(body.result, "result", limits.maxPayload) : null,
   };
 }
@@ -516,7 +519,7 @@ export function parseNack(
     throw invalid("dead", "expected true or false");
   }
   return {
-    token: token(body),
+    token: leaseToken(body),
     error,
     delay_ms: integer(body, "delay_ms", 0, MAX_DELAY_MS) ?? null,
     dead: body.dead === true,
@@ -530,7 +533,7 @@ export function parseExtend(
   const body = asObject(value);
   rejectUnknown(body, EXTEND_FIELDS);
   return {
-    token: token(body),
+    token: leaseToken(body),
     lease_ms: integer(body, "lease_ms", MIN_LEASE_MS, MAX_LEASE_MS) ?? null,
   };
 }
@@ -543,7 +546,7 @@ export function parseCheckpoint(
   const body = asObject(value);
   rejectUnknown(body, CHECKPOINT_FIELDS);
   if (!Object.hasOwn(body, "data")) throw invalid("data", "is required");
-  return { token: token(body), data: jsonText(body.data, "data", limits.maxPayload) };
+  return { token: leaseToken(body), data: jsonText(body.data, "data", limits.maxPayload) };
 }
 
 /** Parses a progress report body: `{token, progress}`, `progress` any JSON value up to 4 KiB. */
@@ -552,7 +555,7 @@ export function parseProgress(value: unknown): { token: string; progress: string
   rejectUnknown(body, PROGRESS_FIELDS);
   if (!Object.hasOwn(body, "progress")) throw invalid("progress", "is required");
   return {
-    token: token(body),
+    token: leaseToken(body),
     progress: jsonText(body.progress, "progress", MAX_PROGRESS_BYTES),
   };
 }
@@ -598,7 +601,7 @@ const PAGE_QUERY = new Set(["limit", "after"]);
 const JOBS_QUERY = new Set(["state", "order", "limit", "after"]);
 const ORDERS = new Set(["oldest", "newest"]);
 
-/** Parses the dead-letter list's query string. */
+/** Parses the query string of a listing paged by id: the dead letters, the flows. */
 export function parseDeadQuery(params: URLSearchParams): { limit: number; after: number } {
   const read = queryReader(params, PAGE_QUERY);
   return {

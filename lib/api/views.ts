@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { FlowCreated } from "../core/flow.ts";
 import { settingsView } from "../core/queue_settings.ts";
 import type { QueueCounts } from "../store/store.ts";
 
@@ -38,4 +39,14 @@ export function statsView(stats: QueueCounts, now: number, consumers: number): u
     groups: stats.groups,
     held: heldBy(stats, consumers),
   };
+}
+
+/**
+ * The answer to creating a flow or adding nodes to one: the flow's id, whether a flow holding
+ * its key answered instead, and each node's job id by ref (`{"fetch": 101, …}`).
+ */
+export function flowCreatedView(created: FlowCreated): unknown {
+  // Built with defineProperty semantics, so a ref such as "__proto__" is a member like any other.
+  const jobs = Object.fromEntries(created.nodes.map((node) => [node.ref, node.id]));
+  return { id: created.id, deduplicated: created.deduplicated, jobs };
 }

@@ -9,8 +9,11 @@
 
 import { type Principal, requireScope, type Scope } from "./tokens.ts";
 
-/** Who may call an operation: a scope, `read` (any valid token), `job` (produce or consume), `open`. */
-export type Access = Scope | "read" | "job" | "open";
+/**
+ * Who may call an operation: a scope, `read` (any valid token), `job` (produce or consume),
+ * `consume and produce` (both), `open`.
+ */
+export type Access = Scope | "read" | "job" | "consume and produce" | "open";
 
 /** Every operation of the API and the access it needs (queue restrictions apply on top). */
 export const OPERATIONS = {
@@ -46,6 +49,22 @@ export const OPERATIONS = {
   backup: "admin",
   /** Start, follow and stop bulk actions over a filter (`/v1/queues/:queue/bulk`, `/v1/bulk…`). */
   bulkActions: "admin",
+  /**
+   * Create a flow (`POST /v1/flows`): the caller must hold every queue its nodes name, as if it
+   * enqueued each job.
+   */
+  createFlow: "produce",
+  /** Read a flow (`GET /v1/flows/:id`): the caller must hold every queue of its nodes. */
+  readFlow: "job",
+  /** List flows (`GET /v1/flows`): spans every queue, so closed to a token limited to some. */
+  listFlows: "job",
+  /** Cancel a flow's jobs (`DELETE /v1/flows/:id`): every queue of its nodes. */
+  cancelFlow: "admin",
+  /**
+   * Add nodes from a running node (`POST /v1/jobs/:id/flow`): a settle with its lease (the job's
+   * queue) and an enqueue (the new nodes' queues) at once.
+   */
+  addFlowNodes: "consume and produce",
   /** Liveness, readiness, the dashboard's files and the API documents. */
   open: "open",
 } as const satisfies Record<string, Access>;
@@ -53,5 +72,10 @@ export const OPERATIONS = {
 /** Throws `forbidden` unless `principal` has the access `access` needs (queues apart). */
 export function requireAccess(principal: Principal, access: Access): void {
   if (access === "read" || access === "open") return;
+  if (access === "consume and produce") {
+    requireScope(principal, "consume");
+    requireScope(principal, "produce");
+    return;
+  }
   requireScope(principal, access === "job" ? "produce or consume" : access);
 }

@@ -50,8 +50,8 @@ const ENTRIES = [
   { name: "elsewhere", token: TOKENS.elsewhere, scopes: ["admin"], queues: ["other.*"] },
 ];
 
-/** Who may call a route (§7): a scope, either job scope, any valid token, or anyone. */
-type Access = "produce" | "consume" | "job" | "admin" | "read" | "open";
+/** Who may call a route (§7): a scope, either job scope, both, any valid token, or anyone. */
+type Access = "produce" | "consume" | "job" | "consume and produce" | "admin" | "read" | "open";
 
 /** The answer a caller should get from a route, by §7. */
 function expectedStatus(access: Access, queueBound: boolean, caller: Caller, ok: number): number {
@@ -60,8 +60,8 @@ function expectedStatus(access: Access, queueBound: boolean, caller: Caller, ok:
   const scopes: Record<Exclude<Caller, "none" | "bad">, Access[]> = {
     produce: ["produce", "job", "read"],
     consume: ["consume", "job", "read"],
-    admin: ["produce", "consume", "job", "admin", "read"],
-    elsewhere: ["produce", "consume", "job", "admin", "read"],
+    admin: ["produce", "consume", "job", "consume and produce", "admin", "read"],
+    elsewhere: ["produce", "consume", "job", "consume and produce", "admin", "read"],
   };
   if (!scopes[caller].includes(access)) return 403;
   if (caller === "elsewhere" && queueBound) return 403;
@@ -80,6 +80,8 @@ interface Target {
   dead: number;
   /** A dry-run bulk action of the cell's queue. */
   bulk: number;
+  /** A flow in queue `<queue>.flow`: its first node leased, its second blocked behind it. */
+  flow: { id: number; leased: { id: number; token: string } };
 }
 
 let cells = 0;
@@ -114,12 +116,27 @@ async function target(server: TestServer): Promise<Target> {
     dry_run: true,
     by: "setup",
   });
+  const flowQueue = `${queue}.flow`;
+  const flow = await broker.createFlow({
+    key: null,
+    nodes: [
+      { ref: "a", queue: flowQueue, job: job('"a"'), depends_on: [] },
+      {
+        ref: "b",
+        queue: flowQueue,
+        job: job('"b"'),
+        depends_on: [{ ref: "a", on_failure: "run" }],
+      },
+    ],
+  });
+  const [f] = await broker.lease(flowQueue, 1, 0, 60_000);
   return {
     queue,
     pending: pending.id,
     leased: { id: leased.id, token: l.lease.token },
     dead: dead.id,
     bulk: bulk.id,
+    flow: { id: flow.id, leased: { id: f.job.id, token: f.lease.token } },
   };
 }
 
@@ -203,6 +220,46 @@ const HTTP_ROWS: HttpRow[] = [
     queueBound: true,
     ok: 200,
     call: (t) => ["DELETE", `/v1/jobs/${t.leased.id}`],
+  },
+  {
+    route: "POST /v1/flows",
+    access: "produce",
+    queueBound: true,
+    ok: 201,
+    call: (t) => ["POST", "/v1/flows", { nodes: [{ ref: "a", queue: t.queue, payload: 1 }] }],
+  },
+  {
+    // Spans every queue (a summary names none): a token limited to some is refused.
+    route: "GET /v1/flows",
+    access: "job",
+    queueBound: true,
+    ok: 200,
+    call: () => ["GET", "/v1/flows"],
+  },
+  {
+    route: "GET /v1/flows/{id}",
+    access: "job",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["GET", `/v1/flows/${t.flow.id}`],
+  },
+  {
+    route: "DELETE /v1/flows/{id}",
+    access: "admin",
+    queueBound: true,
+    ok: 200,
+    call: (t) => ["DELETE", `/v1/flows/${t.flow.id}`],
+  },
+  {
+    // A settle with the lease and an enqueue at once: both scopes.
+    route: "POST /v1/jobs/{id}/flow",
+    access: "consume and produce",
+    queueBound: true,
+    ok: 201,
+    call: (t) => ["POST", `/v1/jobs/${t.flow.leased.id}/flow`, {
+      token: t.flow.leased.token,
+      nodes: [{ ref: "c", queue: `${t.queue}.flow`, payload: 1, depends_on: ["a"] }],
+    }],
   },
   {
     route: "GET /v1/queues",
@@ -392,7 +449,8 @@ async function stateOf(server: TestServer, t: Target): Promise<string> {
   const jobs = await Promise.all([t.pending, t.leased.id, t.dead].map((id) => broker.get(id)));
   const [stats] = await broker.stats(t.queue);
   const schedule = await server.server.scheduler.find(t.queue);
-  return JSON.stringify({ jobs, stats, schedule });
+  const flow = await broker.getFlow(t.flow.id);
+  return JSON.stringify({ jobs, stats, schedule, flow });
 }
 
 Deno.test("every HTTP endpoint answers each caller as §7 prescribes", async () => {
