@@ -19,15 +19,28 @@ import type { FoundJobs, JobFilter } from "./job_filter.ts";
 import { MAINTENANCE_BATCH } from "./limits.ts";
 import { shuttingDown, TegamiError } from "./errors.ts";
 import type { Delivery, Enqueued, Job, NewJob } from "./job.ts";
+import { type JobEvent, JobWatchers } from "./job_watch.ts";
+import {
+  checkFlowNodes,
+  type Flow,
+  type FlowCreated,
+  flowNotFound,
+  type FlowSummary,
+  hasEnded,
+  type NewFlow,
+  type NewFlowNode,
+} from "./flow.ts";
 import type { HandOvers, NackRequest } from "./lifecycle.ts";
 import type {
   CancelResult,
   ClaimWant,
   EndedLease,
+  FlowCancelled,
   JobPage,
   LeaseRef,
   NackResult,
   QueueCounts,
+  Released,
   RunNowResult,
   ScheduleTick,
   Store,
@@ -117,6 +130,8 @@ export class Broker {
   readonly #dispatching = new Set<string>();
   readonly #again = new Set<string>();
   readonly #longPolls = new Set<() => void>();
+  /** Who waits for or watches which job (job_watch.ts). */
+  readonly #watchers = new JobWatchers();
   readonly #observer: BrokerObserver | null;
   readonly #maxQueues: number;
   /** Holds enqueues while delivery lags behind intake. */
@@ -169,6 +184,7 @@ export class Broker {
   /** Recovers whatever the last stop left (due jobs, expired leases) and arms the timers. */
   async start(): Promise<void> {
     this.#unlisten = this.#store.peers.listen((event) => this.#heard(event));
+    this.#store.onReleased((released) => this.#released(released));
     await this.#tick();
     this.#armSweep(0);
   }
@@ -247,12 +263,153 @@ export class Broker {
   /** Cancels a waiting or leased job (telling its holder), or removes a finished one. */
   async cancel(id: number): Promise<CancelResult> {
     const result = await this.#store.cancel(id, this.#clock.now());
+    if (!result.removed) this.#ended(id);
     if (result.revoked_token !== null) {
       this.#over(result.revoked_token, result.queue, "cancelled", "cancelled");
       // The lease held a slot (of its group, of the queue's concurrency) that is free now.
       this.wake(result.queue);
     } else if (!result.removed) this.#observer?.settled(result.queue, "cancelled", null);
     return result;
+  }
+
+  // ---- flows ----
+
+  /**
+   * Creates a flow (core/flow.ts) all-or-nothing, after checking its graph; wakes the queues
+   * of the nodes that start pending.
+   */
+  async createFlow(flow: NewFlow): Promise<FlowCreated> {
+    this.#refuseIfClosed();
+    const order = checkFlowNodes(flow.nodes);
+    for (const node of flow.nodes) this.requireQueueRoom(node.queue);
+    const created = await this.#store.createFlow(flow, order, this.#clock.now());
+    if (!created.deduplicated) this.#started(created);
+    return created;
+  }
+
+  /** Adds nodes to the flow of the leased job `id` (its lease `token`); see `Store`. */
+  async addFlowNodes(id: number, token: string, nodes: NewFlowNode[]): Promise<FlowCreated> {
+    this.#refuseIfClosed();
+    for (const node of nodes) this.requireQueueRoom(node.queue);
+    const created = await this.#store.addFlowNodes(id, token, nodes, this.#clock.now());
+    this.#started(created);
+    return created;
+  }
+
+  /** Reads a flow with its nodes, or null. */
+  getFlow(id: number): Promise<Flow | null> {
+    return this.#store.getFlow(id);
+  }
+
+  /** Flows by id after `after`, at most `limit`. */
+  listFlows(after: number, limit: number): Promise<FlowSummary[]> {
+    return this.#store.listFlows(after, limit);
+  }
+
+  /** Cancels every node of a flow that has not ended, telling the holders of its leases. */
+  async cancelFlow(id: number): Promise<FlowCancelled> {
+    const out = await this.#store.cancelFlow(id, this.#clock.now());
+    if (out === null) throw flowNotFound(id);
+    for (const watched of this.#watchers.ids()) this.#ended(watched);
+    for (const [, token, queue] of out.revoked) {
+      this.#over(token, queue, "cancelled", "cancelled");
+      this.wake(queue);
+    }
+    return out;
+  }
+
+  /** Wakes the queues of new nodes that are pending, and arms the timer for delayed ones. */
+  #started(created: FlowCreated): void {
+    let earliest = Infinity;
+    const ready = new Set<string>();
+    for (const node of created.nodes) {
+      if (node.state === "pending") ready.add(node.queue);
+      else if (node.state === "delayed" && node.run_at < earliest) earliest = node.run_at;
+    }
+    for (const queue of ready) this.wake(queue);
+    if (earliest !== Infinity) this.#armAt(earliest);
+  }
+
+  /** What a commit did to flows beyond what its caller asked. */
+  #released(released: Released): void {
+    if (this.#closed) return;
+    for (const queue of released.ready) this.wake(queue);
+    if (released.due !== null) this.#armAt(released.due);
+    for (const id of released.ended) this.#ended(id);
+  }
+
+  // ---- watching jobs ----
+
+  /**
+   * Calls `listener` with job `id`'s progress reports and its end (done, dead or cancelled) as
+   * this server makes or hears of them; answers a function that stops it.
+   */
+  watchJob(id: number, listener: (event: JobEvent) => void): () => void {
+    return this.#watchers.watch(id, listener);
+  }
+
+  /**
+   * The job once it has ended (done, dead or cancelled), waiting up to `waitMs` for that; after
+   * the wait (or on shutdown, or when `signal` aborts) the job as it is then; null when there is
+   * no such job.
+   */
+  waitForEnd(id: number, waitMs: number, signal?: AbortSignal): Promise<Job | null> {
+    this.#refuseIfClosed();
+    return new Promise<Job | null>((resolve, reject) => {
+      let done = false;
+      const finish = (job: Job | null) => {
+        if (done) return;
+        done = true;
+        this.#clock.clearTimer(timer);
+        signal?.removeEventListener("abort", stop);
+        this.#longPolls.delete(stop);
+        unwatch();
+        resolve(job);
+      };
+      const readNow = () =>
+        this.#store.get(id).then(finish, (error) => {
+          if (done) return;
+          done = true;
+          unwatch();
+          reject(error);
+        });
+      // Watching first, then reading: an end between the two is heard, one before is read.
+      const unwatch = this.#watchers.watch(id, (event) => {
+        if (event.kind === "ended") finish(event.job);
+      });
+      const stop = () => {
+        if (!done) readNow();
+      };
+      const timer = this.#clock.setTimer(stop, Math.max(0, waitMs));
+      signal?.addEventListener("abort", stop, { once: true });
+      this.#longPolls.add(stop);
+      this.#store.get(id).then((job) => {
+        if (job === null || hasEnded(job.state) || waitMs <= 0) finish(job);
+      }, (error) => {
+        if (done) return;
+        done = true;
+        this.#clock.clearTimer(timer);
+        this.#longPolls.delete(stop);
+        unwatch();
+        reject(error);
+      });
+    });
+  }
+
+  /** Job `id` may have ended: if anyone watches it, read it and tell them. */
+  #ended(id: number): void {
+    if (!this.#watchers.has(id)) return;
+    this.#store.get(id).then((job) => {
+      if (job !== null && hasEnded(job.state)) this.#watchers.tell(id, { kind: "ended", job });
+    }, (error) => this.#onError("read a watched job", error));
+  }
+
+  /**
+   * Other servers sharing the store end jobs too: while anyone here watches, the watched jobs
+   * are read again whenever the store says news may have been missed (its resync).
+   */
+  #recheckWatched(): void {
+    for (const id of this.#watchers.ids()) this.#ended(id);
   }
 
   // ---- consumers ----
@@ -359,6 +516,7 @@ export class Broker {
   /** Completes a leased job. */
   async ack(id: number, token: string, result: string | null): Promise<{ id: number }> {
     const out = await this.#store.ack(id, token, result, this.#clock.now());
+    this.#ended(id);
     // A lease this server did not hand out is held, if at all, through another one.
     if (!this.#live.has(token)) this.#store.peers.announce(id, token, "settled");
     this.#over(token, out.queue, "acked", "settled");
@@ -369,6 +527,7 @@ export class Broker {
   /** Fails a leased job: retry later (backoff or `delay_ms`) or dead. */
   async nack(id: number, token: string, request: NackRequest): Promise<NackResult> {
     const out = await this.#store.nack(id, token, request, this.#clock.now());
+    if (out.state === "dead" || out.moved_to !== undefined) this.#ended(id);
     if (!this.#live.has(token)) this.#store.peers.announce(id, token, "settled");
     this.#over(
       token,
@@ -402,8 +561,11 @@ export class Broker {
   }
 
   /** Records a progress report (JSON text) on a leased job. */
-  progress(id: number, token: string, progress: string): Promise<{ id: number }> {
-    return this.#store.progress(id, token, progress, this.#clock.now());
+  async progress(id: number, token: string, progress: string): Promise<{ id: number }> {
+    const at = this.#clock.now();
+    const out = await this.#store.progress(id, token, progress, at);
+    this.#watchers.tell(id, { kind: "progress", id, progress, at });
+    return out;
   }
 
   /** Gives back leases whose holder went away: pending at once (or dead), then redelivered. */
@@ -740,6 +902,7 @@ export class Broker {
         this.#gate.recheck(event.queue);
         return;
       case "resync":
+        this.#recheckWatched();
         this.#tick().catch((error) => this.#onError("tick", error));
         for (const queue of this.#subscribers.keys()) this.wake(queue);
         return;
@@ -795,6 +958,7 @@ export class Broker {
       const began = performance.now();
       const result = await this.#store.tick(this.#clock.now(), this.#handOvers());
       for (const lease of result.expired) {
+        if (lease.state === "dead" || lease.moved_to !== undefined) this.#ended(lease.id);
         this.#over(
           lease.token,
           lease.queue,

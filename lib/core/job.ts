@@ -7,11 +7,24 @@
  * @module
  */
 
-/** Where a job is in its life. */
-export type JobState = "pending" | "delayed" | "leased" | "done" | "dead" | "cancelled";
+import type { Outcomes } from "./flow.ts";
+
+/**
+ * Where a job is in its life. `blocked`: a flow's job waiting for its prerequisites
+ * (core/flow.ts).
+ */
+export type JobState =
+  | "blocked"
+  | "pending"
+  | "delayed"
+  | "leased"
+  | "done"
+  | "dead"
+  | "cancelled";
 
 /** Every job state, in lifecycle order. */
 export const JOB_STATES: readonly JobState[] = [
+  "blocked",
   "pending",
   "delayed",
   "leased",
@@ -85,6 +98,16 @@ export interface Job {
   finished_at: number | null;
   /** The queue it ran out of attempts in and was moved from (its dead-letter queue is this one). */
   dead_lettered_from: string | null;
+  /** The flow it is a node of, absent when none (core/flow.ts). */
+  flow?: JobFlow;
+}
+
+/** A job's place in its flow. */
+export interface JobFlow {
+  /** The flow's id. */
+  id: number;
+  /** The job's ref in it. */
+  ref: string;
 }
 
 /** The lease a delivery carries. */
@@ -101,6 +124,8 @@ export interface Delivery {
   job: Job;
   /** The lease taken. */
   lease: Lease;
+  /** For a flow's job with prerequisites: their outcomes (core/flow.ts, `outcomesOf`). */
+  prerequisites?: Outcomes;
 }
 
 /** A job to store, validated and resolved (absolute `run_at`). */
@@ -160,7 +185,22 @@ function jobMembers(job: Job): string {
     `"progress":${jsonOrNull(job.progress)},"progress_at":${job.progress_at},` +
     `"result":${jsonOrNull(job.result)},"last_error":${JSON.stringify(job.last_error)},` +
     `"lease_expires_at":${job.lease_expires_at},"finished_at":${job.finished_at},` +
-    `"dead_lettered_from":${JSON.stringify(job.dead_lettered_from)}`;
+    `"dead_lettered_from":${JSON.stringify(job.dead_lettered_from)}` +
+    (job.flow === undefined
+      ? ""
+      : `,"flow":{"id":${job.flow.id},"ref":${JSON.stringify(job.flow.ref)}}`);
+}
+
+/** Prerequisites' outcomes as the JSON text of the delivery's `prerequisites` array. */
+function outcomesJson({ outcomes, omitted }: Outcomes): string {
+  let out = "";
+  for (const o of outcomes) {
+    if (out !== "") out += ",";
+    out += `{"ref":${JSON.stringify(o.ref)},"id":${o.id},"state":"${o.state}",` +
+      `"result":${jsonOrNull(o.result)},"last_error":${JSON.stringify(o.last_error)},` +
+      `"result_omitted":${o.result_omitted}}`;
+  }
+  return omitted === 0 ? `[${out}]` : `[${out}],"prerequisites_omitted":${omitted}`;
 }
 
 /**
@@ -168,9 +208,10 @@ function jobMembers(job: Job): string {
  * job (so a retry sees `last_error` and `checkpoint`), plus `attempt` (1-based) and `lease`.
  */
 export function deliveryMembers(delivery: Delivery): string {
-  const { job, lease } = delivery;
+  const { job, lease, prerequisites } = delivery;
   return `${jobMembers(job)},"attempt":${job.attempts},` +
-    `"lease":{"token":"${lease.token}","expires_at":${lease.expires_at}}`;
+    `"lease":{"token":"${lease.token}","expires_at":${lease.expires_at}}` +
+    (prerequisites === undefined ? "" : `,"prerequisites":${outcomesJson(prerequisites)}`);
 }
 
 /** The job as the JSON text of the API's job object. */

@@ -78,6 +78,12 @@ export interface JobRow {
   finished_at: number | null;
   /** The queue it was dead-lettered from, or null. */
   dead_lettered_from: string | null;
+  /** The flow it is a node of, or null (core/flow.ts). */
+  flow_id: number | null;
+  /** Its ref in that flow, or null. */
+  flow_ref: string | null;
+  /** While blocked: how many of its prerequisites' edges are not met yet; else 0. */
+  waiting_on: number;
 }
 
 /** The job's own retry backoff, or null for the server's. */
@@ -99,7 +105,7 @@ export function attempted(row: JobRow): AttemptedRow {
 
 /** The job as clients read it; a lease expiry only while the job is leased. */
 export function rowToJob(row: JobRow): Job {
-  return {
+  const job: Job = {
     id: row.id,
     queue: row.queue,
     state: row.state,
@@ -124,9 +130,11 @@ export function rowToJob(row: JobRow): Job {
     finished_at: row.finished_at,
     dead_lettered_from: row.dead_lettered_from,
   };
+  if (row.flow_id !== null) job.flow = { id: row.flow_id, ref: row.flow_ref ?? "" };
+  return job;
 }
 
 /** Counts of every state at zero. */
 export function zeroCounts(): StateCounts {
-  return { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
+  return { blocked: 0, pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
 }

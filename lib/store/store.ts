@@ -18,6 +18,7 @@
  * @module
  */
 
+import type { Flow, FlowCreated, FlowSummary, NewFlow, NewFlowNode } from "../core/flow.ts";
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
 import type { FoundJobs, JobFilter } from "../core/job_filter.ts";
 import type { HandOvers, NackRequest } from "../core/lifecycle.ts";
@@ -102,6 +103,30 @@ export interface CancelResult {
   removed: boolean;
   /** The token of the lease that was revoked, if the job was leased. */
   revoked_token: string | null;
+}
+
+/**
+ * What a write did to flows beyond the jobs it was asked about (core/flow.ts): jobs it released
+ * from blocked, and jobs it cancelled because a prerequisite failed. The store tells its
+ * {@linkcode Store.onReleased} listener once the write is committed.
+ */
+export interface Released {
+  /** Queues that gained pending jobs. */
+  ready: string[];
+  /** The earliest `run_at` of jobs that became delayed, or null. */
+  due: number | null;
+  /** Jobs that ended (cancelled because a prerequisite failed). */
+  ended: number[];
+}
+
+/** What cancelling a flow did. */
+export interface FlowCancelled {
+  /** The flow. */
+  id: number;
+  /** How many of its jobs were cancelled. */
+  cancelled: number;
+  /** The leases revoked: `[job id, token, queue]`. */
+  revoked: [number, string, string][];
 }
 
 /** A lease that ended without an ack (expiry, disconnect). */
@@ -313,7 +338,9 @@ export interface Store {
   /**
    * Leases up to `max` pending jobs of a queue, highest priority first then oldest, unless the
    * queue is paused. Never more jobs of one group than the queue's group limit are leased at
-   * once; groups with room take turns (see docs/api.md, "Groups"). `lease_ms` null means each job's own lease length, else the server's.
+   * once; groups with room take turns (see docs/api.md, "Groups"). `lease_ms` null means each
+   * job's own lease length, else the server's. A flow's job comes with its prerequisites'
+   * outcomes (`outcomesOf` in core/flow.ts).
    */
   claim(queue: string, max: number, lease_ms: number | null, now: number): Promise<Delivery[]>;
   /**
@@ -349,6 +376,32 @@ export interface Store {
   queueOf(id: number): Promise<string | null>;
   /** Reads a job, or null. */
   get(id: number): Promise<Job | null>;
+  /**
+   * Creates a flow all-or-nothing (core/flow.ts): its nodes' jobs in `order` (prerequisites
+   * first, as `checkFlowNodes` answers it), each blocked while it has prerequisites, and its
+   * edges. A flow whose key is held answers the holder's nodes, `deduplicated`.
+   */
+  createFlow(flow: NewFlow, order: number[], now: number): Promise<FlowCreated>;
+  /**
+   * Adds nodes to the flow of job `id`, whose lease `token` must be current (a running node
+   * fans out). They may depend on the flow's nodes; an edge to one that has ended is resolved
+   * at once. Checks them with `checkFlowNodes` against the flow's refs.
+   */
+  addFlowNodes(id: number, token: string, nodes: NewFlowNode[], now: number): Promise<FlowCreated>;
+  /** Reads a flow with its nodes, or null. */
+  getFlow(id: number): Promise<Flow | null>;
+  /** Flows by id after `after`, at most `limit`, without their nodes. */
+  listFlows(after: number, limit: number): Promise<FlowSummary[]>;
+  /**
+   * Cancels every node of a flow that has not ended (leased ones lose their lease); null when
+   * there is no such flow.
+   */
+  cancelFlow(id: number, now: number): Promise<FlowCancelled | null>;
+  /**
+   * Sets the listener told, after each commit that released or cancelled flow jobs beyond the
+   * ones a caller named, what it did (see {@linkcode Released}). One listener: the broker.
+   */
+  onReleased(listener: (released: Released) => void): void;
   /** Cancels a waiting or leased job, or removes a finished one. */
   cancel(id: number, now: number): Promise<CancelResult>;
   /** Pauses or resumes delivery from a queue. */

@@ -26,6 +26,7 @@ import { deadLetterCases } from "./suite/dead_letters.ts";
 import { dedupCases } from "./suite/dedup.ts";
 import { enqueueCases } from "./suite/enqueue.ts";
 import { findJobsCases } from "./suite/find_jobs.ts";
+import { flowCases } from "./suite/flows.ts";
 import { groupCases } from "./suite/groups.ts";
 import { leaseWriteCases } from "./suite/lease_writes.ts";
 import { limitCases } from "./suite/limits.ts";
@@ -113,4 +114,5 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
   commitCloseCases(cases);
   crossServerCases(cases);
   findJobsCases(cases);
+  flowCases(cases);
 }

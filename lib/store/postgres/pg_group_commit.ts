@@ -50,7 +50,7 @@
  */
 
 import { OUTCOME_UNKNOWN, TegamiError } from "../../core/errors.ts";
-import type { RemoteLeaseEnd } from "../store.ts";
+import type { Released, RemoteLeaseEnd } from "../store.ts";
 import { asStoreError, isRetryable, type Sql, type TxSql, withDeadline } from "./pg_driver.ts";
 import postgres from "postgres";
 
@@ -58,6 +58,8 @@ import postgres from "postgres";
 export class BatchNews {
   /** Queues that gained ready jobs. */
   readonly ready = new Set<string>();
+  /** What the batch did to flows beyond its callers' jobs, for this server once committed. */
+  readonly released: Released = { ready: [], due: null, ended: [] };
   /** Leases ended here that another server may hold: `[id, token, why]`. */
   readonly ended: [number, string, RemoteLeaseEnd][] = [];
 
@@ -110,6 +112,7 @@ export class PgGroupCommit {
   readonly #observer: PgCommitObserver;
   readonly #onUp: () => void;
   readonly #publish: (tx: TxSql, news: BatchNews) => Promise<void>;
+  readonly #committed: (news: BatchNews) => void;
   #queue: Pending[] = [];
   /** Transactions in flight. */
   #running = 0;
@@ -131,7 +134,9 @@ export class PgGroupCommit {
     observer: PgCommitObserver,
     onUp: () => void = () => {},
     inFlight = 1,
+    committed: (news: BatchNews) => void = () => {},
   ) {
+    this.#committed = committed;
     this.#inFlight = Math.max(1, Math.floor(inFlight));
     this.#onUp = onUp;
     this.#open = open;
@@ -267,10 +272,11 @@ export class PgGroupCommit {
       // Set once every operation has run and COMMIT is on its way: a connection lost from then
       // on leaves the commit's fate unknown (it may have been made and its answer lost).
       let committing = false;
+      let news = new BatchNews();
       try {
         outcomes = await withDeadline(
           pool.begin(async (tx) => {
-            const news = new BatchNews();
+            news = new BatchNews();
             const out: { ok: boolean; value: unknown }[] = new Array(batch.length);
             const run = async (i: number) => {
               try {
@@ -316,6 +322,7 @@ export class PgGroupCommit {
         return;
       }
       this.#observer(weigh(batch), performance.now() - started, null);
+      this.#committed(news);
       for (let i = 0; i < batch.length; i++) {
         if (outcomes[i].ok) batch[i].resolve(outcomes[i].value);
         else batch[i].reject(outcomes[i].value);

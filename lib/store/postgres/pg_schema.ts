@@ -29,6 +29,7 @@ import migrationDeadLetterQueue from "./migrations/011_dead_letter_queue.sql" wi
 import migrationSqsAttributesTags from "./migrations/012_sqs_attributes_tags.sql" with {
   type: "text",
 };
+import migrationFlows from "./migrations/013_flows.sql" with { type: "text" };
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
@@ -44,6 +45,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   migrationRetainPending,
   migrationDeadLetterQueue,
   migrationSqsAttributesTags,
+  migrationFlows,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

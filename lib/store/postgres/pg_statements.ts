@@ -21,6 +21,7 @@ import {
 import type { AckResult, EndedLease } from "../store.ts";
 import type { SqlFragment, TxSql } from "./pg_driver.ts";
 import type { BatchNews } from "./pg_group_commit.ts";
+import { ended as flowEnded } from "./pg_flows.ts";
 
 /** The queue's column, and the server's value after it, for each field a job may leave out. */
 export const QUEUE_DEFAULTS = {
@@ -99,8 +100,8 @@ export function sweepBySetting(
   tx: TxSql,
   column: "retain_dead_ms" | "retain_pending_ms",
   match: SqlFragment,
-): Promise<{ id: number }[]> {
-  return tx<{ id: number }[]>`
+): Promise<{ id: number; flow_id: number | null }[]> {
+  return tx<{ id: number; flow_id: number | null }[]>`
     WITH f AS (
       SELECT x.id FROM queue_settings s
       CROSS JOIN LATERAL (
@@ -110,7 +111,17 @@ export function sweepBySetting(
       WHERE s.${tx(column)} IS NOT NULL
       LIMIT ${MAINTENANCE_BATCH}
     )
-    DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
+    DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id, j.flow_id`;
+}
+
+/**
+ * True for a finished job `j` outside any flow, or whose flow has no node left to end: a flow's
+ * jobs stay until its last node has ended.
+ */
+export function flowDone(tx: TxSql): SqlFragment {
+  return tx`(j.flow_id IS NULL OR NOT EXISTS (
+    SELECT 1 FROM jobs u WHERE u.flow_id = j.flow_id
+      AND u.state IN ('blocked', 'pending', 'delayed', 'leased')))`;
 }
 
 /**
@@ -202,6 +213,7 @@ export async function ackMany(
       limited: boolean | null;
       state: JobState | null;
       token: string | null;
+      flow_id: number | null;
       done: boolean;
     }[]
   >`
@@ -212,7 +224,7 @@ export async function ackMany(
         ${items.map((i) => i.result)}::text[], ${items.map((i) => i.now)}::bigint[])
         WITH ORDINALITY AS a(id, token, result, now, k)
     ), j AS (
-      SELECT jobs.id, jobs.queue, jobs.grp, jobs.state, jobs.lease_token,
+      SELECT jobs.id, jobs.queue, jobs.grp, jobs.state, jobs.lease_token, jobs.flow_id,
         s.concurrency IS NOT NULL AS limited
       FROM jobs LEFT JOIN queue_settings s ON s.name = jobs.queue
       WHERE jobs.id IN (SELECT id FROM a)
@@ -224,7 +236,7 @@ export async function ackMany(
         AND jobs.lease_expires_at > a.now
       RETURNING jobs.id, a.token
     )
-    SELECT a.k, j.queue, j.grp, j.limited, j.state, j.lease_token AS token,
+    SELECT a.k, j.queue, j.grp, j.limited, j.state, j.lease_token AS token, j.flow_id,
       EXISTS (SELECT 1 FROM u WHERE u.id = a.id AND u.token = a.token) AS done
     FROM a LEFT JOIN j ON j.id = a.id
     ORDER BY a.k`;
@@ -242,6 +254,11 @@ export async function ackMany(
         SELECT id, state, lease_token AS token FROM jobs WHERE id = ANY(${again}::bigint[])`)
         .map((row) => [row.id, row]),
     );
+  // A flow's prerequisite that is done now releases its dependents in this transaction.
+  const finished = rows.flatMap((row, i) =>
+    row.done && row.flow_id !== null ? [{ id: items[i].id, state: "done" as const }] : []
+  );
+  if (finished.length > 0) await flowEnded(tx, news, finished, items[0].now);
   return rows.map((row, i) => {
     const { id, token } = items[i];
     if (row.queue === null) return jobNotFound(id);
@@ -433,6 +450,7 @@ export async function applyDuplicates(
  */
 export async function endLeases(
   tx: TxSql,
+  news: BatchNews,
   ending: { row: JobRow; cause: LeaseEndCause }[],
   now: number,
 ): Promise<EndedLease[]> {
@@ -440,7 +458,7 @@ export async function endLeases(
     id: row.id,
     next: afterLeaseEnd(attempted(row), cause, now),
   }));
-  const moved = await unlease(tx, moves, now);
+  const moved = await unlease(tx, news, moves, now);
   return ending.map(({ row }, i) => {
     const ended: EndedLease = {
       id: row.id,
@@ -460,11 +478,12 @@ export async function endLeases(
  */
 export async function unlease(
   tx: TxSql,
+  news: BatchNews,
   moves: { id: number; next: Transition }[],
   now: number,
 ): Promise<(string | null)[]> {
   if (moves.length === 0) return [];
-  await tx`
+  const died = await tx<{ id: number }[]>`
     UPDATE jobs j SET state = m.state, last_error = m.error, attempts = m.attempts,
       lease_expires_at = NULL,
       run_at = CASE WHEN m.state = 'dead' THEN j.run_at ELSE m.run_at END,
@@ -472,7 +491,13 @@ export async function unlease(
     FROM unnest(${moves.map((m) => m.id)}::bigint[], ${moves.map((m) => m.next.state)}::text[],
       ${moves.map((m) => m.next.error)}::text[], ${moves.map((m) => m.next.attempts)}::int[],
       ${moves.map((m) => m.next.run_at)}::bigint[]) AS m(id, state, error, attempts, run_at)
-    WHERE j.id = m.id`;
+    WHERE j.id = m.id
+    RETURNING CASE WHEN m.state = 'dead' AND j.flow_id IS NOT NULL THEN j.id END AS id`;
+  // A flow's prerequisite that died releases or cancels its dependents in this transaction.
+  const inFlows = died.flatMap((row) =>
+    row.id === null ? [] : [{ id: Number(row.id), state: "dead" as const }]
+  );
+  if (inFlows.length > 0) await flowEnded(tx, news, inFlows, now);
   const dead = moves.filter((m) => m.next.state === "dead").map((m) => m.id);
   if (dead.length === 0) return moves.map(() => null);
   // Dead first, above, so the group counts settled; moved without a group, nothing to count.

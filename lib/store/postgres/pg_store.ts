@@ -54,12 +54,14 @@ import {
   type DeadJobs,
   emptyCommitStats,
   type EndedLease,
+  type FlowCancelled,
   type JobPage,
   type KnownQueues,
   type LeaseRef,
   type NackResult,
   type Peers,
   type QueueCounts,
+  type Released,
   type RemoteLeaseEnd,
   type RequeueResult,
   type RunNowResult,
@@ -95,6 +97,7 @@ import {
   endLeases,
   type EnqueueItem,
   enqueueMany,
+  flowDone,
   inIndexOrder,
   leaseClaimed,
   type ProgressItem,
@@ -110,6 +113,24 @@ import {
   type PgOperation,
 } from "./pg_group_commit.ts";
 import { Coalescer } from "./pg_coalesce.ts";
+import {
+  addNodes,
+  attachOutcomes,
+  cancelFlow,
+  createFlow,
+  ended as flowEnded,
+  getFlow,
+  listFlows,
+  swept as flowsSwept,
+} from "./pg_flows.ts";
+import {
+  type Flow,
+  type FlowCreated,
+  type FlowSummary,
+  type NewFlow,
+  type NewFlowNode,
+  notInFlow,
+} from "../../core/flow.ts";
 import { migratePg } from "./pg_schema.ts";
 import { readAllQueueSettings, readQueueSettings, writeQueueSettings } from "./pg_settings.ts";
 import type { QueueSettings } from "../../core/queue_settings.ts";
@@ -187,6 +208,8 @@ export class PgStore implements Store {
   readonly #grouped = new Set<string>();
   /** Queues whose last claim its rate held back, and when their next token comes. */
   readonly #heldUntil = new Map<string, number>();
+  /** Told what a commit released (see `Store.onReleased`). */
+  #onReleased: ((released: Released) => void) | null = null;
   #closed = false;
   #dbClosed = false;
   #closing: Promise<void> | null = null;
@@ -218,6 +241,10 @@ export class PgStore implements Store {
       // Wakes and ticks refused while the database was away are not repeated by anyone.
       () => this.#peers.resync(),
       Math.min(WRITE_TRANSACTIONS, writerConnections(options.poolSize ?? 10)),
+      (news) => {
+        const r = news.released;
+        if (r.ready.length > 0 || r.due !== null || r.ended.length > 0) this.#onReleased?.(r);
+      },
     );
     const submit = <T>(operation: PgOperation<T>, weight: () => number) =>
       this.#write(operation, true, weight);
@@ -404,18 +431,25 @@ export class PgStore implements Store {
     const out: Delivery[][] = wants.map(() => []);
     if (total === 0) return this.#write(() => Promise.resolve(out));
     if (this.#limited.has(queue)) {
-      return this.#write((tx) => this.#claimLimited(tx, queue, wants, total, now));
+      return this.#write(async (tx) => {
+        const lists = await this.#claimLimited(tx, queue, wants, total, now);
+        await attachOutcomes(tx, lists);
+        return lists;
+      });
     }
     // The usual claim is one statement; if it finds the queue limited (a concurrency or a rate,
     // perhaps set by another server), it claimed nothing and the limited claim runs after it,
-    // in the same transaction.
+    // in the same transaction. A flow's jobs then read their prerequisites (a read only).
     return this.#write(async (tx) => {
       const claimed = await this.#claim(tx, queue, wants, total, now, true);
       if (claimed === "limited") {
         this.#limited.add(queue);
-        return await this.#claimLimited(tx, queue, wants, total, now);
+        const lists = await this.#claimLimited(tx, queue, wants, total, now);
+        await attachOutcomes(tx, lists);
+        return lists;
       }
       this.#heldUntil.delete(queue);
+      await attachOutcomes(tx, claimed);
       return claimed;
     }, true);
   }
@@ -638,7 +672,7 @@ export class PgStore implements Store {
     return this.#write(async (tx, news) => {
       const row = await this.#leased(tx, id, token, now, "nack");
       const next = afterNack(attempted(row), request, now, this.#policy);
-      const [moved] = await unlease(tx, [{ id, next }], now);
+      const [moved] = await unlease(tx, news, [{ id, next }], now);
       // Even a retry later frees a slot (of the job's group, of its queue's concurrency).
       news.ready.add(row.queue);
       if (moved !== null) {
@@ -692,16 +726,53 @@ export class PgStore implements Store {
     });
   }
 
+  createFlow(flow: NewFlow, order: number[], now: number): Promise<FlowCreated> {
+    return this.#write((tx, news) => createFlow(tx, news, flow, order, now)).then((out) => {
+      for (const node of out.nodes) this.#known.add(node.queue);
+      return out;
+    });
+  }
+
+  addFlowNodes(id: number, token: string, nodes: NewFlowNode[], now: number): Promise<FlowCreated> {
+    return this.#write(async (tx, news) => {
+      const row = await this.#leased(tx, id, token, now, "add nodes to the flow of");
+      if (row.flow_id === null) throw notInFlow(id);
+      return await addNodes(tx, news, Number(row.flow_id), nodes, now);
+    }).then((out) => {
+      for (const node of out.nodes) this.#known.add(node.queue);
+      return out;
+    });
+  }
+
+  getFlow(id: number): Promise<Flow | null> {
+    return this.#read("read the flow", (sql) => getFlow(sql, id));
+  }
+
+  listFlows(after: number, limit: number): Promise<FlowSummary[]> {
+    return this.#read("list the flows", (sql) => listFlows(sql, after, limit));
+  }
+
+  cancelFlow(id: number, now: number): Promise<FlowCancelled | null> {
+    return this.#write((tx, news) => cancelFlow(tx, news, id, now));
+  }
+
+  onReleased(listener: (released: Released) => void): void {
+    this.#onReleased = listener;
+  }
+
   cancel(id: number, now: number): Promise<CancelResult> {
     return this.#write(async (tx, news) => {
       const row = await this.#lockRow(tx, id);
       if (cancelRemoves(row.state)) {
         await tx`DELETE FROM jobs WHERE id = ${id}`;
+        await flowsSwept(tx, [row]);
         return { id, queue: row.queue, state: row.state, removed: true, revoked_token: null };
       }
       await tx`
-        UPDATE jobs SET state = 'cancelled', finished_at = ${now}, lease_expires_at = NULL
+        UPDATE jobs SET state = 'cancelled', finished_at = ${now}, lease_expires_at = NULL,
+          waiting_on = 0
         WHERE id = ${id}`;
+      if (row.flow_id !== null) await flowEnded(tx, news, [{ id, state: "cancelled" }], now);
       const revoked = row.state === "leased" ? row.lease_token : null;
       if (revoked !== null) news.ended.push([id, revoked, "cancelled"]);
       if (revoked !== null) news.ready.add(row.queue);
@@ -894,7 +965,7 @@ export class PgStore implements Store {
         ORDER BY lease_expires_at FOR UPDATE SKIP LOCKED`).filter((row) =>
         leaseEndDue(row, now, mine, false)
       );
-      const ended = await endLeases(tx, due.map((row) => ({ row, cause: "expired" })), now);
+      const ended = await endLeases(tx, news, due.map((row) => ({ row, cause: "expired" })), now);
       for (let i = 0; i < ended.length; i++) {
         const lease = ended[i];
         // Even a lease that ended in dead frees a slot (of its group, of its queue).
@@ -925,7 +996,7 @@ export class PgStore implements Store {
         // A delivery nobody received does not count as an attempt.
         ending.push({ row, cause: undelivered === true ? "undelivered" : "released" });
       }
-      const out = await endLeases(tx, ending, now);
+      const out = await endLeases(tx, news, ending, now);
       // Even a lease that ended in dead frees a slot (of its group, of its queue).
       for (const lease of out) {
         news.ready.add(lease.queue);
@@ -994,6 +1065,7 @@ export class PgStore implements Store {
   }
 
   async sweepFinished(now: number, retainDoneMs: number): Promise<number> {
+    type SweptRow = { id: number; flow_id: number | null };
     let total = 0;
     for (;;) {
       const [n, full] = await this.#write(async (tx) => {
@@ -1016,26 +1088,30 @@ export class PgStore implements Store {
               WHERE j.queue = q.name AND j.state IN ('done', 'cancelled')
                 AND j.finished_at <
                   ${now}::bigint - coalesce(s.retain_done_ms, ${retainDoneMs}::bigint)
+                AND ${flowDone(tx)}
               LIMIT ${MAINTENANCE_BATCH} FOR UPDATE OF j SKIP LOCKED
             ) x
             WHERE q.name IS NOT NULL
             LIMIT ${MAINTENANCE_BATCH}
           )
-          DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id`;
+          DELETE FROM jobs j USING f WHERE j.id = f.id RETURNING j.id, j.flow_id`;
         // Dead jobs of the queues with a retain_dead_ms (without one they stay), and pending
         // jobs of those with a retain_pending_ms that have waited longer than it since they
         // became due, oldest first (jobs_pending_age).
         const dead = await sweepBySetting(
           tx,
           "retain_dead_ms",
-          tx`j.state = 'dead' AND j.finished_at < ${now}::bigint - s.retain_dead_ms`,
+          tx`j.state = 'dead' AND j.finished_at < ${now}::bigint - s.retain_dead_ms
+            AND ${flowDone(tx)}`,
         );
+        // A flow's pending jobs wait for as long as their flow runs.
         const pending = await sweepBySetting(
           tx,
           "retain_pending_ms",
           tx`j.state = 'pending' AND j.run_at < ${now}::bigint - s.retain_pending_ms
-            ORDER BY j.run_at`,
+            AND j.flow_id IS NULL ORDER BY j.run_at`,
         );
+        await flowsSwept(tx, [...(done as unknown as SweptRow[]), ...dead]);
         const full = done.length === MAINTENANCE_BATCH || dead.length === MAINTENANCE_BATCH ||
           pending.length === MAINTENANCE_BATCH;
         return [done.length + dead.length + pending.length, full] as const;

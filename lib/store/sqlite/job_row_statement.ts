@@ -52,6 +52,9 @@ function jobRowReader(names: string[]): (values: Values) => JobRow {
     lease_expires_at: at("lease_expires_at"),
     finished_at: at("finished_at"),
     dead_lettered_from: at("dead_lettered_from"),
+    flow_id: at("flow_id"),
+    flow_ref: at("flow_ref"),
+    waiting_on: at("waiting_on"),
   } satisfies Record<keyof JobRow, number>;
   // One object literal: every row gets the same shape.
   return (v) =>
@@ -83,6 +86,9 @@ function jobRowReader(names: string[]): (values: Values) => JobRow {
       lease_expires_at: v[c.lease_expires_at],
       finished_at: v[c.finished_at],
       dead_lettered_from: v[c.dead_lettered_from],
+      flow_id: v[c.flow_id],
+      flow_ref: v[c.flow_ref],
+      waiting_on: v[c.waiting_on],
     }) satisfies Record<keyof JobRow, SQLOutputValue> as unknown as JobRow;
 }
 

@@ -189,6 +189,30 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE queue_settings ADD COLUMN sqs_attributes TEXT;
   ALTER TABLE queue_settings ADD COLUMN tags TEXT;
   `,
+  // Flows (core/flow.ts): a job's flow and ref, how many of its prerequisites' edges are not met
+  // while it is blocked; the flows, with their dedup keys; the edges, read by prerequisite when
+  // one ends and by dependent (in depends_on order) when one is delivered.
+  `
+  ALTER TABLE jobs ADD COLUMN flow_id INTEGER;
+  ALTER TABLE jobs ADD COLUMN flow_ref TEXT;
+  ALTER TABLE jobs ADD COLUMN waiting_on INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX jobs_flow ON jobs (flow_id, id) WHERE flow_id IS NOT NULL;
+  CREATE INDEX jobs_flow_state ON jobs (flow_id, state) WHERE flow_id IS NOT NULL;
+  CREATE TABLE flows (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    key        TEXT UNIQUE,
+    created_at INTEGER NOT NULL
+  );
+  CREATE TABLE flow_edges (
+    prereq_id  INTEGER NOT NULL,
+    job_id     INTEGER NOT NULL,
+    ord        INTEGER NOT NULL,
+    on_failure TEXT    NOT NULL,
+    met        INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (prereq_id, job_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX flow_edges_job ON flow_edges (job_id, ord);
+  `,
 ];
 
 /**

@@ -56,6 +56,11 @@ export function ackRunSql(rows: string): string {
       AND +jobs.lease_expires_at > a.now`;
 }
 
+/** True for a finished job `f` outside any flow, or whose flow has no node left to end. */
+const FLOW_DONE = `(f.flow_id IS NULL OR NOT EXISTS (
+  SELECT 1 FROM jobs u WHERE u.flow_id = f.flow_id
+    AND u.state IN ('blocked', 'pending', 'delayed', 'leased')))`;
+
 /**
  * Every statement the store runs, prepared once, each counting its runs into `count`.
  *
@@ -259,24 +264,27 @@ export function prepareStatements(db: DatabaseSync, count: StatementCount) {
     ),
     // The retention sweeps, one queue at a time: its done and cancelled jobs, or its dead ones,
     // finished before the cutoff, read as a range of jobs_finished (queue, state, finished_at).
+    // A flow's jobs stay until its last node has ended (FLOW_DONE).
     sweepDone: p(
       `DELETE FROM jobs WHERE id IN (
-         SELECT id FROM jobs WHERE queue = ?1 AND state IN ('done', 'cancelled')
-           AND finished_at < ?2 LIMIT ?3 + 0)
-       RETURNING state`,
+         SELECT id FROM jobs f WHERE queue = ?1 AND state IN ('done', 'cancelled')
+           AND finished_at < ?2 AND ${FLOW_DONE} LIMIT ?3 + 0)
+       RETURNING state, id, flow_id`,
     ),
     sweepDead: p(
       `DELETE FROM jobs WHERE id IN (
-         SELECT id FROM jobs WHERE queue = ?1 AND state = 'dead' AND finished_at < ?2
-         LIMIT ?3 + 0)
-       RETURNING state`,
+         SELECT id FROM jobs f WHERE queue = ?1 AND state = 'dead' AND finished_at < ?2
+           AND ${FLOW_DONE} LIMIT ?3 + 0)
+       RETURNING state, id, flow_id`,
     ),
-    // Pending jobs that have waited since before the cutoff, oldest first (jobs_pending_age).
+    // Pending jobs that have waited since before the cutoff, oldest first (jobs_pending_age); a
+    // flow's jobs wait for as long as their flow runs.
     sweepPending: p(
       `DELETE FROM jobs WHERE id IN (
          SELECT id FROM jobs WHERE queue = ?1 AND state = 'pending' AND run_at < ?2
+           AND flow_id IS NULL
          ORDER BY run_at LIMIT ?3 + 0)
-       RETURNING state`,
+       RETURNING state, id, flow_id`,
     ),
     allSettings: p("SELECT * FROM queue_settings"),
     putSettings: p(

@@ -65,6 +65,15 @@ import { queueCounts } from "../queue_stats.ts";
 import { prepareStatements, sqliteFileSizes, type SqliteStatements } from "./sqlite_statements.ts";
 import { SqliteClaims } from "./sqlite_claims.ts";
 import { findJobsIn } from "./sqlite_find.ts";
+import { SqliteFlows } from "./sqlite_flows.ts";
+import {
+  type Flow,
+  type FlowCreated,
+  type FlowSummary,
+  type NewFlow,
+  type NewFlowNode,
+  notInFlow,
+} from "../../core/flow.ts";
 import type { FoundJobs, JobFilter } from "../../core/job_filter.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
 import { WalSync } from "./wal_sync.ts";
@@ -79,6 +88,7 @@ import {
   type DeadJobs,
   emptyCommitStats,
   type EndedLease,
+  type FlowCancelled,
   type GroupCounts,
   type JobPage,
   type KnownQueues,
@@ -87,6 +97,7 @@ import {
   type NackResult,
   type Peers,
   type QueueCounts,
+  type Released,
   type RequeueResult,
   type RunNowResult,
   type ScheduleCounts,
@@ -242,6 +253,10 @@ export class SqliteStore implements Store {
   /** Leases jobs inside a claim's transaction. */
   readonly #claims: SqliteClaims;
   readonly #schedules: SqliteSchedules;
+  /** Flows: their jobs, edges and releases. */
+  readonly #flows: SqliteFlows;
+  /** Told what a commit released (see `Store.onReleased`). */
+  #onReleased: ((released: Released) => void) | null = null;
   /** SQL statements run so far (the store's own; SQLite's internal ones are not counted). */
   readonly #statementsRun: StatementCount = { n: 0 };
   /** Authorizer calls: SQLite makes them only while it compiles a statement. */
@@ -278,6 +293,10 @@ export class SqliteStore implements Store {
       (id, queue) => this.#rememberLeased(id, queue),
     );
     this.#schedules = new SqliteSchedules(db, this.#statementsRun);
+    this.#flows = new SqliteFlows(db, this.#statementsRun, this.#queues, {
+      trackGroups: () => this.#trackGroups(),
+      grouped: (queue) => this.#grouped.add(queue),
+    });
     this.engine = `SQLite ${(db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v}`;
     const counted: CommitObserver = (size, ms, error) => {
       if (error === null) countCommit(this.#stats, size, ms);
@@ -346,9 +365,12 @@ export class SqliteStore implements Store {
         if (this.#totalChanges() !== this.#changesAtBegin) this.#walSync?.committed();
         if (this.#groupsTrackedNow) this.#groupsTracked = true;
         this.#queues.commit();
+        const released = this.#flows.takeNews();
+        if (released !== null) this.#onReleased?.(released);
       },
       rollback: () => {
         this.#queues.rollback();
+        this.#flows.dropNews();
         this.#groupsTrackedNow = false;
         if (!this.#db.isTransaction) return;
         try {
@@ -359,6 +381,7 @@ export class SqliteStore implements Store {
       },
       mark: () => {
         this.#queues.mark();
+        this.#flows.mark();
         s.savepoint.run();
       },
       release: () => s.releaseSavepoint.run(),
@@ -366,6 +389,7 @@ export class SqliteStore implements Store {
         s.rollbackSavepoint.run();
         s.releaseSavepoint.run();
         this.#queues.undo();
+        this.#flows.undo();
         // The undone operation may have been the one that created the group tracking.
         this.#groupsTrackedNow = false;
       },
@@ -535,8 +559,11 @@ export class SqliteStore implements Store {
         return this.#claimLimited(queue, wants, total, settings, now);
       }
       this.#heldUntil.delete(queue);
-      if (this.#grouped.has(queue)) return this.#claims.grouped(queue, wants, total, now);
-      return this.#claims.plain(queue, wants, total, now);
+      const lists = this.#grouped.has(queue)
+        ? this.#claims.grouped(queue, wants, total, now)
+        : this.#claims.plain(queue, wants, total, now);
+      this.#flows.attach(lists);
+      return lists;
     });
   }
 
@@ -615,9 +642,9 @@ export class SqliteStore implements Store {
       run.settledAll = run.acks.length > 1 && this.#settleAll(run.acks);
     }
     const { id, token, result, now } = run.acks[index];
-    if (run.settledAll) return this.#acked(id);
+    if (run.settledAll) return this.#acked(id, now);
     const changed = this.#statements.ack.run(result, now, id, token, now).changes;
-    if (changed === 1) return this.#acked(id);
+    if (changed === 1) return this.#acked(id, now);
     const job = this.#row(id);
     if (job.state === "done" && job.lease_token === token) {
       return { id, queue: job.queue, frees: false }; // a repeated ack
@@ -641,7 +668,8 @@ export class SqliteStore implements Store {
   }
 
   /** What an ack that changed job `id` from leased to done answers; takes note of the move. */
-  #acked(id: number): AckResult {
+  #acked(id: number, now: number): AckResult {
+    this.#flows.ended([{ id, state: "done" }], now);
     const queue = this.#queueOf(id);
     // In a queue with groups or a concurrency, the ack may free a slot.
     const frees = this.#grouped.has(queue) || this.#queues.settingsOf(queue).concurrency !== null;
@@ -709,16 +737,46 @@ export class SqliteStore implements Store {
     });
   }
 
+  createFlow(flow: NewFlow, order: number[], now: number): Promise<FlowCreated> {
+    return this.#write(() => this.#flows.create(flow, order, now));
+  }
+
+  addFlowNodes(id: number, token: string, nodes: NewFlowNode[], now: number): Promise<FlowCreated> {
+    return this.#write(() => {
+      const row = this.#leased(id, token, now, "add nodes to the flow of");
+      if (row.flow_id === null) throw notInFlow(id);
+      return this.#flows.add(row.flow_id, nodes, now);
+    });
+  }
+
+  getFlow(id: number): Promise<Flow | null> {
+    return this.#read(() => this.#flows.get(id));
+  }
+
+  listFlows(after: number, limit: number): Promise<FlowSummary[]> {
+    return this.#read(() => this.#flows.list(after, limit));
+  }
+
+  cancelFlow(id: number, now: number): Promise<FlowCancelled | null> {
+    return this.#write(() => this.#flows.cancel(id, now));
+  }
+
+  onReleased(listener: (released: Released) => void): void {
+    this.#onReleased = listener;
+  }
+
   cancel(id: number, now: number): Promise<CancelResult> {
     return this.#write(() => {
       const row = this.#row(id);
       if (cancelRemoves(row.state)) {
         this.#statements.remove.run(id);
+        this.#flows.swept([row]);
         this.#queues.move(row.queue, row.state, null);
         return { id, queue: row.queue, state: row.state, removed: true, revoked_token: null };
       }
       this.#statements.toCancelled.run(now, id);
       this.#queues.move(row.queue, row.state, "cancelled");
+      this.#flows.ended([{ id, state: "cancelled" }], now);
       return {
         id,
         queue: row.queue,
@@ -978,8 +1036,13 @@ export class SqliteStore implements Store {
       const [n, stoppedAt] = await this.#write(() => {
         let n = 0;
         const sweep = (statement: CountedStatement, queue: string, before: number) => {
-          const rows = statement.all(queue, before, MAINTENANCE_BATCH - n) as { state: JobState }[];
+          const rows = statement.all(queue, before, MAINTENANCE_BATCH - n) as {
+            state: JobState;
+            id: number;
+            flow_id: number | null;
+          }[];
           for (const row of rows) this.#queues.move(queue, row.state, null);
+          this.#flows.swept(rows);
           n += rows.length;
         };
         let i = next;
@@ -1196,6 +1259,7 @@ export class SqliteStore implements Store {
   #unlease(row: JobRow, next: Transition, now: number): string | null {
     if (next.state === "dead") {
       this.#statements.toDead.run(next.error, next.run_at, row.id);
+      this.#flows.ended([{ id: row.id, state: "dead" }], now);
     } else {
       this.#statements.toRetry.run(next.state, next.run_at, next.error, next.attempts, row.id);
     }

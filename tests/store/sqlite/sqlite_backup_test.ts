@@ -61,6 +61,7 @@ Deno.test("SqliteBackup.start() writes a checked copy and reports its jobs by st
   const end = await backupEnd(backup);
   assert.equal(end.state, "done", end.error ?? "");
   assert.deepEqual(end.report?.counts, {
+    blocked: 0,
     pending: 30,
     delayed: 0,
     leased: 0,

@@ -93,6 +93,7 @@ Deno.test("SqliteStore keeps jobs, counts, leases and pauses across a close and 
   try {
     const [stats] = await after.stats("q");
     assert.deepEqual(stats.counts, {
+      blocked: 0,
       pending: 1,
       delayed: 1,
       leased: 1,
@@ -478,7 +479,7 @@ Deno.test("the acks of a flush that failed are not settled by a later ack", asyn
   assert.deepEqual(states.map((j) => j?.state), ["leased", "leased", "done"]);
   assert.deepEqual(
     (await store.stats("q"))[0]?.counts,
-    { pending: 0, delayed: 0, leased: 2, done: 1, dead: 0, cancelled: 0 },
+    { blocked: 0, pending: 0, delayed: 0, leased: 2, done: 1, dead: 0, cancelled: 0 },
   );
   await store.close();
 });

@@ -97,7 +97,16 @@ export const FULL_SETTINGS: QueueSettings = {
 
 /** Counts with the given states set and every other state zero. */
 export function counts(some: Partial<StateCounts> = {}): StateCounts {
-  return { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0, ...some };
+  return {
+    blocked: 0,
+    pending: 0,
+    delayed: 0,
+    leased: 0,
+    done: 0,
+    dead: 0,
+    cancelled: 0,
+    ...some,
+  };
 }
 
 /** Asserts that `promise` rejects with a `TegamiError` carrying `code`. */
