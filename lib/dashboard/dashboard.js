@@ -1729,8 +1729,13 @@
 
   // ---- act on all matching: a bulk action over the browser's queue and state ----
 
-  /** The actions a job in each state can take, as the server's bulk actions define them. */
+  /**
+   * The actions a job in each state can take, as the server's bulk actions define them (none
+   * takes a blocked job: a flow's waiting jobs are cancelled one by one or with their flow).
+   * @type {Record<string, string[]>}
+   */
   const BULK_ACTIONS_BY_STATE = {
+    blocked: [],
     pending: ["cancel", "delete"],
     delayed: ["cancel", "delete"],
     leased: ["cancel", "delete"],
@@ -1757,9 +1762,13 @@
       return h("option", { value: action, text: action[0].toUpperCase() + action.slice(1) });
     }));
     if (actions.indexOf(chosen) >= 0) select.value = chosen;
-    $("bulk-scope").textContent = state.browse.queue
-      ? "The " + state.browse.state + " jobs of " + state.browse.queue
-      : "Choose a queue first";
+    /** @type {HTMLButtonElement} */ ($("bulk-count")).disabled = actions.length === 0;
+    $("bulk-scope").textContent = !state.browse.queue
+      ? "Choose a queue first"
+      : actions.length === 0
+      ? "No bulk action takes " + state.browse.state +
+        " jobs: cancel them one by one, or their flow"
+      : "The " + state.browse.state + " jobs of " + state.browse.queue;
     if (bulkFollowed === null) $("bulk-status").replaceChildren();
   }
 
@@ -1835,7 +1844,7 @@
   $("bulk-form").addEventListener("submit", function (event) {
     event.preventDefault();
     const queue = state.browse.queue;
-    if (!queue || bulkFollowed !== null) return;
+    if (!queue || bulkFollowed !== null || field("bulk-action").value === "") return;
     const action = field("bulk-action").value;
     const filter = bulkFilter();
     const status = $("bulk-status");

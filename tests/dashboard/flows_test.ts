@@ -157,6 +157,9 @@ Deno.test({
     await page.click('#browse-states button[data-state="blocked"]');
     const browsed = `#browse-body tr[data-id="${ids.upload}"] button.row-flow`;
     await untilText(page, browsed, `flow ${flow.id}`);
+    // No bulk action takes blocked jobs: the browser offers none.
+    assert.equal(await page.isDisabled("#bulk-count"), true);
+    assert.match(await textOf(page, "#bulk-scope"), /No bulk action takes blocked jobs/);
     await page.click("#flow-close");
     await page.click(browsed);
     await page.waitForSelector(`#flow-view g.fnode.focus[data-id="${ids.upload}"]`);
@@ -241,6 +244,44 @@ Deno.test({
     assert.equal(await page.evaluate("1 + 1"), 2);
     assert.ok(Date.now() - answered < 1000);
     assert.ok(tookMs < 10_000, `drawn in ${tookMs} ms`);
+    assert.deepEqual(errors, []);
+  },
+});
+
+Deno.test({
+  name: "flow page shows a flow to a token without admin, whose Cancel flow is refused",
+  ignore: missing !== null,
+  fn: async () => {
+    const admin = "flows-admin-token-0123456789";
+    const worker = "flows-worker-token-0123456789";
+    await using server = await startTestServer({
+      realTime: true,
+      tokens: [
+        { name: "ops", token: admin, scopes: ["admin"] },
+        { name: "workers", token: worker, scopes: ["consume"] },
+      ],
+    });
+    const flow = await createFlow(server, {
+      nodes: [
+        { ref: "a", queue: "work", payload: 1 },
+        { ref: "b", queue: "work", payload: 2, depends_on: ["a"] },
+      ],
+    }, { authorization: `Bearer ${admin}` });
+    await using dashboard = await openDashboard(server);
+    const { page, errors } = dashboard;
+    await page.waitForSelector("#token-overlay.open");
+    await page.fill("#token-input", worker);
+    await page.click('#token-form button[type="submit"]');
+    await page.click(`#flows-body tr[data-flow="${flow.id}"] button.open-flow`);
+    await untilNodeState(page, "b", "blocked");
+    await page.click("#flow-actions button.flow-cancel");
+    await page.click("#flow-actions button.flow-cancel");
+    await untilText(page, "#toasts .toast.error", /lacks the admin scope/);
+    const job = await server.request("GET", `/v1/jobs/${flow.jobs.a}`, undefined, {
+      authorization: `Bearer ${admin}`,
+    });
+    assert.equal(job.body.state, "pending");
+    assert.equal((await drawnNodes(page)).a.state, "s-pending");
     assert.deepEqual(errors, []);
   },
 });
