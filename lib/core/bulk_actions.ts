@@ -37,8 +37,8 @@ export const BULK_ACTIONS: readonly BulkActionName[] = ["requeue", "cancel", "de
 /** The states each action takes a job from (a filter's states narrow them further). */
 export const ACTION_STATES: Readonly<Record<BulkActionName, readonly JobState[]>> = {
   requeue: ["dead"],
-  cancel: ["pending", "delayed", "leased"],
-  delete: ["pending", "delayed", "leased", "done", "dead", "cancelled"],
+  cancel: ["blocked", "pending", "delayed", "leased"],
+  delete: ["blocked", "pending", "delayed", "leased", "done", "dead", "cancelled"],
   replay: ["done", "dead", "cancelled"],
 };
 
