@@ -1,7 +1,8 @@
 /**
  * End-to-end traffic for the contract run: every documented operation called the way a worker
  * and an operator call it (produce, dedup modes, lease, checkpoint, progress, extend, nack, ack,
- * browse, run now, cancel, requeue, pause, settings, stats, health, metrics, the documents), and
+ * flows, browse, run now, cancel, requeue, pause, settings, stats, health, metrics, the
+ * documents), and
  * its refusals that a valid request can still get (404, 409 and, with auth, 401 and 403). Sent
  * through Prism's validating proxy: every request here is valid by the document, so any Prism
  * error is a violation of the answer.
@@ -188,7 +189,7 @@ export async function driveTraffic(
   await call("/v1/queues", "GET", `/v1/queues?limit=2&after=${q}`);
   await call("/v1/queues/{queue}", "GET", `/v1/queues/${q}`, undefined, consume);
   await call("/v1/queues/{queue}", "GET", "/v1/queues/contract.nothing");
-  for (const state of ["pending", "delayed", "leased", "done", "dead", "cancelled"]) {
+  for (const state of ["blocked", "pending", "delayed", "leased", "done", "dead", "cancelled"]) {
     for (const order of ["oldest", "newest"]) {
       const page = await call(
         "/v1/queues/{queue}/jobs",
@@ -241,6 +242,76 @@ export async function driveTraffic(
     await call("/v1/bulk/{id}", "DELETE", `/v1/bulk/${dry.body.id}`);
   }
   await call("/v1/bulk/{id}", "GET", "/v1/bulk/999999");
+  // Flows: create (and again, deduplicated), a refused graph, run a node that adds nodes and
+  // one that carries its prerequisites' outcomes, read, page, cancel.
+  const fq = "contract.flow";
+  const flowBody = {
+    key: "contract-flow-1",
+    nodes: [
+      { ref: "fetch", queue: fq, payload: { url: "https://example.com/a.png" }, priority: 2 },
+      { ref: "resize", queue: fq, payload: { size: 512 }, depends_on: ["fetch"] },
+      {
+        ref: "notify",
+        queue: fq,
+        payload: null,
+        max_attempts: 1,
+        depends_on: [{ ref: "resize", on_failure: "run" }, { ref: "fetch", on_failure: null }],
+      },
+    ],
+  };
+  const flow = await call("/v1/flows", "POST", "/v1/flows", flowBody, auth(tokens?.produce));
+  await call("/v1/flows", "POST", "/v1/flows", flowBody, auth(tokens?.produce));
+  await call("/v1/flows", "POST", "/v1/flows", {
+    nodes: [
+      { ref: "a", queue: fq, payload: 1, depends_on: ["b"] },
+      { ref: "b", queue: fq, payload: 1, depends_on: ["a"] },
+    ],
+  });
+  const fetched = (await call("/v1/queues/{queue}/leases", "POST", `/v1/queues/${fq}/leases`, {
+    max: 1,
+  }, consume)).body.jobs?.[0];
+  if (fetched !== undefined) {
+    const more = {
+      token: fetched.lease.token,
+      nodes: [
+        { ref: "page-1", queue: fq, payload: 1 },
+        { ref: "merge", queue: fq, payload: 2, depends_on: ["page-1", "fetch"] },
+      ],
+    };
+    await call("/v1/jobs/{id}/flow", "POST", `/v1/jobs/${fetched.id}/flow`, more, consume);
+    await call("/v1/jobs/{id}/flow", "POST", `/v1/jobs/${fetched.id}/flow`, more);
+    await call("/v1/jobs/{id}/flow", "POST", `/v1/jobs/${fetched.id}/flow`, more);
+    await call("/v1/jobs/{id}/ack", "POST", `/v1/jobs/${fetched.id}/ack`, {
+      token: fetched.lease.token,
+      result: { bytes: 48213 },
+    }, consume);
+    await call("/v1/jobs/{id}/flow", "POST", `/v1/jobs/${fetched.id}/flow`, more);
+    const next = await call("/v1/queues/{queue}/leases", "POST", `/v1/queues/${fq}/leases`, {
+      max: 10,
+    }, consume);
+    for (const delivery of next.body.jobs ?? []) {
+      await call("/v1/jobs/{id}/ack", "POST", `/v1/jobs/${delivery.id}/ack`, {
+        token: delivery.lease.token,
+      }, consume);
+    }
+  }
+  await call("/v1/jobs/{id}/flow", "POST", "/v1/jobs/987654/flow", {
+    token: "nope",
+    nodes: [{ ref: "x", queue: fq, payload: 1 }],
+  });
+  if (flow.body.id !== undefined) {
+    const path = `/v1/flows/${flow.body.id}`;
+    await call("/v1/flows/{id}", "GET", path, undefined, consume);
+    await call("/v1/flows", "GET", "/v1/flows");
+    await call("/v1/flows", "GET", "/v1/flows?limit=1");
+    await call("/v1/flows", "GET", `/v1/flows?limit=1&after=${flow.body.id}`);
+    await call("/v1/queues/{queue}/jobs", "GET", `/v1/queues/${fq}/jobs?state=blocked`);
+    await call("/v1/flows/{id}", "DELETE", path);
+    await call("/v1/flows/{id}", "DELETE", path);
+    await call("/v1/flows/{id}", "GET", path);
+  }
+  await call("/v1/flows/{id}", "GET", "/v1/flows/999999");
+  await call("/v1/flows/{id}", "DELETE", "/v1/flows/999999");
   await call("/v1/queues/{queue}/pause", "POST", `/v1/queues/${q}/pause`);
   await call("/v1/queues/{queue}/leases", "POST", `/v1/queues/${q}/leases`, { max: 100 }, consume);
   await call("/v1/queues/{queue}/resume", "POST", `/v1/queues/${q}/resume`, {});
@@ -382,6 +453,16 @@ export async function driveTraffic(
     await call("/v1/queues/{queue}", "GET", "/v1/queues/elsewhere", undefined, consume);
     await call("/metrics", "GET", "/metrics", undefined, consume);
     await call("/v1/jobs/{id}/run", "POST", "/v1/jobs/1/run", undefined, produce);
+    // Flows: listing spans every queue (consume is limited to contract.*), a node outside the
+    // token's queues, cancelling without admin.
+    await call("/v1/flows", "GET", "/v1/flows", undefined, consume);
+    await call("/v1/flows", "POST", "/v1/flows", {
+      nodes: [{ ref: "a", queue: "elsewhere", payload: 1 }],
+    }, consume);
+    await call("/v1/flows", "POST", "/v1/flows", {
+      nodes: [{ ref: "a", queue: "contract.flow", payload: 1 }],
+    }, none);
+    await call("/v1/flows/{id}", "DELETE", "/v1/flows/1", undefined, produce);
   }
   return result;
 }
