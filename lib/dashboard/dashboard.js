@@ -2304,7 +2304,8 @@
       column.sort(function (a, b) {
         return key.get(a) - key.get(b) || a - b;
       });
-      const offset = (rows - column.length) / 2;
+      // Whole rows, the same in every column, so the gaps between rows run clear across.
+      const offset = Math.floor((rows - column.length) / 2);
       column.forEach(function (i, k) {
         slot[i] = offset + k;
       });
@@ -2789,18 +2790,15 @@
     }
     const edges = s("g", { class: "flow-edges" });
     const ports = edgePorts(layout);
+    /** @type {Map<number, Element[]>} each drawn node's edges, lit while it is hovered */
+    const touching = new Map();
     layout.edges.forEach(function (e, k) {
       const x1 = x(e.from) + FLOW_NODE_W;
       const y1 = y(e.from) + ports.out[k];
       const x2 = x(e.to);
       const y2 = y(e.to) + ports.in[k];
-      const bend = Math.max(24, Math.min(FLOW_COL - FLOW_NODE_W, (x2 - x1) / 2));
-      // An edge past the next column arcs up between the rows rather than run straight through
-      // the nodes of the columns it crosses.
-      const lift = layout.depth[e.to] - layout.depth[e.from] > 1 ? FLOW_ROW * 0.66 : 0;
       const path = s("path", {
-        d: "M" + x1 + " " + y1 + "C" + (x1 + bend) + " " + (y1 - lift) + " " + (x2 - bend) + " " +
-          (y2 - lift) + " " + x2 + " " + y2,
+        d: edgePath(x1, y1, x2, y2, layout.slot[e.from], layout.slot[e.to]),
         class: "edge on-" + e.rule,
         "data-from": nodes[e.from].ref,
         "data-to": nodes[e.to].ref,
@@ -2814,6 +2812,11 @@
         ),
       );
       edges.appendChild(path);
+      [e.from, e.to].forEach(function (i) {
+        const list = touching.get(i);
+        if (list) list.push(path);
+        else touching.set(i, [path]);
+      });
     });
     root.appendChild(edges);
     /** @type {Map<number, Element>} */
@@ -2844,6 +2847,16 @@
           showJob(node.id, true);
         }
       });
+      /** @param {boolean} on */
+      const light = (on) => {
+        (touching.get(i) || []).forEach(function (path) {
+          path.classList.toggle("lit", on);
+        });
+      };
+      g.addEventListener("mouseenter", () => light(true));
+      g.addEventListener("mouseleave", () => light(false));
+      g.addEventListener("focus", () => light(true));
+      g.addEventListener("blur", () => light(false));
       elements.set(node.id, g);
       root.appendChild(g);
     });
@@ -2892,6 +2905,33 @@
     );
     const focused = flowPage.focus === null ? undefined : elements.get(flowPage.focus);
     if (focused) focused.scrollIntoView({ block: "nearest", inline: "nearest" });
+  }
+
+  /**
+   * The path of an edge from a prerequisite's box (`x1`, `y1`) to its dependent's (`x2`, `y2`):
+   * one curve to the next column; past it, a curve into the gap between two rows (the one
+   * midway between the nodes' rows), along it across the columns between, and a curve out, so
+   * the edge does not run through the nodes it passes.
+   * @param {number} x1
+   * @param {number} y1
+   * @param {number} x2
+   * @param {number} y2
+   * @param {number} fromRow
+   * @param {number} toRow
+   */
+  function edgePath(x1, y1, x2, y2, fromRow, toRow) {
+    const gap = FLOW_COL - FLOW_NODE_W;
+    if (x2 - x1 <= gap + 1) {
+      const bend = (x2 - x1) / 2;
+      return "M" + x1 + " " + y1 + "C" + (x1 + bend) + " " + y1 + " " + (x2 - bend) + " " + y2 +
+        " " + x2 + " " + y2;
+    }
+    const channel = Math.round((fromRow + toRow) / 2 + 0.5);
+    const yg = FLOW_TOP + channel * FLOW_ROW - (FLOW_ROW - FLOW_NODE_H) / 2;
+    const half = gap / 2;
+    return "M" + x1 + " " + y1 + "C" + (x1 + half) + " " + y1 + " " + (x1 + half) + " " + yg +
+      " " + (x1 + gap) + " " + yg + "L" + (x2 - gap) + " " + yg + "C" + (x2 - half) + " " + yg +
+      " " + (x2 - half) + " " + y2 + " " + x2 + " " + y2;
   }
 
   /**

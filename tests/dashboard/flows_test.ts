@@ -131,6 +131,16 @@ Deno.test({
     ];
     assert.ok(fx < rx && rx === tx && tx < ux, JSON.stringify([fx, rx, tx, ux]));
 
+    // Hovering a node lights its edges.
+    await page.hover('#flow-view g.fnode[data-ref="upload"]');
+    assert.deepEqual(
+      await page.evaluate(`[...document.querySelectorAll("#flow-view path.edge.lit")]
+        .map((p) => p.dataset.from + ">" + p.dataset.to).sort()`),
+      ["resize>upload", "thumb>upload"],
+    );
+    await page.mouse.move(0, 0);
+    assert.equal(await page.locator("#flow-view path.edge.lit").count(), 0);
+
     // The page follows the flow: a node that ends is redrawn in its new state.
     const next = await leaseOne(server, "img");
     await untilNodeState(page, next.id === ids.resize ? "resize" : "thumb", "leased");
