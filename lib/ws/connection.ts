@@ -9,6 +9,9 @@
  * When the connection goes away, every lease it held returns to pending at once — except at
  * server shutdown, when leases are kept so consumers can ack after the restart.
  *
+ * A connection may watch up to {@linkcode MAX_WATCHES} jobs: it is sent each one's progress
+ * reports (`progressed`) and its outcome (`ended`) as they happen; a watch ends with its job.
+ *
  * With auth on, a socket that did not authenticate on the upgrade must send `auth` first, and
  * within {@linkcode AUTH_TIMEOUT_MS}: otherwise sockets without a token could hold every
  * connection slot (they answer pings, so the heartbeat alone never ends them).
@@ -20,9 +23,11 @@ import { strictUtf8Decoder } from "../api/utf8.ts";
 import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
 import { type Principal, requireQueue, type TokenSet } from "../auth/tokens.ts";
 import type { Broker, LeaseHolder, LeaseNotice, Subscriber } from "../core/broker.ts";
+import { hasEnded } from "../core/flow.ts";
+import type { JobEvent } from "../core/job_watch.ts";
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { invalid, jobNotFound, TegamiError, toTegamiError } from "../core/errors.ts";
-import type { Delivery } from "../core/job.ts";
+import type { Delivery, Job } from "../core/job.ts";
 import { largestDeliveryBytes, MAX_AUTH_FRAME_BYTES, MAX_SUBSCRIPTIONS } from "../core/limits.ts";
 import type { Logger } from "../observe/log.ts";
 import {
@@ -45,14 +50,18 @@ import {
   cancelFrame,
   type ClientFrame,
   decodeFrame,
+  endedFrame,
   errorFrame,
   expiredFrame,
   jobFrames,
   jobsFrames,
   MAX_BATCH_FRAMES,
   okFrame,
+  progressedFrame,
   refOf,
 } from "./protocol.ts";
+import { parseAddNodes, parseFlow } from "../api/flows.ts";
+import { flowCreatedView } from "../api/views.ts";
 
 /** What a connection needs from a socket. */
 export interface SocketLike {
@@ -73,6 +82,16 @@ export interface SocketLike {
    * refused with `rate_limited`.
    */
   holdReading?(hold: boolean): void;
+}
+
+/** The most jobs one connection watches at once. */
+export const MAX_WATCHES = 1000;
+
+/** One watched job: how to stop listening, and what was heard before the watch was allowed. */
+interface Watch {
+  stop: () => void;
+  /** Null once the watch is allowed: events are sent as they come. */
+  held: JobEvent[] | null;
 }
 
 /** Frames being processed at once per connection before `rate_limited`. */
@@ -221,6 +240,7 @@ export class Connection implements LeaseHolder {
   #principal: Principal | null;
   readonly #subs = new Map<string, Subscription>();
   readonly #leases = new Map<number, { token: string; sub: Subscription }>();
+  readonly #watches = new Map<number, Watch>();
   #pending = 0;
   /** The socket was told to stop reading (see {@linkcode HOLD_READING_AT}). */
   #holding = false;
@@ -595,10 +615,102 @@ export class Connection implements LeaseHolder {
         if (this.#options.tokens !== null) await this.#requireJob(frame.id);
         return await broker.progress(frame.id, req.token, req.progress);
       }
+      case "flow": {
+        requireAccess(this.#principal!, OPERATIONS.createFlow);
+        const flow = parseFlow(body, limits, this.#options.clock.now(), frame.text);
+        this.#requireQueues(flow.nodes);
+        return flowCreatedView(await broker.createFlow(flow)) as Record<string, unknown>;
+      }
+      case "add_nodes": {
+        requireAccess(this.#principal!, OPERATIONS.addFlowNodes);
+        const req = parseAddNodes(body, limits, this.#options.clock.now(), frame.text);
+        if (this.#options.tokens !== null) await this.#requireJob(frame.id);
+        this.#requireQueues(req.nodes);
+        const created = await broker.addFlowNodes(frame.id, req.token, req.nodes);
+        return flowCreatedView(created) as Record<string, unknown>;
+      }
+      case "watch":
+        parseEmpty(body);
+        return await this.#watch(frame.id);
+      case "unwatch": {
+        parseEmpty(body);
+        this.#unwatch(frame.id);
+        return { id: frame.id };
+      }
       case "batch":
         // onMessage handles batches; a batch inside one is refused when it is decoded.
         throw invalid("op", "batch cannot be sent inside a batch");
     }
+  }
+
+  /**
+   * Starts watching job `id` (or, watched already, answers its state again). The listener is in
+   * place before the job is read, so nothing that happens between the two is missed; what it
+   * hears is held back until the read shows the job exists and the caller may see its queue.
+   * A job that has already ended gets its `ended` frame at once, and is not kept watched.
+   */
+  async #watch(id: number): Promise<Record<string, unknown>> {
+    const broker = this.#options.broker;
+    let watch = this.#watches.get(id);
+    const fresh = watch === undefined;
+    if (watch === undefined) {
+      if (this.#watches.size >= MAX_WATCHES) {
+        throw new TegamiError(
+          "conflict",
+          `Cannot watch job ${id}: a connection watches at most ${MAX_WATCHES} jobs; ` +
+            `unwatch one, or wait for one to end`,
+        );
+      }
+      const created: Watch = { stop: () => {}, held: [] };
+      created.stop = broker.watchJob(id, (event) => this.#heard(id, created, event));
+      this.#watches.set(id, created);
+      watch = created;
+    }
+    let job: Job | null;
+    try {
+      job = await broker.get(id);
+      if (job === null) throw jobNotFound(id);
+      this.#require(OPERATIONS.readJob, job.queue);
+    } catch (error) {
+      if (fresh) this.#forget(id, watch);
+      throw error;
+    }
+    const held = watch.held;
+    watch.held = null;
+    if (held !== null) { for (const event of held) this.#heard(id, watch, event); }
+    if (hasEnded(job.state)) this.#heard(id, watch, { kind: "ended", job });
+    return {
+      id,
+      state: job.state,
+      progress: job.progress === null ? null : JSON.parse(job.progress),
+      progress_at: job.progress_at,
+    };
+  }
+
+  /** Sends what a watch heard, once it is allowed; an end ends the watch. */
+  #heard(id: number, watch: Watch, event: JobEvent): void {
+    if (this.#watches.get(id) !== watch) return;
+    if (watch.held !== null) {
+      watch.held.push(event);
+      return;
+    }
+    if (event.kind === "progress") {
+      this.#send(progressedFrame(id, event.progress, event.at));
+      return;
+    }
+    this.#forget(id, watch);
+    this.#send(endedFrame(event.job));
+  }
+
+  #unwatch(id: number): void {
+    const watch = this.#watches.get(id);
+    if (watch !== undefined) this.#forget(id, watch);
+  }
+
+  #forget(id: number, watch: Watch): void {
+    if (this.#watches.get(id) !== watch) return;
+    this.#watches.delete(id);
+    watch.stop();
   }
 
   #auth(body: Record<string, unknown>): Record<string, unknown> {
@@ -637,6 +749,14 @@ export class Connection implements LeaseHolder {
   #require(access: Access, queue: string): void {
     requireAccess(this.#principal!, access);
     requireQueue(this.#principal!, queue);
+  }
+
+  /** Checks this token may use the queue of every node (all of them, not some). */
+  #requireQueues(nodes: readonly { queue: string }[]): void {
+    if (!this.#principal!.limited) return;
+    for (const queue of new Set(nodes.map((node) => node.queue))) {
+      requireQueue(this.#principal!, queue);
+    }
   }
 
   /** With auth on, checks this token may settle a lease on job `id`'s queue. */
@@ -749,6 +869,8 @@ export class Connection implements LeaseHolder {
       broker.unsubscribe(sub);
     }
     this.#subs.clear();
+    for (const watch of this.#watches.values()) watch.stop();
+    this.#watches.clear();
     const held = [...this.#leases].map(([id, { token }]) => ({ id, token }));
     this.#leases.clear();
     broker.forgetHolder(held.map((l) => l.token));

@@ -12,15 +12,19 @@
  * `{op:"ok", ref?, replies:[…]}` holding each frame's own reply in order (one failing frame fails
  * nothing else). A client that asks for the {@linkcode PROTOCOL_V2} subprotocol on the upgrade
  * gets its pushes as `{op:"jobs", queue, jobs:[…]}`, every job a subscription is dealt at once in
- * one frame; without it, one `job` frame per job as in v1. The full description, with an example
- * of every frame, is docs/protocol.md.
+ * one frame; without it, one `job` frame per job as in v1.
+ *
+ * Flows and waiting: `flow` creates a flow (the body of `POST /v1/flows`), `add_nodes` lets a
+ * leased job add nodes to its flow; `watch {id}` has the server push `progressed` frames as the
+ * job reports progress and one `ended` frame with its outcome when it ends. The full
+ * description, with an example of every frame, is docs/protocol.md.
  *
  * @module
  */
 
 import { refuseCostlyJson } from "../api/json_depth.ts";
 import { invalid, TegamiError, toTegamiError } from "../core/errors.ts";
-import { type Delivery, deliveryMembers } from "../core/job.ts";
+import { type Delivery, deliveryMembers, type Job } from "../core/job.ts";
 import { asObject, jobId, queueName, utf8Length } from "../api/requests.ts";
 import { elementSpans, memberSpan } from "../api/json_spans.ts";
 
@@ -35,6 +39,10 @@ export type ClientOp =
   | "checkpoint"
   | "progress"
   | "enqueue"
+  | "flow"
+  | "add_nodes"
+  | "watch"
+  | "unwatch"
   | "batch";
 
 /** The WebSocket subprotocol (`Sec-WebSocket-Protocol`) that asks for `jobs` push frames. */
@@ -53,11 +61,24 @@ const OPS: ReadonlySet<string> = new Set<ClientOp>([
   "checkpoint",
   "progress",
   "enqueue",
+  "flow",
+  "add_nodes",
+  "watch",
+  "unwatch",
   "batch",
 ]);
 
 /** Operations that name a job by `id`. */
-const JOB_OPS: ReadonlySet<string> = new Set(["ack", "nack", "extend", "checkpoint", "progress"]);
+const JOB_OPS: ReadonlySet<string> = new Set([
+  "ack",
+  "nack",
+  "extend",
+  "checkpoint",
+  "progress",
+  "add_nodes",
+  "watch",
+  "unwatch",
+]);
 /** Operations that name a queue. */
 const QUEUE_OPS: ReadonlySet<string> = new Set(["subscribe", "unsubscribe", "enqueue"]);
 
@@ -67,7 +88,7 @@ export interface ClientFrame {
   op: ClientOp;
   /** The caller's reference, echoed in the reply. */
   ref: string | number | undefined;
-  /** The job, for ack/nack/extend/checkpoint/progress. */
+  /** The job, for ack/nack/extend/checkpoint/progress/add_nodes/watch/unwatch. */
   id: number;
   /** The queue, for subscribe/unsubscribe/enqueue. */
   queue: string;
@@ -247,4 +268,20 @@ export function cancelFrame(id: number): string {
 /** The `expired` frame: the lease this connection held ran out. */
 export function expiredFrame(id: number): string {
   return `{"op":"expired","id":${id}}`;
+}
+
+/** The `progressed` frame: a watched job reported progress (`progress` is its JSON text). */
+export function progressedFrame(id: number, progress: string | null, at: number): string {
+  return `{"op":"progressed","id":${id},"progress":${progress ?? "null"},"at":${at}}`;
+}
+
+/**
+ * The `ended` frame: a watched job ended (done, dead or cancelled), with its outcome. The job's
+ * result is at most `--max-payload`, so this frame stays within a `job` frame's bound.
+ */
+export function endedFrame(job: Job): string {
+  return `{"op":"ended","id":${job.id},"queue":${JSON.stringify(job.queue)},` +
+    `"state":"${job.state}","result":${job.result ?? "null"},` +
+    `"last_error":${JSON.stringify(job.last_error)},"attempts":${job.attempts},` +
+    `"finished_at":${job.finished_at}}`;
 }
