@@ -26,7 +26,7 @@ export function now(): number {
 }
 
 /** Pads `head` (a JSON object's text without its closing brace) to exactly PAYLOAD_BYTES. */
-function padded(head: string): string {
+export function padded(head: string): string {
   const room = PAYLOAD_BYTES - head.length - `,"pad":""}`.length;
   if (room < 0) throw new Error(`Cannot build a payload: ${head.length} bytes before padding`);
   return `${head},"pad":"${"x".repeat(room)}"}`;

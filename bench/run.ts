@@ -15,6 +15,9 @@
  * - W6: a queue with `rate` 500/s and a deep backlog; the deliveries of 10 s against the rate
  * - W7 batches of ten, as SQS clients run: send 10, receive up to 10 with a long poll, settle
  *   the 10 in one call; tegami's own API against its SQS API (`--peers sqs`)
+ * - WF a flow: a root, 10 000 children and a fan-in node created in one request, run by 4
+ *   consumers of the client library; the fan-out and fan-in latencies (tegami, and on
+ *   PostgreSQL with `--peers pg`)
  * - idle RSS of each system; with `--scale`, W1 and W5 with 100 000 and 1 000 000 jobs waiting
  *
  * Absolute numbers on a shared machine are noisy: compare rows of the same run.
@@ -53,6 +56,7 @@ import { pushLatency } from "./workloads/push_latency.ts";
 import { rateLimit } from "./workloads/rate_limit.ts";
 import { scaling } from "./workloads/scaling.ts";
 import { batchesOfTen } from "./workloads/batches_of_ten.ts";
+import { flowFan } from "./workloads/flow_fan.ts";
 import { nativeBatchDoor } from "./peers/native_batches.ts";
 import { sqsPeer, SqsTarget } from "./peers/sqs.ts";
 
@@ -67,6 +71,7 @@ const WORKLOADS = [
   "W5",
   "W6",
   "W7",
+  "WF",
   "scale",
 ] as const;
 type WorkloadKey = typeof WORKLOADS[number];
@@ -100,6 +105,7 @@ process and prints one markdown table. Progress goes to stderr.
   --only LIST        parts to run, comma separated, of ${WORKLOADS.join(",")}
                      (default: all but scale; RSS is the idle RSS of each system)
   --jobs N           jobs of W1, W3, W3b and W7 (default 20000)
+  --flow-children N  WF's children between its root and its fan-in node (default 10000)
   --backlog N        jobs of W2 (pre-filled, then drained) and W4 (default 50000)
   --samples N        W5 samples (default 2000)
   --repeat N         run each workload N times on each system, interleaved, and keep the
@@ -165,6 +171,7 @@ interface Options {
   only: Set<WorkloadKey>;
   jobs: number;
   backlog: number;
+  flowChildren: number;
   samples: number;
   repeat: number;
   peers: Set<string>;
@@ -196,6 +203,7 @@ function parseOptions(args: string[]): Options | null {
       only: { type: "string" },
       jobs: { type: "string", default: "20000" },
       backlog: { type: "string", default: "50000" },
+      "flow-children": { type: "string", default: "10000" },
       samples: { type: "string", default: "2000" },
       repeat: { type: "string", default: "1" },
       peers: { type: "string" },
@@ -247,6 +255,7 @@ function parseOptions(args: string[]): Options | null {
     only,
     jobs: count("jobs", values.jobs),
     backlog: count("backlog", values.backlog),
+    flowChildren: count("flow-children", values["flow-children"]),
     samples: count("samples", values.samples),
     repeat: count("repeat", values.repeat),
     peers,
@@ -453,6 +462,12 @@ async function main(): Promise<number> {
           jobs: o.jobs,
           rate: o.w7Rate,
         }),
+    }],
+    // On SQLite, and on PostgreSQL with one server (pg) and two (pg2: created on one, run on
+    // the other) when those peers are asked for.
+    ["WF", [tegami, ...peers.filter((p) => p.key === "pg" || p.key === "pg2")], {
+      label: "WF flow fan-out and fan-in",
+      run: (t) => flowFan(asTegami(t), { queue: "wf", children: o.flowChildren }),
     }],
   ];
 
