@@ -30,6 +30,7 @@ import { TickBatch } from "./tick_batch.ts";
 import { ProgressReporter } from "./progress_reporter.ts";
 import { nodelayWebSocket } from "./deno_websocket.ts";
 import { nodeWebSocket } from "./node_websocket.ts";
+import { type JobAttributes, type ProcessSpan, Tracing, type TracingOptions } from "./tracing.ts";
 
 /** The subprotocol asking the server for `jobs` push frames (see docs/protocol.md). */
 const PROTOCOL_V2 = "tegami.v2";
@@ -65,6 +66,8 @@ export interface JobContext<T = unknown> {
   readonly maxAttempts: number;
   /** The payload. */
   readonly payload: T;
+  /** The job's attributes (its trace context among them), or null for none. */
+  readonly attributes: JobAttributes | null;
   /** The checkpoint saved by an earlier attempt, or null. */
   readonly checkpoint: unknown;
   /** The last error of an earlier attempt, or null. */
@@ -122,6 +125,13 @@ export interface ConsumeOptions extends ConnectionOptions {
    * one on `node:net`; else `globalThis.WebSocket`
    */
   WebSocket?: typeof WebSocket;
+  /**
+   * OpenTelemetry: a `process {queue}` span around each handler, linked to the producer's span
+   * (or its child, with `process: "child"`), and an `ack` or `nack` span for its settlement,
+   * when the application registered a tracer provider; `false` turns it off. See tracing.ts.
+   * @default the OpenTelemetry API registered on globalThis, if any
+   */
+  tracing?: TracingOptions | false;
 }
 
 /** A running consumer. */
@@ -143,6 +153,7 @@ interface JobFrame {
   id: number;
   queue: string;
   payload: unknown;
+  attributes?: JobAttributes | null;
   attempt: number;
   max_attempts: number;
   checkpoint: unknown;
@@ -171,8 +182,11 @@ class RunningJob<T> implements JobContext<T> {
   readonly attempt: number;
   readonly maxAttempts: number;
   readonly payload: T;
+  readonly attributes: JobAttributes | null;
   readonly checkpoint: unknown;
   readonly lastError: string | null;
+  /** Its `process` span, or null when nothing traces. */
+  span: ProcessSpan | null = null;
   /** The lease token. */
   readonly token: string;
   /** The lease length each extension asks for. */
@@ -197,6 +211,7 @@ class RunningJob<T> implements JobContext<T> {
     this.attempt = job.attempt;
     this.maxAttempts = job.max_attempts;
     this.payload = job.payload as T;
+    this.attributes = job.attributes ?? null;
     this.checkpoint = job.checkpoint;
     this.lastError = job.last_error;
     this.token = job.lease.token;
@@ -277,6 +292,7 @@ export function consume<T = unknown>(
   const onError = options.onError ?? (() => {});
   const initialDelay = options.reconnectInitialMs ?? 100;
   const maxDelay = options.reconnectMaxMs ?? 10_000;
+  const tracing = options.tracing === false ? null : new Tracing(options.tracing ?? {}, base);
 
   let ws: WebSocket | null = null;
   let connected = false;
@@ -507,9 +523,12 @@ export function consume<T = unknown>(
     active.set(job.token, job);
     unsettled++;
     armExtends(job.extendAt);
+    job.span = tracing?.process(frame) ?? null;
     let result: unknown;
     try {
-      result = handler(job.payload, job);
+      result = job.span === null
+        ? handler(job.payload, job)
+        : job.span.run(() => handler(job.payload, job));
     } catch (error) {
       finish(job, error, true);
       return;
@@ -544,12 +563,29 @@ export function consume<T = unknown>(
     }
     const op = failed ? "nack" : "ack";
     const head = `{"op":"${op}","id":${job.id},"token":${JSON.stringify(job.token)}${tail},"ref":`;
+    let settled: ((error?: unknown) => void) | null = null;
+    if (job.span !== null) {
+      job.span.end(failed, outcome);
+      settled = job.span.settle(op);
+    }
     const done = () => {
       active.delete(job.token);
       pump();
       settle();
     };
-    request((ref) => `${head}${ref}}`, done, (error) => {
+    if (settled === null) {
+      request((ref) => `${head}${ref}}`, done, (error) => {
+        onError(error);
+        done();
+      });
+      return;
+    }
+    const traced = settled;
+    request((ref) => `${head}${ref}}`, () => {
+      traced();
+      done();
+    }, (error) => {
+      traced(error);
       onError(error);
       done();
     });

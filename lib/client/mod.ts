@@ -40,4 +40,16 @@ export {
   TegamiClient,
 } from "./producer.ts";
 export { type MissedPolicy, type ScheduleDefinition, type ScheduleInfo } from "./schedules.ts";
+export {
+  type JobAttributes,
+  type OpenTelemetryApi,
+  type OtelContext,
+  type OtelPropagator,
+  type OtelSpan,
+  type OtelSpanContext,
+  type OtelSpanOptions,
+  type OtelTracer,
+  type OtelTraceState,
+  type TracingOptions,
+} from "./tracing.ts";
 export { type ErrorCode, TegamiError } from "../core/errors.ts";

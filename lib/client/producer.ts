@@ -19,9 +19,16 @@ import { type ErrorCode, TegamiError } from "../core/errors.ts";
 import { TickBatch } from "./tick_batch.ts";
 import { fetchTransport, nodeTransport, type Transport } from "./node_http.ts";
 import { scheduleBody, type ScheduleDefinition, type ScheduleInfo } from "./schedules.ts";
+import { type JobAttributes, Tracing, type TracingOptions } from "./tracing.ts";
 
 /** Options of one job. */
 export interface JobOptions {
+  /**
+   * Named, typed values stored with the job and given back with every delivery (at most 10,
+   * 4096 bytes in all; see docs/api.md). With tracing on, the client adds the trace context as
+   * `traceparent` and `tracestate` unless they already carry a `traceparent`.
+   */
+  attributes?: JobAttributes;
   /** Higher first. @default 0 */
   priority?: number;
   /** Dedup key: a second enqueue with the same key answers the stored job's id. */
@@ -77,6 +84,8 @@ export interface JobInfo<T = unknown> {
   state: string;
   /** The payload. */
   payload: T;
+  /** Its attributes (trace context among them), or null for none. */
+  attributes: JobAttributes | null;
   /** Priority. */
   priority: number;
   /** Dedup key or null. */
@@ -189,6 +198,13 @@ export interface ClientOptions extends ConnectionOptions {
    * @default 1000
    */
   maxCoalesced?: number;
+  /**
+   * OpenTelemetry: a `send {queue}` span per `enqueue` call (and per `enqueueBatch`) whose
+   * context each job carries, when the application registered a tracer provider; `false` turns
+   * it off. See tracing.ts.
+   * @default the OpenTelemetry API registered on globalThis, if any
+   */
+  tracing?: TracingOptions | false;
 }
 
 /** Most bytes of job bodies one coalesced request carries (far below the server's --max-body). */
@@ -205,6 +221,7 @@ interface Call {
 /** The wire form of a job's options. */
 export function jobBody(payload: unknown, options: JobOptions = {}): Record<string, unknown> {
   const body: Record<string, unknown> = { payload };
+  if (options.attributes !== undefined) body.attributes = options.attributes;
   if (options.priority !== undefined) body.priority = options.priority;
   if (options.key !== undefined) body.key = options.key;
   if (options.keyTtlMs !== undefined) body.key_ttl_ms = options.keyTtlMs;
@@ -292,6 +309,7 @@ export class TegamiClient {
   readonly #token: string | undefined;
   readonly #send: Transport;
   readonly #maxCoalesced: number;
+  readonly #tracing: Tracing | null;
   readonly #calls = new TickBatch<Call>((calls) => this.#sendCalls(calls));
 
   /** Makes a client; nothing is sent until the first call. */
@@ -302,6 +320,7 @@ export class TegamiClient {
       ? fetchTransport(options.fetch)
       : nodeTransport() ?? fetchTransport(globalThis.fetch.bind(globalThis));
     this.#maxCoalesced = Math.max(1, options.maxCoalesced ?? 1000);
+    this.#tracing = options.tracing === false ? null : new Tracing(options.tracing ?? {}, this.url);
   }
 
   /** Sends one request; answers the parsed JSON or throws the server's error. */
@@ -337,16 +356,37 @@ export class TegamiClient {
    * one resolves once its own job is committed, or rejects with its own error.
    */
   enqueue<T>(queue: string, payload: T, options?: JobOptions): Promise<EnqueueResult> {
+    const span = this.#tracing?.sendOne(queue, options?.attributes) ?? null;
+    if (span !== null) options = { ...options, attributes: span.attributes[0] };
     let body: string;
     try {
       body = JSON.stringify(jobBody(payload, options));
     } catch (error) {
+      span?.failed(error);
       return Promise.reject(error);
     }
     if (body === undefined) {
-      return Promise.reject(new TegamiError("validation_failed", "Cannot enqueue: no payload"));
+      const error = new TegamiError("validation_failed", "Cannot enqueue: no payload");
+      span?.failed(error);
+      return Promise.reject(error);
     }
-    return new Promise((resolve, reject) => this.#calls.add({ queue, body, resolve, reject }));
+    if (span === null) {
+      return new Promise((resolve, reject) => this.#calls.add({ queue, body, resolve, reject }));
+    }
+    return new Promise((resolve, reject) =>
+      this.#calls.add({
+        queue,
+        body,
+        resolve: (result) => {
+          span.sent(result.id);
+          resolve(result);
+        },
+        reject: (error) => {
+          span.failed(error);
+          reject(error);
+        },
+      })
+    );
   }
 
   /** Sends one tick's enqueue calls: one request per queue (more past the size caps). */
@@ -406,11 +446,20 @@ export class TegamiClient {
 
   /** Enqueues a batch, all or nothing (at most the server's `--max-batch`, 1000 by default). */
   async enqueueBatch<T>(queue: string, jobs: BatchJob<T>[]): Promise<EnqueueResult[]> {
-    const answer = await this.request<{ jobs: EnqueueResult[] }>(
-      "POST",
-      `/v1/queues/${encodeURIComponent(queue)}/jobs`,
-      { jobs: jobs.map(({ payload, ...options }) => jobBody(payload, options)) },
+    const span = this.#tracing?.sendBatch(queue, jobs) ?? null;
+    const body = jobs.map(({ payload, ...options }, i) =>
+      jobBody(payload, span === null ? options : { ...options, attributes: span.attributes[i] })
     );
+    let answer: { jobs: EnqueueResult[] };
+    try {
+      answer = await this.request("POST", `/v1/queues/${encodeURIComponent(queue)}/jobs`, {
+        jobs: body,
+      });
+    } catch (error) {
+      span?.failed(error);
+      throw error;
+    }
+    span?.sent(answer.jobs.length === 1 ? answer.jobs[0].id : undefined);
     return answer.jobs;
   }
 
