@@ -2650,10 +2650,16 @@
     });
   }
 
-  /** Keeps an open flow that has not finished up to date (never under an armed button). */
+  /**
+   * Keeps an open flow that has not finished up to date while the tab is visible (never under an
+   * armed button).
+   */
   function followFlow() {
     const flow = flowPage.flow;
-    if (!flow || flowPage.loading || flowPage.id !== flow.id || flow.finished_at !== null) return;
+    if (
+      !flow || document.hidden || flowPage.loading || flowPage.id !== flow.id ||
+      flow.finished_at !== null
+    ) return;
     if ($("flow-card").querySelector(".armed")) return;
     const nodes = flow.nodes ? flow.nodes.length : 0;
     const every = nodes > FLOW_MAX_DRAWN ? FLOW_FOLLOW_LARGE_MS : FLOW_FOLLOW_MS;
