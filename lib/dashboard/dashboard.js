@@ -1730,12 +1730,11 @@
   // ---- act on all matching: a bulk action over the browser's queue and state ----
 
   /**
-   * The actions a job in each state can take, as the server's bulk actions define them (none
-   * takes a blocked job: a flow's waiting jobs are cancelled one by one or with their flow).
+   * The actions a job in each state can take, as the server's bulk actions define them.
    * @type {Record<string, string[]>}
    */
   const BULK_ACTIONS_BY_STATE = {
-    blocked: [],
+    blocked: ["cancel", "delete"],
     pending: ["cancel", "delete"],
     delayed: ["cancel", "delete"],
     leased: ["cancel", "delete"],
@@ -1762,13 +1761,9 @@
       return h("option", { value: action, text: action[0].toUpperCase() + action.slice(1) });
     }));
     if (actions.indexOf(chosen) >= 0) select.value = chosen;
-    /** @type {HTMLButtonElement} */ ($("bulk-count")).disabled = actions.length === 0;
-    $("bulk-scope").textContent = !state.browse.queue
-      ? "Choose a queue first"
-      : actions.length === 0
-      ? "No bulk action takes " + state.browse.state +
-        " jobs: cancel them one by one, or their flow"
-      : "The " + state.browse.state + " jobs of " + state.browse.queue;
+    $("bulk-scope").textContent = state.browse.queue
+      ? "The " + state.browse.state + " jobs of " + state.browse.queue
+      : "Choose a queue first";
     if (bulkFollowed === null) $("bulk-status").replaceChildren();
   }
 
