@@ -345,7 +345,7 @@ export class Broker {
    * this server makes or hears of them; answers a function that stops it.
    */
   watchJob(id: number, listener: (event: JobEvent) => void): () => void {
-    return this.#watchers.watch(id, listener);
+    return this.#watch(id, listener);
   }
 
   /**
@@ -374,7 +374,7 @@ export class Broker {
           reject(error);
         });
       // Watching first, then reading: an end between the two is heard, one before is read.
-      const unwatch = this.#watchers.watch(id, (event) => {
+      const unwatch = this.#watch(id, (event) => {
         if (event.kind === "ended") finish(event.job);
       });
       const stop = () => {
@@ -404,12 +404,36 @@ export class Broker {
     }, (error) => this.#onError("read a watched job", error));
   }
 
-  /**
-   * Other servers sharing the store end jobs too: while anyone here watches, the watched jobs
-   * are read again whenever the store says news may have been missed (its resync).
-   */
-  #recheckWatched(): void {
-    for (const id of this.#watchers.ids()) this.#ended(id);
+  /** Another server stored progress of a watched job (null: too large to send, read it). */
+  #heardProgress(id: number, at: number, progress: string | null): void {
+    if (!this.#watchers.has(id)) return;
+    if (progress !== null) {
+      this.#watchers.tell(id, { kind: "progress", id, progress, at });
+      return;
+    }
+    this.#store.get(id).then((job) => {
+      if (job?.progress != null) {
+        this.#watchers.tell(id, {
+          kind: "progress",
+          id,
+          progress: job.progress,
+          at: job.progress_at ?? at,
+        });
+      }
+    }, (error) => this.#onError("read a watched job", error));
+  }
+
+  /** Watches job `id` here and, through the store's peers, on the other servers. */
+  #watch(id: number, listener: (event: JobEvent) => void): () => void {
+    const stop = this.#watchers.watch(id, listener);
+    this.#store.peers.watch(id);
+    let stopped = false;
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      stop();
+      this.#store.peers.unwatch(id);
+    };
   }
 
   // ---- consumers ----
@@ -901,8 +925,13 @@ export class Broker {
         // is held).
         this.#gate.recheck(event.queue);
         return;
+      case "ended":
+        this.#ended(event.id);
+        return;
+      case "progress":
+        this.#heardProgress(event.id, event.at, event.progress);
+        return;
       case "resync":
-        this.#recheckWatched();
         this.#tick().catch((error) => this.#onError("tick", error));
         for (const queue of this.#subscribers.keys()) this.wake(queue);
         return;

@@ -249,6 +249,18 @@ export type StoreEvent =
   }
   /** News may have been missed (a reconnect, the polling interval): look at everything again. */
   | { readonly kind: "resync" }
+  /** Job `id`, which this server watches ({@linkcode Peers.watch}), ended on another server. */
+  | { readonly kind: "ended"; readonly id: number }
+  /**
+   * Another server stored progress of job `id`, which this server watches; `progress` is its
+   * JSON text, or null when it was too large to send (read the job).
+   */
+  | {
+    readonly kind: "progress";
+    readonly id: number;
+    readonly at: number;
+    readonly progress: string | null;
+  }
   /**
    * The ready backlog of `queue`, which this server feeds and only other servers consume, was
    * counted again (see {@linkcode Peers.backlogHint}): `delivered` jobs left it since the last
@@ -565,6 +577,13 @@ export interface Peers {
    * other servers sharing the database measure the queue's backlog against).
    */
   setConsumers(queue: string, n: number, prefetch: number): void;
+  /**
+   * Someone here waits for or watches job `id`: the other servers tell of its end and progress
+   * (as `ended` and `progress` events) until {@linkcode Peers.unwatch}. Calls pair up.
+   */
+  watch(id: number): void;
+  /** One watch of job `id` here ended. */
+  unwatch(id: number): void;
   /** How many consumers `queue` has on every server sharing the database, as last heard. */
   consumers(queue: string): number;
   /** The summed prefetch of the other servers' consumers of `queue`, as last heard. */
@@ -595,6 +614,10 @@ export class LocalPeers implements Peers {
   }
 
   announce(): void {}
+
+  watch(): void {}
+
+  unwatch(): void {}
 
   setConsumers(queue: string, n: number): void {
     if (n === 0) this.#consumers.delete(queue);

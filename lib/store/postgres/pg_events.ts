@@ -16,6 +16,7 @@
 
 import type { StoreEvent } from "../store.ts";
 import type { BatchNews } from "./pg_group_commit.ts";
+import { PgWatches } from "./pg_watches.ts";
 import { describePgError, type Sql, type TxSql } from "./pg_driver.ts";
 
 /** A server's consumer rows older than this are ignored, ms. */
@@ -40,7 +41,16 @@ interface Message {
   e?: [number, string, string][];
   /** The sender's consumers changed: read them again. */
   c?: 1;
+  /** Jobs the sender watches (pg_watches.ts). */
+  w?: number[];
+  /** Watched jobs that ended. */
+  f?: number[];
+  /** Progress of watched jobs: `[id, at, progress]`, the progress left out when large. */
+  p?: [number, number, string | null][];
 }
+
+/** Longest progress carried in a NOTIFY; a larger one is read from the job. */
+const MAX_PROGRESS_CARRIED = 1_000;
 
 /** The channel name for a schema. */
 export function channelOf(schema: string): string {
@@ -53,19 +63,27 @@ export async function publishNews(
   channel: string,
   instance: string,
   news: BatchNews,
+  watches: PgWatches | null = null,
 ): Promise<void> {
-  for (const payload of encodeNews(instance, news)) {
+  for (const payload of encodeNews(instance, news, watches)) {
     await tx`SELECT pg_notify(${channel}, ${payload})`;
   }
 }
 
 /** The news as NOTIFY payloads, each under the size limit. */
-export function encodeNews(instance: string, news: BatchNews): string[] {
+export function encodeNews(
+  instance: string,
+  news: BatchNews,
+  watches: PgWatches | null = null,
+): string[] {
   const out: string[] = [];
   let message: Message = { i: instance };
   let size = 16;
   const flush = () => {
-    if (message.r !== undefined || message.e !== undefined) out.push(JSON.stringify(message));
+    if (
+      message.r !== undefined || message.e !== undefined || message.f !== undefined ||
+      message.p !== undefined
+    ) out.push(JSON.stringify(message));
     message = { i: instance };
     size = 16;
   };
@@ -79,6 +97,23 @@ export function encodeNews(instance: string, news: BatchNews): string[] {
     if (size + cost > MAX_PAYLOAD) flush();
     (message.e ??= []).push(ended);
     size += cost;
+  }
+  if (watches !== null) {
+    watches.ended(news.finished);
+    for (const id of news.finished) {
+      if (!watches.wanted(id)) continue;
+      if (size + 20 > MAX_PAYLOAD) flush();
+      (message.f ??= []).push(id);
+      size += 20;
+    }
+    for (const [id, progress, at] of news.progress) {
+      if (!watches.wanted(id)) continue;
+      const carried = progress.length <= MAX_PROGRESS_CARRIED ? progress : null;
+      const cost = 40 + 2 * (carried?.length ?? 0);
+      if (size + cost > MAX_PAYLOAD) flush();
+      (message.p ??= []).push([id, at, carried]);
+      size += cost;
+    }
   }
   flush();
   return out;
@@ -101,6 +136,16 @@ function eventsOf(message: Message): StoreEvent[] {
   const events: StoreEvent[] = [];
   for (const queue of message.r ?? []) {
     if (typeof queue === "string") events.push({ kind: "ready", queue });
+  }
+  for (const id of message.f ?? []) {
+    if (typeof id === "number") events.push({ kind: "ended", id });
+  }
+  for (const entry of message.p ?? []) {
+    const [id, at, progress] = Array.isArray(entry) ? entry : [];
+    if (
+      typeof id === "number" && typeof at === "number" &&
+      (typeof progress === "string" || progress === null)
+    ) events.push({ kind: "progress", id, at, progress });
   }
   for (const entry of message.e ?? []) {
     const [id, token, why] = entry;
@@ -141,6 +186,8 @@ export class PgEvents {
   readonly #dirty = new Set<string>();
   #others = new Map<string, ConsumerCount>();
   #unlisten: (() => Promise<void>) | null = null;
+  /** Who watches which job, here and elsewhere. */
+  readonly watches: PgWatches;
   #timer: ReturnType<typeof setInterval> | null = null;
   /** Heartbeats between polls, when polls are further apart than the presence rows allow. */
   #presenceTimer: ReturnType<typeof setInterval> | null = null;
@@ -157,6 +204,18 @@ export class PgEvents {
   /** Makes the listening half; {@linkcode PgEvents.start} connects it. */
   constructor(options: PgEventsOptions) {
     this.#o = options;
+    this.watches = new PgWatches(
+      (message) => this.#notify(message),
+      (error) => options.onError("announce watched jobs", error),
+    );
+  }
+
+  /** Sends a message of this server's outside any batch. */
+  async #notify(message: Omit<Message, "i">): Promise<void> {
+    const { sql, instance, schema } = this.#o;
+    await sql`SELECT pg_notify(${channelOf(schema)}, ${
+      JSON.stringify({ ...message, i: instance })
+    })`;
   }
 
   /** LISTENs (rejects if that fails) and starts the poll timer. */
@@ -169,6 +228,7 @@ export class PgEvents {
       () => this.#emit({ kind: "resync" }),
     );
     this.#unlisten = meta.unlisten;
+    this.watches.start();
     this.#timer = setInterval(() => this.#poll(), this.#o.pollMs);
     // The rows must be refreshed within PRESENCE_TTL_MS whatever --pg-poll says (up to a
     // minute): every other one of these beats is a full one (PRESENCE_TTL_MS / 3 apart at least).
@@ -230,6 +290,7 @@ export class PgEvents {
   /** Stops listening and polling and removes this server's consumer rows. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.watches.close();
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
     if (this.#presenceTimer !== null) clearInterval(this.#presenceTimer);
@@ -255,6 +316,13 @@ export class PgEvents {
       const recent = performance.now() - this.#beatAt < CHANGE_DELAY_MS;
       if (this.#beating === null && !recent) this.#beat();
       else this.#beatSoon();
+    }
+    if (Array.isArray(message.w)) {
+      // Jobs ended here before the announcement arrived: tell the watcher now.
+      const ended = this.watches.heard(message.w);
+      if (ended.length > 0 && !this.#closed) {
+        this.#notify({ f: ended }).catch((error) => this.#o.onError("tell ended jobs", error));
+      }
     }
     for (const event of eventsOf(message)) this.#emit(event);
   }

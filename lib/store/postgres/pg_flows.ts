@@ -288,6 +288,7 @@ export async function ended(
         RETURNING j.id`;
       for (const row of cancelled) {
         news.released.ended.push(Number(row.id));
+        news.finished.push(Number(row.id));
         next.push({ id: Number(row.id), state: "cancelled" });
       }
     }
@@ -339,6 +340,7 @@ export async function cancelFlow(
     RETURNING j.id, j.queue, o.state AS was, j.lease_token AS token`;
   const revoked: [number, string, string][] = [];
   for (const row of rows) {
+    news.finished.push(Number(row.id));
     if (row.was === "leased" && row.token !== null) {
       revoked.push([Number(row.id), row.token, row.queue]);
       news.ended.push([Number(row.id), row.token, "cancelled"]);

@@ -60,12 +60,17 @@ export class BatchNews {
   readonly ready = new Set<string>();
   /** What the batch did to flows beyond its callers' jobs, for this server once committed. */
   readonly released: Released = { ready: [], due: null, ended: [] };
+  /** Jobs the batch ended (done, dead, cancelled): watchers elsewhere may wait for them. */
+  readonly finished: number[] = [];
+  /** Progress the batch stored: `[id, progress, at]`. */
+  readonly progress: [number, string, number][] = [];
   /** Leases ended here that another server may hold: `[id, token, why]`. */
   readonly ended: [number, string, RemoteLeaseEnd][] = [];
 
   /** True when there is nothing to tell. */
   get empty(): boolean {
-    return this.ready.size === 0 && this.ended.length === 0;
+    return this.ready.size === 0 && this.ended.length === 0 && this.finished.length === 0 &&
+      this.progress.length === 0;
   }
 }
 

@@ -18,6 +18,7 @@ import type { Peers, RemoteLeaseEnd, StoreEvent } from "../store.ts";
 import { type BacklogCount, PgBacklogWatch } from "./pg_backlog_watch.ts";
 import type { Sql } from "./pg_driver.ts";
 import { PgEvents } from "./pg_events.ts";
+import type { PgWatches } from "./pg_watches.ts";
 
 /**
  * The most pending jobs a claim counts beyond those it takes, for the backlog estimate: enough
@@ -120,6 +121,19 @@ export class PgPeers implements Peers {
 
   announce(id: number, token: string, why: RemoteLeaseEnd): void {
     this.#announce(id, token, why);
+  }
+
+  watch(id: number): void {
+    this.#events.watches.watch(id);
+  }
+
+  unwatch(id: number): void {
+    this.#events.watches.unwatch(id);
+  }
+
+  /** Who watches which job (what a batch's NOTIFY tells of ended jobs). */
+  get watches(): PgWatches {
+    return this.#events.watches;
   }
 
   setConsumers(queue: string, n: number, prefetch: number): void {

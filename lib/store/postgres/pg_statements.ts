@@ -254,6 +254,7 @@ export async function ackMany(
         SELECT id, state, lease_token AS token FROM jobs WHERE id = ANY(${again}::bigint[])`)
         .map((row) => [row.id, row]),
     );
+  for (let i = 0; i < rows.length; i++) if (rows[i].done) news.finished.push(items[i].id);
   // A flow's prerequisite that is done now releases its dependents in this transaction.
   const finished = rows.flatMap((row, i) =>
     row.done && row.flow_id !== null ? [{ id: items[i].id, state: "done" as const }] : []
@@ -297,6 +298,7 @@ export interface ProgressItem {
  */
 export async function progressMany(
   tx: TxSql,
+  news: BatchNews,
   items: ProgressItem[],
 ): Promise<({ id: number } | TegamiError)[]> {
   const last = new Map<string, number>();
@@ -318,7 +320,10 @@ export async function progressMany(
       EXISTS (SELECT 1 FROM u WHERE u.id = p.id AND u.token = p.token) AS ok
     FROM p ORDER BY p.k`;
   const answer = new Map<string, { found: boolean; ok: boolean }>();
-  sent.forEach((item, i) => answer.set(`${item.id} ${item.token}`, rows[i]));
+  sent.forEach((item, i) => {
+    answer.set(`${item.id} ${item.token}`, rows[i]);
+    if (rows[i].ok) news.progress.push([item.id, item.progress, item.now]);
+  });
   return items.map(({ id, token }) => {
     const row = answer.get(`${id} ${token}`)!;
     if (row.ok) return { id };
@@ -492,11 +497,14 @@ export async function unlease(
       ${moves.map((m) => m.next.error)}::text[], ${moves.map((m) => m.next.attempts)}::int[],
       ${moves.map((m) => m.next.run_at)}::bigint[]) AS m(id, state, error, attempts, run_at)
     WHERE j.id = m.id
-    RETURNING CASE WHEN m.state = 'dead' AND j.flow_id IS NOT NULL THEN j.id END AS id`;
+    RETURNING CASE WHEN m.state = 'dead' THEN j.id END AS id, j.flow_id`;
   // A flow's prerequisite that died releases or cancels its dependents in this transaction.
-  const inFlows = died.flatMap((row) =>
-    row.id === null ? [] : [{ id: Number(row.id), state: "dead" as const }]
-  );
+  const inFlows: { id: number; state: "dead" }[] = [];
+  for (const row of died as unknown as { id: number | null; flow_id: number | null }[]) {
+    if (row.id === null) continue;
+    news.finished.push(Number(row.id));
+    if (row.flow_id !== null) inFlows.push({ id: Number(row.id), state: "dead" });
+  }
   if (inFlows.length > 0) await flowEnded(tx, news, inFlows, now);
   const dead = moves.filter((m) => m.next.state === "dead").map((m) => m.id);
   if (dead.length === 0) return moves.map(() => null);

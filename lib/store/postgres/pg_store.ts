@@ -233,7 +233,7 @@ export class PgStore implements Store {
     const observer = options.onCommit;
     this.#commits = new PgGroupCommit(
       openWriter,
-      (tx, news) => publishNews(tx, channel, this.#instance, news),
+      (tx, news) => publishNews(tx, channel, this.#instance, news, this.#peers.watches),
       (size, ms, error) => {
         if (error === null) countCommit(this.#stats, size, ms);
         observer?.(size, ms, error);
@@ -250,7 +250,7 @@ export class PgStore implements Store {
       this.#write(operation, true, weight);
     this.#acks = new Coalescer(submit, ackMany);
     this.#enqueues = new Coalescer(submit, enqueueMany);
-    this.#progress = new Coalescer(submit, (tx, _news, items) => progressMany(tx, items));
+    this.#progress = new Coalescer(submit, progressMany);
     this.#known = new PgKnownQueues(
       sql,
       KNOWN_QUEUES_POLLS * (options.pollMs ?? 1000),
@@ -772,6 +772,7 @@ export class PgStore implements Store {
         UPDATE jobs SET state = 'cancelled', finished_at = ${now}, lease_expires_at = NULL,
           waiting_on = 0
         WHERE id = ${id}`;
+      news.finished.push(id);
       if (row.flow_id !== null) await flowEnded(tx, news, [{ id, state: "cancelled" }], now);
       const revoked = row.state === "leased" ? row.lease_token : null;
       if (revoked !== null) news.ended.push([id, revoked, "cancelled"]);

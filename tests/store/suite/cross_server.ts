@@ -36,6 +36,55 @@ export function crossServerCases({ test, sharedTest }: SuiteCases): void {
     await Promise.resolve();
   });
 
+  sharedTest(
+    "a store hears the end and progress of a job it watches, ended elsewhere",
+    async (a, b) => {
+      const heard: StoreEvent[] = [];
+      const stop = b.peers.listen((event) => {
+        if (event.kind === "ended" || event.kind === "progress") heard.push(event);
+      });
+      try {
+        const watched = await enqueueOne(a, "q");
+        const unwatched = await enqueueOne(a, "q");
+        b.peers.watch(watched);
+        // The announcement reaches a before its claim (a's end would be told either way).
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const got = await a.claim("q", 2, null, T0);
+        for (const d of got) await a.progress(d.job.id, d.lease.token, '{"pct":1}', T0);
+        for (const d of got) await a.ack(d.job.id, d.lease.token, null, T0);
+        await eventually("the end is heard", () => heard.some((e) => e.kind === "ended"));
+        assert.deepEqual(heard, [
+          { kind: "progress", id: watched, at: T0, progress: '{"pct":1}' },
+          { kind: "ended", id: watched },
+        ]);
+        assert.ok(!heard.some((e) => "id" in e && e.id === unwatched));
+        b.peers.unwatch(watched);
+      } finally {
+        stop();
+      }
+    },
+  );
+
+  sharedTest(
+    "a watch announced after the job ended elsewhere still hears its end",
+    async (a, b) => {
+      const heard: number[] = [];
+      const stop = b.peers.listen((event) => {
+        if (event.kind === "ended") heard.push(event.id);
+      });
+      try {
+        const id = await enqueueOne(a, "q");
+        const d = await claimOne(a, "q");
+        await a.ack(d.job.id, d.lease.token, null, T0);
+        b.peers.watch(id);
+        await eventually("the end is told", () => heard.includes(id));
+        b.peers.unwatch(id);
+      } finally {
+        stop();
+      }
+    },
+  );
+
   sharedTest("8 claimers on two stores lease each of 80,000 jobs exactly once", async (a, b) => {
     const perClaimer = 10_000;
     const claimers = 8;
