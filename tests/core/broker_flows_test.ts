@@ -19,12 +19,28 @@ async function open() {
     sync: "normal",
     policy: { defaultLeaseMs: 30_000, retryDelayMs: () => 1000 },
   });
+  // The broker's reads of single jobs, counted.
+  const reads = { n: 0 };
+  const counted = new Proxy(store, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop);
+      if (typeof value !== "function") return value;
+      if (prop === "get") {
+        return (id: number) => {
+          reads.n++;
+          return target.get(id);
+        };
+      }
+      return value.bind(target);
+    },
+  });
   const clock = new ManualClock();
-  const broker = new Broker({ store, clock, retainDoneMs: 3_600_000 });
+  const broker = new Broker({ store: counted, clock, retainDoneMs: 3_600_000 });
   await broker.start();
   return {
     broker,
     clock,
+    reads,
     [Symbol.asyncDispose]: async () => {
       broker.close();
       await store.close();
@@ -95,4 +111,26 @@ Deno.test("a wait hears a job cancelled because its prerequisite died", async ()
   const b = await waiting;
   assert.equal(b?.state, "cancelled");
   assert.match(b?.last_error ?? "", /Prerequisite "a"/);
+});
+
+Deno.test("thousands of waiters cost one read per ended job, none while they wait", async () => {
+  await using t = await open();
+  const n = 3_000;
+  const enqueued = await t.broker.enqueue(
+    "q",
+    Array.from({ length: n }, (_, i) => newJob(`${i}`, 0)),
+  );
+  const waits = enqueued.map((e) => t.broker.waitForEnd(e.id, 600_000));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  // Each waiter read its job once as it began; from here on, only ends are read.
+  assert.equal(t.reads.n, n);
+  const deliveries = await t.broker.lease("q", n, 0, null);
+  assert.equal(deliveries.length, n);
+  t.clock.advance(10_000); // time passing wakes no waiter and reads nothing
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(t.reads.n, n);
+  for (const d of deliveries) await t.broker.ack(d.job.id, d.lease.token, null);
+  const ended = await Promise.all(waits);
+  assert.ok(ended.every((job) => job?.state === "done"));
+  assert.equal(t.reads.n, 2 * n);
 });
