@@ -30,7 +30,8 @@ import { TickBatch } from "./tick_batch.ts";
 import { ProgressReporter } from "./progress_reporter.ts";
 import { nodelayWebSocket } from "./deno_websocket.ts";
 import { nodeWebSocket } from "./node_websocket.ts";
-import { type JobAttributes, type ProcessSpan, Tracing, type TracingOptions } from "./tracing.ts";
+import type { JobAttributes } from "./job_attributes.ts";
+import { type ProcessSpan, Tracing, type TracingOptions } from "./tracing.ts";
 
 /** The subprotocol asking the server for `jobs` push frames (see docs/protocol.md). */
 const PROTOCOL_V2 = "tegami.v2";

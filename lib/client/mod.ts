@@ -40,8 +40,8 @@ export {
   TegamiClient,
 } from "./producer.ts";
 export { type MissedPolicy, type ScheduleDefinition, type ScheduleInfo } from "./schedules.ts";
+export { type JobAttributes } from "./job_attributes.ts";
 export {
-  type JobAttributes,
   type OpenTelemetryApi,
   type OtelContext,
   type OtelPropagator,
@@ -50,6 +50,6 @@ export {
   type OtelSpanOptions,
   type OtelTracer,
   type OtelTraceState,
-  type TracingOptions,
-} from "./tracing.ts";
+} from "./otel_api.ts";
+export { type TracingOptions } from "./tracing.ts";
 export { type ErrorCode, TegamiError } from "../core/errors.ts";

@@ -19,7 +19,8 @@ import { type ErrorCode, TegamiError } from "../core/errors.ts";
 import { TickBatch } from "./tick_batch.ts";
 import { fetchTransport, nodeTransport, type Transport } from "./node_http.ts";
 import { scheduleBody, type ScheduleDefinition, type ScheduleInfo } from "./schedules.ts";
-import { type JobAttributes, Tracing, type TracingOptions } from "./tracing.ts";
+import type { JobAttributes } from "./job_attributes.ts";
+import { Tracing, type TracingOptions } from "./tracing.ts";
 
 /** Options of one job. */
 export interface JobOptions {

@@ -7,128 +7,30 @@
  * settlement's send to its reply. Names, kinds, links and attributes follow OpenTelemetry's
  * semantic conventions for messaging spans.
  *
- * Where the API comes from: OpenTelemetry JS registers what the application set up (its tracer
- * provider, context manager and propagator) on `globalThis[Symbol.for("opentelemetry.js.api.1")]`,
- * where every copy of `@opentelemetry/api` of major version 1 finds it — and so do Deno's and
- * Bun's built-in OpenTelemetry. The client reads the same place, so it traces whenever the
- * application registered a tracer provider, through any copy of the API or none. With nothing
- * registered, each job costs one property read: no span, no context, no attribute. An
- * application may instead pass the API module (`tracing: { api }`), or turn tracing off
- * (`tracing: false`).
+ * It traces through what the application registered on OpenTelemetry's global API, or an API
+ * module it passes in (see otel_api.ts); with nothing registered, each job costs one property
+ * read: no span, no context, no attribute.
  *
  * A job's trace context is written by the registered propagator when there is one (so baggage,
- * say, travels too), else as W3C `traceparent` and `tracestate` by this module.
+ * say, travels too), else as W3C `traceparent` and `tracestate` (w3c_trace_context.ts).
  *
  * @module
  */
 
-/** A job's attributes as the wire carries them. */
-export type JobAttributes = Record<string, { type: string; value: string }>;
-
-/** An OpenTelemetry context (the part of `Context` the client uses). */
-export interface OtelContext {
-  /** The value under `key`. */
-  getValue(key: symbol): unknown;
-  /** A copy with `key` set. */
-  setValue(key: symbol, value: unknown): OtelContext;
-  /** A copy without `key`. */
-  deleteValue(key: symbol): OtelContext;
-}
-
-/** A span's identity (`SpanContext`). */
-export interface OtelSpanContext {
-  /** 32 lowercase hex digits. */
-  traceId: string;
-  /** 16 lowercase hex digits. */
-  spanId: string;
-  /** Bit 0: sampled. */
-  traceFlags: number;
-  /** True when it came from another process. */
-  isRemote?: boolean;
-  /** The vendors' trace state. */
-  traceState?: OtelTraceState;
-}
-
-/** A W3C `tracestate` (`TraceState`). */
-export interface OtelTraceState {
-  /** A copy with `key` set, first. */
-  set(key: string, value: string): OtelTraceState;
-  /** A copy without `key`. */
-  unset(key: string): OtelTraceState;
-  /** The value of `key`. */
-  get(key: string): string | undefined;
-  /** As the `tracestate` header writes it. */
-  serialize(): string;
-}
-
-/** A span (the part of `Span` the client uses). */
-export interface OtelSpan {
-  /** Its identity. */
-  spanContext(): OtelSpanContext;
-  /** Sets one attribute. */
-  setAttribute(key: string, value: string | number | boolean): unknown;
-  /** Sets the status: `{code: 2, message}` for an error. */
-  setStatus(status: { code: number; message?: string }): unknown;
-  /** Records an exception as an event. */
-  recordException(exception: unknown): void;
-  /** Ends it. */
-  end(): void;
-}
-
-/** Options of a new span (`SpanOptions`). */
-export interface OtelSpanOptions {
-  /** `SpanKind`: 2 CLIENT, 3 PRODUCER, 4 CONSUMER. */
-  kind?: number;
-  /** Its attributes (the client sets strings, numbers and booleans). */
-  attributes?: Record<string, unknown>;
-  /** Its links. */
-  links?: { context: OtelSpanContext }[];
-}
-
-/** A tracer (`Tracer`). */
-export interface OtelTracer {
-  /** Starts a span in `context` (its parent being the span there, if any). */
-  startSpan(name: string, options?: OtelSpanOptions, context?: OtelContext): OtelSpan;
-}
-
-/** A propagator (`TextMapPropagator`), with a carrier of attribute values by name. */
-export interface OtelPropagator {
-  /** Writes `context` into `carrier`. */
-  inject(
-    context: OtelContext,
-    carrier: Record<string, string>,
-    setter: { set(carrier: Record<string, string>, key: string, value: string): void },
-  ): void;
-  /** Reads a context out of `carrier`, on top of `context`. */
-  extract(
-    context: OtelContext,
-    carrier: Record<string, string>,
-    getter: {
-      get(carrier: Record<string, string>, key: string): string | undefined;
-      keys(carrier: Record<string, string>): string[];
-    },
-  ): OtelContext;
-  /** The carrier keys it writes (none for the API's no-op propagator). */
-  fields(): string[];
-}
-
-/**
- * The part of the `@opentelemetry/api` module the client uses, typed by shape so the client
- * needs no import of it: `import * as api from "@opentelemetry/api"` fits.
- */
-export interface OpenTelemetryApi {
-  /** `trace`: tracers of the registered provider. */
-  trace: { getTracer(name: string, version?: string): OtelTracer };
-  /** `context`: the active context, and running code in one. */
-  context: {
-    active(): OtelContext;
-    with<T>(context: OtelContext, fn: () => T): T;
-  };
-  /** `propagation`: the registered propagator. */
-  propagation: OtelPropagator;
-  /** The empty context. */
-  ROOT_CONTEXT: OtelContext;
-}
+import {
+  fromApi,
+  fromRegistry,
+  type GlobalApi,
+  type OpenTelemetryApi,
+  type Otel,
+  type OtelContext,
+  type OtelSpan,
+  type OtelSpanContext,
+  registeredApi,
+  SPAN_KEY,
+} from "./otel_api.ts";
+import { type JobAttributes, MAX_ATTRIBUTES, MAX_ATTRIBUTES_BYTES } from "./job_attributes.ts";
+import { parseTraceparent, remoteSpan, traceparentOf, valid } from "./w3c_trace_context.ts";
 
 /** Tracing options of {@linkcode TegamiClient} and {@linkcode consume}. */
 export interface TracingOptions {
@@ -146,96 +48,13 @@ export interface TracingOptions {
   process?: "link" | "child";
 }
 
-/** Where OpenTelemetry JS registers its globals (major version 1 of the API). */
-const GLOBAL_API = Symbol.for("opentelemetry.js.api.1");
-/** The context key of the active span (the API's `createContextKey` is `Symbol.for`). */
-const SPAN_KEY = Symbol.for("OpenTelemetry Context Key SPAN");
-
 const CLIENT = 2;
 const PRODUCER = 3;
 const CONSUMER = 4;
 const STATUS_ERROR = 2;
 
-/** The instrumentation scope's name. */
-const SCOPE = "tegami";
-
-/** What is registered globally (each member only once set up). */
-interface GlobalApi {
-  trace?: { getTracer(name: string, version?: string): OtelTracer };
-  context?: { active(): OtelContext; with<T>(context: OtelContext, fn: () => T): T };
-  propagation?: OtelPropagator;
-}
-
-/** The OpenTelemetry pieces in force. */
-interface Otel {
-  tracer: OtelTracer;
-  root: OtelContext;
-  active(): OtelContext;
-  with<T>(context: OtelContext, fn: () => T): T;
-  /** The registered propagator, or null for none (then W3C is written by hand). */
-  propagator(): OtelPropagator | null;
-}
-
-/** An immutable context, for when no context manager is registered. */
-class Context implements OtelContext {
-  readonly #values: Map<symbol, unknown>;
-  constructor(values = new Map<symbol, unknown>()) {
-    this.#values = values;
-  }
-  getValue(key: symbol): unknown {
-    return this.#values.get(key);
-  }
-  setValue(key: symbol, value: unknown): OtelContext {
-    return new Context(new Map(this.#values).set(key, value));
-  }
-  deleteValue(key: symbol): OtelContext {
-    const values = new Map(this.#values);
-    values.delete(key);
-    return new Context(values);
-  }
-}
-
-const ROOT = new Context();
-
-/** A `tracestate` read from a job, for a span context made from its `traceparent`. */
-class TraceState implements OtelTraceState {
-  readonly #members: [string, string][];
-  constructor(members: [string, string][]) {
-    this.#members = members;
-  }
-  static parse(text: string): TraceState {
-    const members: [string, string][] = [];
-    for (const member of text.split(",")) {
-      const at = member.indexOf("=");
-      if (at > 0) members.push([member.slice(0, at).trim(), member.slice(at + 1).trim()]);
-    }
-    return new TraceState(members.slice(0, 32));
-  }
-  set(key: string, value: string): OtelTraceState {
-    return new TraceState([[key, value], ...this.#members.filter(([k]) => k !== key)]);
-  }
-  unset(key: string): OtelTraceState {
-    return new TraceState(this.#members.filter(([k]) => k !== key));
-  }
-  get(key: string): string | undefined {
-    return this.#members.find(([k]) => k === key)?.[1];
-  }
-  serialize(): string {
-    return this.#members.map(([k, v]) => `${k}=${v}`).join(",");
-  }
-}
-
-/** A remote span context as a span, to be a parent: records nothing. */
-function remoteSpan(context: OtelSpanContext): OtelSpan & { isRecording(): boolean } {
-  return {
-    spanContext: () => context,
-    setAttribute() {},
-    setStatus() {},
-    recordException() {},
-    end() {},
-    isRecording: () => false,
-  };
-}
+/** `messaging.system`: the client's spans are tegami's. */
+const SYSTEM = "tegami";
 
 const setter = {
   set(carrier: Record<string, string>, key: string, value: string) {
@@ -246,35 +65,6 @@ const getter = {
   get: (carrier: Record<string, string>, key: string) => carrier[key],
   keys: (carrier: Record<string, string>) => Object.keys(carrier),
 };
-
-const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
-
-/** The span context a W3C `traceparent` (and `tracestate`) names, or null when not valid. */
-function parseTraceparent(value: string, state: string | undefined): OtelSpanContext | null {
-  const parts = TRACEPARENT.exec(value);
-  if (parts === null) return null;
-  const [, version, traceId, spanId, flags, rest] = parts;
-  if (version === "ff" || (version === "00" && rest !== undefined)) return null;
-  if (/^0+$/.test(traceId) || /^0+$/.test(spanId)) return null;
-  const context: OtelSpanContext = {
-    traceId,
-    spanId,
-    traceFlags: parseInt(flags, 16) & 1,
-    isRemote: true,
-  };
-  if (state !== undefined && state !== "") context.traceState = TraceState.parse(state);
-  return context;
-}
-
-/** Whether a span context names a real span (not the API's invalid one). */
-function valid(context: OtelSpanContext | undefined): context is OtelSpanContext {
-  return context !== undefined && !/^0+$/.test(context.traceId) && !/^0+$/.test(context.spanId);
-}
-
-/** The most attributes a job carries (the server's limit). */
-const MAX_ATTRIBUTES = 10;
-/** The most bytes of a job's attributes as JSON (the server's limit, 4096, less a margin). */
-const MAX_ATTRIBUTES_BYTES = 4000;
 
 /** The attribute values of a job's `String` attributes, by name: what a propagator reads. */
 function carrierOf(attributes: JobAttributes | null | undefined): Record<string, string> {
@@ -354,7 +144,7 @@ export class Tracing {
    */
   #otel(): Otel | null {
     if (this.#api !== undefined) return this.#fixed ??= fromApi(this.#api);
-    const registry = (globalThis as Record<symbol, GlobalApi | undefined>)[GLOBAL_API];
+    const registry = registeredApi();
     const trace = registry?.trace;
     if (trace === undefined) return null;
     if (registry !== this.#global || trace !== this.#globalTrace) {
@@ -391,7 +181,7 @@ export class Tracing {
       if (context !== null) links.push({ context });
     }
     const attributes: Record<string, string | number | boolean> = {
-      "messaging.system": SCOPE,
+      "messaging.system": SYSTEM,
       "messaging.destination.name": queue,
       "messaging.operation.type": "send",
       "messaging.operation.name": "send",
@@ -421,30 +211,26 @@ export class Tracing {
 
   /**
    * Starts the `process {queue}` span of a delivered job, or answers null when nothing traces.
-   * It links to the context the job carries; with `process: "child"` it is also its child (and
-   * links to the context that was active, if any).
+   * It links to the context the job carries, and starts a trace of its own; with
+   * `process: "child"` it is also that context's child, in the producer's trace.
    */
   process(job: DeliveredJob): ProcessSpan | null {
     const otel = this.#otel();
     if (otel === null) return null;
-    const ambient = otel.active();
     const extracted = extract(otel, job.attributes);
-    const creation = extracted?.getValue(SPAN_KEY) as OtelSpan | undefined;
-    const creationContext = creation?.spanContext();
+    const creation = (extracted?.getValue(SPAN_KEY) as OtelSpan | undefined)?.spanContext();
     const links: { context: OtelSpanContext }[] = [];
-    let parent = ambient;
-    if (valid(creationContext)) {
-      links.push({ context: creationContext });
-      if (this.#child) {
-        const around = (ambient.getValue(SPAN_KEY) as OtelSpan | undefined)?.spanContext();
-        if (valid(around)) links.push({ context: around });
-        parent = extracted!;
-      }
+    // Not the context active now: a push arrives in whatever context the socket was opened in,
+    // which has nothing to do with the job.
+    let parent = otel.root;
+    if (valid(creation)) {
+      links.push({ context: creation });
+      if (this.#child) parent = extracted!;
     }
     const span = otel.tracer.startSpan(`process ${job.queue}`, {
       kind: CONSUMER,
       attributes: {
-        "messaging.system": SCOPE,
+        "messaging.system": SYSTEM,
         "messaging.destination.name": job.queue,
         "messaging.operation.type": "process",
         "messaging.operation.name": "process",
@@ -466,7 +252,7 @@ export class Tracing {
         const settle = otel.tracer.startSpan(`${op} ${job.queue}`, {
           kind: CLIENT,
           attributes: {
-            "messaging.system": SCOPE,
+            "messaging.system": SYSTEM,
             "messaging.destination.name": job.queue,
             "messaging.operation.type": "settle",
             "messaging.operation.name": op,
@@ -503,10 +289,10 @@ function inject(otel: Otel, context: OtelContext, span: OtelSpan): Record<string
     propagator.inject(context, carrier, setter);
     return carrier;
   }
-  const { traceId, spanId, traceFlags, traceState } = span.spanContext();
-  if (!valid({ traceId, spanId, traceFlags })) return carrier;
-  carrier.traceparent = `00-${traceId}-${spanId}-0${traceFlags & 1}`;
-  const state = traceState?.serialize();
+  const own = span.spanContext();
+  if (!valid(own)) return carrier;
+  carrier.traceparent = traceparentOf(own);
+  const state = own.traceState?.serialize();
   if (state !== undefined && state !== "") carrier.tracestate = state;
   return carrier;
 }
@@ -551,27 +337,4 @@ function withCarrier(
     new TextEncoder().encode(JSON.stringify(out)).length > MAX_ATTRIBUTES_BYTES
   ) return attributes;
   return out;
-}
-
-/** The pieces of an API module given by the application. */
-function fromApi(api: OpenTelemetryApi): Otel {
-  return {
-    tracer: api.trace.getTracer(SCOPE),
-    root: api.ROOT_CONTEXT,
-    active: () => api.context.active(),
-    with: (context, fn) => api.context.with(context, fn),
-    propagator: () => api.propagation.fields().length > 0 ? api.propagation : null,
-  };
-}
-
-/** The pieces registered globally; the context manager and propagator are read as they are now. */
-function fromRegistry(registry: GlobalApi, trace: NonNullable<GlobalApi["trace"]>): Otel {
-  return {
-    tracer: trace.getTracer(SCOPE),
-    root: ROOT,
-    active: () => registry.context?.active() ?? ROOT,
-    with: (context, fn) =>
-      registry.context !== undefined ? registry.context.with(context, fn) : fn(),
-    propagator: () => registry.propagation ?? null,
-  };
 }
