@@ -131,9 +131,9 @@ export interface QueueStats {
   name: string;
   /** Whether delivery is paused. */
   paused: boolean;
-  /** Jobs by state. */
+  /** Jobs by state (`blocked`: a flow's jobs waiting for their prerequisites). */
   counts: Record<
-    "pending" | "delayed" | "leased" | "done" | "dead" | "cancelled",
+    "blocked" | "pending" | "delayed" | "leased" | "done" | "dead" | "cancelled",
     number
   >;
   /** Age of the oldest pending job, ms (0 if none). */
