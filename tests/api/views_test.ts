@@ -8,7 +8,7 @@ function stats(fields: Partial<QueueCounts> = {}): QueueCounts {
   return {
     name: "emails",
     paused: false,
-    counts: { pending: 3, delayed: 1, leased: 2, done: 4, dead: 0, cancelled: 0 },
+    counts: { blocked: 0, pending: 3, delayed: 1, leased: 2, done: 4, dead: 0, cancelled: 0 },
     oldest_pending_at: 1_000,
     settings: defaultQueueSettings(),
     groups: { waiting: 1, leased: 1, full: 0 },

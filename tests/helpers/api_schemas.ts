@@ -131,7 +131,16 @@ export function checkHttpAnswer(
   if (!validate(body)) throw failure(where, validate, body);
 }
 
-const SERVER_FRAMES = new Set(["job", "jobs", "cancel", "expired", "ok", "error"]);
+const SERVER_FRAMES = new Set([
+  "job",
+  "jobs",
+  "cancel",
+  "expired",
+  "ok",
+  "error",
+  "progressed",
+  "ended",
+]);
 
 /** Checks a frame the server sent against its message in the AsyncAPI document. */
 export function checkServerFrame(text: string): void {

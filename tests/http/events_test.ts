@@ -74,6 +74,7 @@ Deno.test("GET /v1/events sends hello, then a snapshot with counts, totals and r
   assert.equal(first.data.connections, 0);
   assert.deepEqual(first.data.queues.map((q: { name: string }) => q.name), ["email"]);
   assert.deepEqual(first.data.queues[0].counts, {
+    blocked: 0,
     pending: 2,
     delayed: 0,
     leased: 0,

@@ -192,7 +192,15 @@ Deno.test("POST /v1/queues/{q}/jobs stores nothing of a batch with one invalid j
   assert.equal(answer.body.error.code, "validation_failed");
   assert.match(answer.body.error.message, /jobs\[2\]\.priority/);
   const counts = (await stats(server, "q")).counts;
-  assert.deepEqual(counts, { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 });
+  assert.deepEqual(counts, {
+    blocked: 0,
+    pending: 0,
+    delayed: 0,
+    leased: 0,
+    done: 0,
+    dead: 0,
+    cancelled: 0,
+  });
   // The key of the refused batch was not taken either.
   assert.equal(await enqueue(server, "q", { payload: 4, key: "k" }) > 0, true);
 });
@@ -318,7 +326,7 @@ Deno.test("GET /v1/queues/{q} counts jobs per state", async () => {
   assert.deepEqual(answer.body, {
     name: "q",
     paused: false,
-    counts: { pending: 1, delayed: 1, leased: 1, done: 1, dead: 1, cancelled: 1 },
+    counts: { blocked: 0, pending: 1, delayed: 1, leased: 1, done: 1, dead: 1, cancelled: 1 },
     oldest_pending_age_ms: 0,
     consumers: 0,
     settings: DEFAULT_SETTINGS_JSON,
@@ -334,7 +342,7 @@ Deno.test("GET /v1/queues/{q} of an unknown queue answers zeros", async () => {
   assert.deepEqual(answer.body, {
     name: "nobody.home",
     paused: false,
-    counts: { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 },
+    counts: { blocked: 0, pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 },
     oldest_pending_age_ms: 0,
     consumers: 0,
     settings: DEFAULT_SETTINGS_JSON,
@@ -369,7 +377,7 @@ Deno.test("GET /v1/queues lists every known queue's stats", async () => {
   assert.deepEqual(byName.get("a"), {
     name: "a",
     paused: false,
-    counts: { pending: 1, delayed: 1, leased: 0, done: 0, dead: 0, cancelled: 0 },
+    counts: { blocked: 0, pending: 1, delayed: 1, leased: 0, done: 0, dead: 0, cancelled: 0 },
     oldest_pending_age_ms: 0,
     consumers: 0,
     settings: DEFAULT_SETTINGS_JSON,

@@ -330,6 +330,7 @@ Deno.test("a queue-restricted token gets 403 for every call on another queue", a
   assert.deepEqual([job.body.state, job.body.checkpoint], ["leased", null]);
   const stats = await server.request("GET", "/v1/queues/mail", undefined, bearer(ADMIN));
   assert.deepEqual(stats.body.counts, {
+    blocked: 0,
     pending: 1,
     delayed: 0,
     leased: 1,

@@ -312,7 +312,15 @@ Deno.test("each invalid field answers 400 validation_failed naming the field", a
     });
   }
   const counts = (await server.request("GET", "/v1/queues/q")).body.counts;
-  assert.deepEqual(counts, { pending: 0, delayed: 0, leased: 0, done: 0, dead: 0, cancelled: 0 });
+  assert.deepEqual(counts, {
+    blocked: 0,
+    pending: 0,
+    delayed: 0,
+    leased: 0,
+    done: 0,
+    dead: 0,
+    cancelled: 0,
+  });
 });
 
 Deno.test("the limits themselves are accepted", async (t) => {

@@ -1,7 +1,7 @@
 /**
  * `deno task test:node`: the client SDK's tests on Node. Bundles `lib/client/mod.ts` to one ES
  * module (`deno bundle`), and `lib/client/node_websocket.ts` to another, starts a real server, and
- * runs `client_on_node.mjs` and `node_transports_on_node.mjs` (the Node transports, against bare
+ * runs `client_on_node.mjs`, `tracing_on_node.mjs` and `node_transports_on_node.mjs` (the Node transports, against bare
  * servers of their own) with Node's test runner on every Node it finds: the machine's `node` (Node
  * 20 with --experimental-websocket, which gives it the standard WebSocket, and without, where the
  * consumer must still work on ws://), and Node 22 and 24 from the pinned npm packages in
@@ -61,6 +61,7 @@ const results: string[] = [];
         "--test-reporter=spec",
         `${HERE}client_on_node.mjs`,
         `${HERE}node_transports_on_node.mjs`,
+        `${HERE}tracing_on_node.mjs`,
       ],
       env: {
         TEGAMI_URL: server.url,

@@ -73,6 +73,7 @@ async function runCluster(schema: string): Promise<void> {
     for (const server of [producer, one, two]) {
       const stats = await new TegamiClient({ url: server.url }).stats("work");
       assert.deepEqual(stats.counts, {
+        blocked: 0,
         pending: 0,
         delayed: 0,
         leased: 0,

@@ -26,6 +26,7 @@ Deno.test("a restarted server keeps every job, and a lease taken before the stop
   assert.equal(ack.status, 200);
   const stats = await second.request("GET", "/v1/queues/q");
   assert.deepEqual(stats.body.counts, {
+    blocked: 0,
     pending: 4,
     delayed: 0,
     leased: 0,

@@ -127,6 +127,7 @@ Deno.test("a subscription never holds more jobs than its prefetch; each ack free
   const [a, b] = await ws.jobs(2);
   assert.deepEqual(await ws.quietFor(QUIET_MS, isJob), [], "a third job came past the credit");
   assert.deepEqual(await counts(server, "w"), {
+    blocked: 0,
     pending: 8,
     delayed: 0,
     leased: 2,
@@ -367,6 +368,7 @@ Deno.test("enqueue over the socket answers id and deduplicated, for one job and 
   assert.equal((await getJob(server, batch.jobs[0].id)).payload, 1);
   assert.equal((await getJob(server, batch.jobs[2].id)).state, "delayed");
   assert.deepEqual(await counts(server, "w"), {
+    blocked: 0,
     pending: 2,
     delayed: 1,
     leased: 0,
