@@ -5,10 +5,10 @@
  * OpenTelemetry JS registers what an application sets up — its tracer provider, context manager
  * and propagator — on `globalThis[Symbol.for("opentelemetry.js.api.1")]`, where every copy of
  * `@opentelemetry/api` of major version 1 looks for them (`registerGlobal` in the API's
- * `internal/global-utils`); Deno's and Bun's built-in OpenTelemetry register there too. The
- * client reads that place, or an API module the application passes in. The types are the part of
- * the API's own that the client uses, so `import * as api from "@opentelemetry/api"` fits
- * {@linkcode OpenTelemetryApi}.
+ * `internal/global-utils`); Deno's built-in OpenTelemetry (`OTEL_DENO=true`) registers there
+ * too. The client reads that place, or an API module the application passes in. The types are
+ * the part of the API's own that the client uses, so `import * as api from "@opentelemetry/api"`
+ * fits {@linkcode OpenTelemetryApi}.
  *
  * @module
  */
