@@ -3,8 +3,8 @@
  * hooks of one job, first with no tracer provider registered (the hooks find nothing and do
  * nothing), then with a real OpenTelemetry SDK registered on the global API (a
  * `BasicTracerProvider` without processors, the `AsyncLocalStorage` context manager and the W3C
- * propagator) beside the same OpenTelemetry calls, with the same attributes, written by hand. Medians of 10 rounds, rounds
- * interleaved so both see the same machine.
+ * propagator) beside the same OpenTelemetry calls, with the same attributes, written by hand.
+ * Medians of 10 rounds, the two interleaved so that both see the same machine.
  *
  * `npx --yes deno@2.9.6 run -A bench/client_tracing.ts`
  *
