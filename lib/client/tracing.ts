@@ -221,11 +221,12 @@ export class Tracing {
     const creation = (extracted?.getValue(SPAN_KEY) as OtelSpan | undefined)?.spanContext();
     const links: { context: OtelSpanContext }[] = [];
     // Not the context active now: a push arrives in whatever context the socket was opened in,
-    // which has nothing to do with the job.
-    let parent = otel.root;
+    // which has nothing to do with the job. The job's own context, less its span unless the
+    // process span is its child: what else it carries (baggage) reaches the handler.
+    let parent = extracted ?? otel.root;
     if (valid(creation)) {
       links.push({ context: creation });
-      if (this.#child) parent = extracted!;
+      if (!this.#child) parent = parent.deleteValue(SPAN_KEY);
     }
     const span = otel.tracer.startSpan(`process ${job.queue}`, {
       kind: CONSUMER,
@@ -308,9 +309,17 @@ function extract(otel: Otel, attributes: JobAttributes | null | undefined): Otel
   return context === null ? null : otel.root.setValue(SPAN_KEY, remoteSpan(context));
 }
 
+/** Whether the server takes `name` as an attribute's (see docs/api.md, Attributes). */
+function attributeName(name: string): boolean {
+  return /^[A-Za-z0-9_.-]{1,256}$/.test(name) && !/^(aws|amazon)\./i.test(name) &&
+    !name.includes("..") && !name.startsWith(".") && !name.endsWith(".");
+}
+/^(?!aws\.|amazon\.)(?!.*\.\.)[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}[A-Za-z0-9_-]$|^[A-Za-z0-9_-]$/i;
+
 /**
- * A job's attributes with the carrier's fields added as `String` attributes, those it has kept;
- * unchanged when they would pass the server's limits (tracing never fails an enqueue).
+ * A job's attributes with the carrier's fields added as `String` attributes — `traceparent`
+ * first, then `tracestate`, then the rest (baggage, say) — each only if the job has no attribute
+ * of that name and it fits the server's limits: tracing never fails an enqueue.
  */
 function withCarrier(
   attributes: JobAttributes | undefined,
@@ -318,23 +327,42 @@ function withCarrier(
 ): JobAttributes | undefined {
   const names = Object.keys(carrier);
   if (names.length === 0) return attributes;
+  names.sort((a, b) => rank(a) - rank(b));
   const out: JobAttributes = { ...attributes };
-  for (const name of names) {
-    if (out[name] === undefined) out[name] = { type: "String", value: carrier[name] };
-  }
   let count = 0;
   // An upper bound of the stored form's bytes (`{"name":{"type":"…","value":"…"},…}`, at most
   // three UTF-8 bytes per character); measured exactly only when it is near the limit.
   let bound = 2;
   for (const name in out) {
     count++;
-    const { type, value } = out[name];
-    bound += 3 * (name.length + type.length + value.length) + 30;
+    bound += size(name, out[name]);
   }
-  if (count > MAX_ATTRIBUTES) return attributes;
-  if (
-    bound > MAX_ATTRIBUTES_BYTES &&
-    new TextEncoder().encode(JSON.stringify(out)).length > MAX_ATTRIBUTES_BYTES
-  ) return attributes;
-  return out;
+  let added = false;
+  for (const name of names) {
+    if (out[name] !== undefined || count >= MAX_ATTRIBUTES || !attributeName(name)) continue;
+    const attribute = { type: "String", value: carrier[name] };
+    const grown = bound + size(name, attribute);
+    out[name] = attribute;
+    if (
+      grown > MAX_ATTRIBUTES_BYTES &&
+      new TextEncoder().encode(JSON.stringify(out)).length > MAX_ATTRIBUTES_BYTES
+    ) {
+      delete out[name];
+      continue;
+    }
+    count++;
+    bound = grown;
+    added = true;
+  }
+  return added ? out : attributes;
+}
+
+/** The order carrier fields are added in: the trace context before the rest. */
+function rank(name: string): number {
+  return name === "traceparent" ? 0 : name === "tracestate" ? 1 : 2;
+}
+
+/** An upper bound of one attribute's bytes as stored. */
+function size(name: string, attribute: { type: string; value: string }): number {
+  return 3 * (name.length + attribute.type.length + attribute.value.length) + 30;
 }

@@ -10,7 +10,11 @@
 import assert from "node:assert/strict";
 import * as otel from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import {
+  CompositePropagator,
+  W3CBaggagePropagator,
+  W3CTraceContextPropagator,
+} from "@opentelemetry/core";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -25,7 +29,7 @@ import { eventually, WsClient, wsUrl } from "../helpers/ws_client.ts";
  * Registers a tracer provider (and, unless told not to, a context manager and the W3C
  * propagator) on the global OpenTelemetry API, as an application does; disposing unregisters.
  */
-function registerTracing(options: { contextAndPropagator?: boolean } = {}) {
+function registerTracing(options: { contextAndPropagator?: boolean; baggage?: boolean } = {}) {
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({
     spanProcessors: [new SimpleSpanProcessor(exporter)],
@@ -34,7 +38,12 @@ function registerTracing(options: { contextAndPropagator?: boolean } = {}) {
   const contextManager = new AsyncLocalStorageContextManager();
   if (options.contextAndPropagator ?? true) {
     assert.ok(otel.context.setGlobalContextManager(contextManager.enable()));
-    assert.ok(otel.propagation.setGlobalPropagator(new W3CTraceContextPropagator()));
+    const propagator = options.baggage
+      ? new CompositePropagator({
+        propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
+      })
+      : new W3CTraceContextPropagator();
+    assert.ok(otel.propagation.setGlobalPropagator(propagator));
   }
   return {
     exporter,
@@ -246,6 +255,47 @@ Deno.test("a refused enqueue ends its send span in error, and a job with no room
   );
   const { id } = await client.enqueue("q", 2, { attributes: ten });
   assert.deepEqual((await client.get(id)).attributes, ten);
+});
+
+Deno.test("a registered baggage propagator's baggage travels with the job to the handler, if it fits", async () => {
+  using tracing = registerTracing({ baggage: true });
+  await using server = await startTestServer({ realTime: true });
+  const client = new TegamiClient({ url: server.url });
+  const seen: (string | undefined)[] = [];
+  const worker = consume("bags", () => {
+    seen.push(otel.propagation.getActiveBaggage()?.getEntry("tenant")?.value);
+    return null;
+  }, { url: server.url });
+  await worker.ready();
+  const withBaggage = (entries: Record<string, string>) =>
+    otel.propagation.setBaggage(
+      otel.context.active(),
+      otel.propagation.createBaggage(
+        Object.fromEntries(Object.entries(entries).map(([k, value]) => [k, { value }])),
+      ),
+    );
+  const small = await otel.context.with(
+    withBaggage({ tenant: "acme" }),
+    () => client.enqueue("bags", 1),
+  );
+  // Baggage over the room a job's attributes leave is left out; the trace context still goes.
+  const big = await otel.context.with(
+    withBaggage({
+      tenant: "acme",
+      ...Object.fromEntries([1, 2, 3, 4].map((n) => [`blob${n}`, "x".repeat(1000)])),
+    }),
+    () => client.enqueue("bags", 2),
+  );
+  await waitDone(server, small.id);
+  await waitDone(server, big.id);
+  await worker.close();
+  const smallJob = await client.get(small.id);
+  assert.deepEqual(Object.keys(smallJob.attributes ?? {}), ["baggage", "traceparent"]);
+  assert.equal(smallJob.attributes?.baggage.value, "tenant=acme");
+  const bigJob = await client.get(big.id);
+  assert.deepEqual(Object.keys(bigJob.attributes ?? {}), ["traceparent"]);
+  assert.deepEqual(seen, ["acme", undefined]);
+  assert.equal(tracing.named("process bags").length, 2);
 });
 
 Deno.test("without a context manager or propagator the client writes and reads W3C itself", async () => {
