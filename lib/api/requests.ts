@@ -598,6 +598,7 @@ function queryReader(params: URLSearchParams, allowed: ReadonlySet<string>) {
 
 /** The query of a paged list: the dead letters, queues, schedules. */
 const PAGE_QUERY = new Set(["limit", "after"]);
+const WAIT_QUERY = new Set(["wait_ms"]);
 const JOBS_QUERY = new Set(["state", "order", "limit", "after"]);
 const ORDERS = new Set(["oldest", "newest"]);
 
@@ -608,6 +609,14 @@ export function parseDeadQuery(params: URLSearchParams): { limit: number; after:
     limit: read("limit", 100, 1, MAX_LIST_LIMIT),
     after: read("after", 0, 0, Number.MAX_SAFE_INTEGER),
   };
+}
+
+/**
+ * Parses the query string of a call that may wait for a job's end (`GET /v1/jobs/{id}`, an
+ * enqueue): `wait_ms`, 0 (the default: answer at once) to the longest long-poll.
+ */
+export function parseWaitQuery(params: URLSearchParams): number {
+  return queryReader(params, WAIT_QUERY)("wait_ms", 0, 0, MAX_WAIT_MS);
 }
 
 /**

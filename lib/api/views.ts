@@ -6,6 +6,7 @@
  */
 
 import type { FlowCreated } from "../core/flow.ts";
+import { type Job, jobJson } from "../core/job.ts";
 import { settingsView } from "../core/queue_settings.ts";
 import type { QueueCounts } from "../store/store.ts";
 
@@ -49,4 +50,22 @@ export function flowCreatedView(created: FlowCreated): unknown {
   // Built with defineProperty semantics, so a ref such as "__proto__" is a member like any other.
   const jobs = Object.fromEntries(created.nodes.map((node) => [node.ref, node.id]));
   return { id: created.id, deduplicated: created.deduplicated, jobs };
+}
+
+/**
+ * The JSON text of an enqueue's answer (`enqueueAnswer`'s, lib/api/requests.ts) after a wait: each entry of
+ * a stored job gains `job`, the job as the wait left it (null if it was removed meanwhile).
+ */
+export function waitedEnqueueJson(
+  answer: Record<string, unknown>,
+  jobs: ReadonlyMap<number, Job | null>,
+): string {
+  const entry = (e: Record<string, unknown>): string => {
+    const text = JSON.stringify(e);
+    if (typeof e.id !== "number") return text;
+    const job = jobs.get(e.id) ?? null;
+    return `${text.slice(0, -1)},"job":${job === null ? "null" : jobJson(job)}}`;
+  };
+  if (!Array.isArray(answer.jobs)) return entry(answer);
+  return `{"jobs":[${(answer.jobs as Record<string, unknown>[]).map(entry).join(",")}]}`;
 }

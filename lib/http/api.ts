@@ -19,7 +19,7 @@ import type { Scheduler } from "../core/scheduler.ts";
 import { parseSchedule, scheduleJson, scheduleName } from "../api/schedules.ts";
 import type { Clock } from "../core/clock.ts";
 import { invalid, jobNotFound, shuttingDown, TegamiError, toTegamiError } from "../core/errors.ts";
-import { deliveryJson, jobJson } from "../core/job.ts";
+import { deliveryJson, type Job, jobJson } from "../core/job.ts";
 import { describeCause, type Logger } from "../observe/log.ts";
 import {
   applyTraceHeaders,
@@ -37,15 +37,16 @@ import {
   parseNamePage,
   parseProgress,
   parseRequeue,
+  parseWaitQuery,
   pathJobId,
   queueName,
   type RequestLimits,
 } from "../api/requests.ts";
 import type { Asset } from "../dashboard/assets.ts";
 import type { BackupStatus } from "../store/sqlite/sqlite_backup.ts";
-import { flowCreatedView, statsView } from "../api/views.ts";
+import { flowCreatedView, statsView, waitedEnqueueJson } from "../api/views.ts";
 import { parseAddNodes, parseFlow, pathFlowId } from "../api/flows.ts";
-import { flowNotFound } from "../core/flow.ts";
+import { flowNotFound, hasEnded } from "../core/flow.ts";
 import { type BulkTask, bulkTaskId, parseBulkRequest } from "../core/bulk_actions.ts";
 import { parseQueueSettings, settingsView } from "../core/queue_settings.ts";
 import { type BodyOptions, type JsonBody, readJsonBody } from "./body.ts";
@@ -226,15 +227,26 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       method: "POST",
       path: ["v1", "queues", ":queue", "jobs"],
       access: OPERATIONS.enqueue,
+      query: true,
       handle: async (ctx) => {
         const queue = ctx.params[0];
+        const waitMs = parseWaitQuery(ctx.url.searchParams);
         const { value, text } = await bodyText(ctx);
         const request = parseEnqueue(value, limits, clock.now(), text);
         const headers = ctx.request.headers;
         applyTraceHeaders(request, headers.get("traceparent"), headers.get("tracestate"));
         const out = request.jobs.length === 0 ? [] : await broker.enqueue(queue, request.jobs);
-        const created = out.some((e) => !e.deduplicated);
-        return json(created ? 201 : 200, enqueueAnswer(request, out));
+        const status = out.some((e) => !e.deduplicated) ? 201 : 200;
+        const answer = enqueueAnswer(request, out);
+        if (waitMs === 0 || out.length === 0) return json(status, answer);
+        // Every job of the request waits out the same time: the answer comes when the last has
+        // ended, or when the time is up.
+        const ids = [...new Set(out.map((e) => e.id))];
+        const ended = await Promise.all(
+          ids.map((id) => broker.waitForEnd(id, waitMs, ctx.request.signal)),
+        );
+        const jobs = new Map<number, Job | null>(ids.map((id, i) => [id, ended[i]]));
+        return jsonText(status, waitedEnqueueJson(answer, jobs));
       },
     },
     {
@@ -317,11 +329,17 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
       method: "GET",
       path: ["v1", "jobs", ":id"],
       access: OPERATIONS.readJob,
+      query: true,
       handle: async (ctx) => {
         const id = pathJobId(ctx.params[0]);
-        const job = await broker.get(id);
+        const waitMs = parseWaitQuery(ctx.url.searchParams);
+        let job = await broker.get(id);
         if (job === null) throw jobNotFound(id);
         requireQueue(ctx.principal, job.queue);
+        if (waitMs > 0 && !hasEnded(job.state)) {
+          job = await broker.waitForEnd(id, waitMs, ctx.request.signal);
+          if (job === null) throw jobNotFound(id);
+        }
         return jsonText(200, jobJson(job));
       },
     },
