@@ -11,6 +11,7 @@
  * deno task torture --fault any-token        # a positive control: must fail
  * deno task torture --store postgres         # two servers on a fresh PostgreSQL database
  * deno task torture --store postgres --disruption store --cycles 10   # restart PostgreSQL
+ * deno task torture --flows --cycles 100     # flows: SIGKILLs under a load of small flows
  * ```
  *
  * @module
@@ -22,6 +23,8 @@ import { type Disruption, DISRUPTIONS, runCampaign } from "./campaign.ts";
 import { startPrivatePg } from "../helpers/private_pg.ts";
 import { type Figures, FINDING_KINDS, type FindingKind, formatReport } from "./checker.ts";
 import { type Fault, FAULTS } from "./faulty_store.ts";
+import { runFlowCampaign } from "./flow_campaign.ts";
+import { FLOW_FINDING_KINDS, type FlowFigures, formatFlowReport } from "./flow_checker.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -46,6 +49,7 @@ const { values } = parseArgs({
     keep: { type: "boolean", default: false },
     history: { type: "string" },
     "history-all": { type: "boolean", default: false },
+    flows: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
 });
@@ -80,7 +84,10 @@ if (values.help) {
                      2 on PostgreSQL)
   --disruption store restarts PostgreSQL itself (pg_ctl restart -m immediate) under load:
                      a private server in a temp dir on --pg-port (default 5433), so the
-                     machine's own is never touched`);
+                     machine's own is never touched
+  --flows            the flow campaign instead (flow_campaign.ts): producers create small
+                     flows (chains, fan-ins, fan-outs, random graphs of 3 to 20 nodes), the
+                     consumers ack; SIGKILL only; checked by flow_checker.ts`);
   Deno.exit(0);
 }
 
@@ -112,6 +119,10 @@ if (values.store !== "sqlite" && values.store !== "postgres") {
   Deno.exit(2);
 }
 const onPg = values.store === "postgres";
+if (values.flows && values.disruption !== "kill") {
+  console.error("torture: --flows SIGKILLs the servers: it takes no --disruption");
+  Deno.exit(2);
+}
 if (values.disruption === "store" && !onPg) {
   console.error("torture: --disruption store restarts PostgreSQL: add --store postgres");
   Deno.exit(2);
@@ -151,6 +162,62 @@ say(
   `crash campaign: ${total} ${values.disruption} cycles in rounds of ${perRound}, ` +
     `${instances} server(s), seed ${seed}, db ${db}`,
 );
+
+if (values.flows) {
+  const sums: Partial<Record<keyof FlowFigures, number>> = {};
+  let failed = false;
+  const stop = new AbortController();
+  const timeLimit = minutes > 0 ? setTimeout(() => stop.abort(), minutes * 60_000) : undefined;
+  Deno.addSignalListener("SIGINT", () => stop.abort());
+  let done = 0;
+  let round = 0;
+  while (done < total && !stop.signal.aborted) {
+    round++;
+    const result = await runFlowCampaign({
+      cycles: Math.min(perRound, total - done),
+      fault,
+      producers: Number(values.producers),
+      consumers: Number(values.consumers),
+      leaseMs: range(values.lease),
+      upMs: range(values.up),
+      seed: seed + round,
+      db,
+      instances,
+      queue: `flows-${seed.toString(36)}-${round}`,
+      serverArgs: onPg ? ["--pg-poll", "200ms"] : ["--sync", values.sync],
+      log: (line) => say(`round ${round}: ${line}`),
+      signal: stop.signal,
+    });
+    done += result.cycles;
+    failed ||= !result.report.ok || !result.cleanExit;
+    if (values.history !== undefined && (!result.report.ok || values["history-all"])) {
+      await Deno.mkdir(values.history, { recursive: true });
+      const file = `${values.history}/flows-round-${round}.json`;
+      await Deno.writeTextFile(file, JSON.stringify({ seed: seed + round, ...result }));
+      say(`round ${round}: history written to ${file}`);
+    }
+    say(
+      `round ${round}: ${result.cycles} kills in ${(result.wallMs / 1000).toFixed(1)} s, ` +
+        `${result.report.ok ? "OK" : "FAILED"}${
+          result.cleanExit ? "" : " (unclean final stop)"
+        }\n` +
+        formatFlowReport(result.report),
+    );
+    for (const [name, value] of Object.entries(result.report.figures)) {
+      sums[name as keyof FlowFigures] = (sums[name as keyof FlowFigures] ?? 0) + value;
+    }
+  }
+  clearTimeout(timeLimit);
+  say(
+    `TOTAL: ${done} kills in ${round} rounds, ` +
+      `${((Date.now() - started) / 60_000).toFixed(1)} min, ${failed ? "FAILED" : "OK"}\n  ` +
+      Object.entries(sums).map(([name, n]) => `${name} ${n}`).join(", ") +
+      `\n  finding kinds checked: ${FLOW_FINDING_KINDS.join(", ")}`,
+  );
+  await cleanup();
+  if (!values.keep && values.dir === undefined) await Deno.remove(dir, { recursive: true });
+  Deno.exit(failed ? 1 : 0);
+}
 
 const sums: Partial<Record<keyof Figures, number>> = {};
 const reasons: Record<string, number> = {};
