@@ -1,8 +1,9 @@
 /**
  * The client commands of the `tegami` program: `enqueue`, `stats`, `job`, `dead`,
  * `queue settings`, `consume --exec`, `schedule` (schedule_command.ts), `backup`
- * (backup_command.ts) and `bulk` (bulk_command.ts). They talk to a running server through the client library, find it with
- * `--url`/`TEGAMI_URL` and authenticate with `--token`/`TEGAMI_TOKEN`.
+ * (backup_command.ts), `bulk` (bulk_command.ts) and `flow` (flow_command.ts). They talk to a
+ * running server through the client library (or, for what it does not cover, api_call.ts), find
+ * it with `--url`/`TEGAMI_URL` and authenticate with `--token`/`TEGAMI_TOKEN`.
  *
  * @module
  */
@@ -25,6 +26,8 @@ import { textTable } from "./table.ts";
 import { scheduleCommand, ScheduleUsageError } from "./schedule_command.ts";
 import { backupCommand, BackupUsageError } from "./backup_command.ts";
 import { bulkCommand, BulkUsageError } from "./bulk_command.ts";
+import { flowCommand, FlowUsageError } from "./flow_command.ts";
+import { apiCaller, ApiRefused } from "./api_call.ts";
 
 /** Where a command reads and writes; the process's own streams in production. */
 export interface CommandIO {
@@ -55,6 +58,7 @@ export const CLIENT_COMMANDS = [
   "schedule",
   "backup",
   "bulk",
+  "flow",
 ] as const;
 
 /** Runs a client command; answers the exit code (0 ok, 1 failed, 2 usage error). */
@@ -83,12 +87,14 @@ export async function runClientCommand(
         return await backupCommand(args, io);
       case "bulk":
         return await bulkCommand(args, io);
+      case "flow":
+        return await flowCommand(args, io);
     }
   } catch (error) {
     if (
       error instanceof ConfigError || error instanceof UsageError ||
       error instanceof ScheduleUsageError || error instanceof BackupUsageError ||
-      error instanceof BulkUsageError
+      error instanceof BulkUsageError || error instanceof FlowUsageError
     ) {
       io.err(`tegami ${command}: ${error.message}\n`);
       return 2;
@@ -202,14 +208,50 @@ async function statsCommand(args: string[], io: CommandIO): Promise<number> {
   return 0;
 }
 
+/** The longest one wait of `GET /v1/jobs/{id}?wait_ms` (the server's long-poll limit). */
+const WAIT_STEP_MS = 60_000;
+
+/**
+ * `tegami job ID [--wait DURATION]`: shows the job; with `--wait`, once it has ended (or when the
+ * time runs out). Exit codes with `--wait`: 0 done, 1 dead or cancelled, 3 still not ended.
+ */
 async function jobCommand(args: string[], io: CommandIO): Promise<number> {
-  const { config, rest } = resolveClientConfig(args, io.env);
+  const { config, rest, values } = resolveClientConfig(args, io.env, {
+    wait: { type: "string" },
+  });
   const [id] = positionals(rest, ["ID"]);
   const n = integerFlag(id, "ID");
-  const client = new TegamiClient({ url: config.url, token: config.token ?? undefined });
-  io.out(JSON.stringify(await client.get(n!), null, 2) + "\n");
-  return 0;
+  if (n === undefined || n < 1) throw new UsageError("ID must be a positive job id");
+  const waitMs = durationFlag(values.wait, "wait");
+  if (waitMs === undefined) {
+    const client = new TegamiClient({ url: config.url, token: config.token ?? undefined });
+    io.out(JSON.stringify(await client.get(n), null, 2) + "\n");
+    return 0;
+  }
+  // The server waits at most a minute per call: a longer wait is several calls.
+  const call = apiCaller(config);
+  const until = Date.now() + waitMs;
+  let job: JobInfo;
+  try {
+    for (;;) {
+      const step = Math.max(0, Math.min(WAIT_STEP_MS, until - Date.now()));
+      job = await call<JobInfo>("GET", `/v1/jobs/${n}?wait_ms=${step}`);
+      if (ENDED.has(job.state) || step === 0 || Date.now() >= until) break;
+    }
+  } catch (error) {
+    if (!(error instanceof ApiRefused)) throw error;
+    io.err(`tegami job: ${error.message}\n`);
+    return 1;
+  }
+  io.out(JSON.stringify(job, null, 2) + "\n");
+  if (job.state === "done") return 0;
+  if (ENDED.has(job.state)) return 1;
+  io.err(`tegami job: job ${n} is still ${job.state} after ${values.wait}\n`);
+  return 3;
 }
+
+/** The states in which a job has ended. */
+const ENDED: ReadonlySet<string> = new Set(["done", "dead", "cancelled"]);
 
 async function deadCommand(args: string[], io: CommandIO): Promise<number> {
   const { config, rest, values } = resolveClientConfig(args, io.env, {

@@ -121,7 +121,9 @@ export function topLevelHelp(version: string): string {
     ["", "  --jobs: stdin lines are job objects {payload, key, …}; --batch-size N;"],
     ["", "  exits 1 when stdin is empty or cannot be read"],
     ["stats [QUEUE]", "show the counts of one queue, or of every queue (--json)"],
-    ["job ID", "show one job"],
+    ["job ID", "show one job; --wait 30s shows it once it has ended (done, dead or"],
+    ["", "  cancelled), or as it is when the time runs out: exits 0 done, 1 dead"],
+    ["", "  or cancelled, 3 not ended yet"],
     ["dead list QUEUE", "list the dead jobs of a queue as a table (--json: one JSON"],
     ["", "  object per line; --limit N --after ID)"],
     ["dead requeue QUEUE", "put dead jobs back to pending (all, or --ids 1,2,3)"],
@@ -146,6 +148,10 @@ export function topLevelHelp(version: string): string {
     ["backup --verify FILE", "check a copy offline: integrity, schema version, jobs by state"],
     ["bulk ACTION QUEUE", "requeue, cancel, delete or replay every job of QUEUE a filter takes;"],
     ["", "  counts only unless --run (see tegami bulk --help); bulk list|show|stop"],
+    ["flow create FILE", "create a flow (jobs that wait for jobs) from a JSON file of"],
+    ["", "  {key, nodes}, - for stdin (see tegami flow --help)"],
+    ["flow show|cancel ID", "show a flow's nodes and their states; cancel what has not ended"],
+    ["flow list", "list flows with their counts (--limit N --after ID; --json)"],
     ["help", "show this help"],
   ];
   return [
@@ -157,7 +163,7 @@ export function topLevelHelp(version: string): string {
     ...commands.map(([usage, what]) => `  ${usage.padEnd(26)}${what}`),
     "",
     "Flags of the client commands (enqueue, stats, job, dead, queue, consume, schedule, backup)",
-    "and of bulk:",
+    "and of bulk and flow:",
     flagHelp(CLIENT_FLAGS),
     "",
     "Other flags:",
@@ -231,6 +237,50 @@ export function scheduleHelp(): string {
     "      Every 10 seconds; ticks missed while the server was down are skipped.",
     "  tegami schedule list",
     "  tegami schedule pause nightly-report",
+    "",
+  ].join("\n");
+}
+
+/** The help text of `tegami flow`: its subcommands and the shape of a flow file. */
+export function flowHelp(): string {
+  return [
+    "Usage: tegami flow <create|show|list|cancel> [FILE|ID] [flags]",
+    "",
+    wrap(
+      "A flow is a set of jobs that wait for jobs: each node is a job in a queue with a ref " +
+        "and prerequisites (depends_on); a node stays blocked until its prerequisites end, " +
+        "then runs with their results in its delivery. The whole flow is stored at once or " +
+        "not at all. See docs/api.md, Flows.",
+      "",
+      0,
+    ),
+    "",
+    "Subcommands:",
+    "  create FILE   create a flow from FILE, a JSON file of the POST /v1/flows body (- reads",
+    "                stdin); prints its id (--json: the ids of its jobs by ref)",
+    "  show ID       the flow's counts and each node: ref, job id, queue, state, prerequisites",
+    "  list          flows by id with their counts (--limit N, default 100; --after ID)",
+    "  cancel ID     cancel every job of the flow that has not ended",
+    "",
+    "A flow file:",
+    '  {"key": "order-42",',
+    '   "nodes": [{"ref": "fetch", "queue": "images", "payload": {"url": "…"}},',
+    '             {"ref": "resize", "queue": "images", "payload": {}, "depends_on": ["fetch"]},',
+    '             {"ref": "notify", "queue": "mail", "payload": {},',
+    '              "depends_on": [{"ref": "resize", "on_failure": "run"}]}]}',
+    "  on_failure of an edge: cancel (default: the node is cancelled if the prerequisite",
+    "  ends dead or cancelled), ignore (it runs without it), run (it runs and sees the failure).",
+    "  A node takes every option of an enqueued job (priority, delay_ms, max_attempts, …)",
+    "  but no key: the flow's key deduplicates the whole flow.",
+    "",
+    "Flags of every subcommand:",
+    flagHelp(CLIENT_FLAGS, [["--json", "print JSON (list: one flow per line)"]]),
+    "",
+    "Examples:",
+    "  tegami flow create order-42.json",
+    "  generate-flow | tegami flow create -",
+    "  tegami flow show 7",
+    "  tegami flow cancel 7",
     "",
   ].join("\n");
 }

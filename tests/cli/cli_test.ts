@@ -61,8 +61,8 @@ Deno.test("tegami stats, job and dead show and requeue what the server holds", a
   const env = { TEGAMI_URL: server.url };
   const stats = await tegami(["stats"], "", env);
   assert.equal(stats.code, 0, stats.stderr);
-  assert.match(stats.stdout, /^queue\s+pending\s+delayed\s+leased\s+done\s+dead/);
-  assert.match(stats.stdout, /\ns\s+0\s+0\s+0\s+0\s+1\s+0/);
+  assert.match(stats.stdout, /^queue\s+blocked\s+pending\s+delayed\s+leased\s+done\s+dead/);
+  assert.match(stats.stdout, /\ns\s+0\s+0\s+0\s+0\s+0\s+1\s+0/);
   const json = await tegami(["stats", "--json", "s"], "", env);
   assert.equal(JSON.parse(json.stdout).counts.dead, 1);
   const job = await tegami(["job", String(id)], "", env);
