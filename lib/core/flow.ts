@@ -20,7 +20,9 @@
  */
 
 import { invalid, TegamiError } from "./errors.ts";
-import type { JobState, NewJob } from "./job.ts";
+import type { JobState, NewJob, Outcome, Outcomes } from "./job.ts";
+
+export type { Outcome, Outcomes };
 
 /** What a prerequisite's failure (dead or cancelled) does to a dependent, per edge. */
 export type OnFailure = "cancel" | "ignore" | "run";
@@ -156,22 +158,6 @@ export interface ReleasePlan {
   cancel: Map<number, string>;
 }
 
-/** A prerequisite's outcome, as a released job's delivery carries it. */
-export interface Outcome {
-  /** The prerequisite's ref. */
-  ref: string;
-  /** Its job id. */
-  id: number;
-  /** The state it ended in (or its state now, for a prerequisite run again since). */
-  state: JobState;
-  /** Its ack's result as JSON text, or null. */
-  result: string | null;
-  /** Its last error, or null. */
-  last_error: string | null;
-  /** True when its result was left out to keep the delivery within its cap. */
-  result_omitted: boolean;
-}
-
 /** A prerequisite as the store reads it for {@linkcode outcomesOf}. */
 export interface OutcomeRow {
   /** The edge's rule. */
@@ -277,14 +263,6 @@ export function planRelease(edges: readonly EndedEdge[]): ReleasePlan {
     if (!cancel.has(edge.job_id)) met.push([edge.prereq_id, edge.job_id]);
   }
   return { met, cancel };
-}
-
-/** A released job's prerequisites' outcomes, as its delivery carries them. */
-export interface Outcomes {
-  /** The outcomes carried, in `depends_on` order. */
-  outcomes: Outcome[];
-  /** How many more were left out (past {@linkcode MAX_OUTCOME_BYTES}). */
-  omitted: number;
 }
 
 /**

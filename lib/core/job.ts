@@ -7,8 +7,6 @@
  * @module
  */
 
-import type { Outcomes } from "./flow.ts";
-
 /**
  * Where a job is in its life. `blocked`: a flow's job waiting for its prerequisites
  * (core/flow.ts).
@@ -108,6 +106,30 @@ export interface JobFlow {
   id: number;
   /** The job's ref in it. */
   ref: string;
+}
+
+/** A prerequisite's outcome, as a released job's delivery carries it. */
+export interface Outcome {
+  /** The prerequisite's ref. */
+  ref: string;
+  /** Its job id. */
+  id: number;
+  /** The state it ended in (or its state now, for a prerequisite run again since). */
+  state: JobState;
+  /** Its ack's result as JSON text, or null. */
+  result: string | null;
+  /** Its last error, or null. */
+  last_error: string | null;
+  /** True when its result was left out to keep the delivery within its cap. */
+  result_omitted: boolean;
+}
+
+/** A released job's prerequisites' outcomes, as its delivery carries them. */
+export interface Outcomes {
+  /** The outcomes carried, in `depends_on` order. */
+  outcomes: Outcome[];
+  /** How many more were left out (past `MAX_OUTCOME_BYTES` in core/flow.ts). */
+  omitted: number;
 }
 
 /** The lease a delivery carries. */

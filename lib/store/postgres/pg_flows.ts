@@ -35,7 +35,7 @@ import { zeroCounts } from "../job_row.ts";
 import type { FlowCancelled } from "../store.ts";
 import type { BatchNews } from "./pg_group_commit.ts";
 import type { Sql, TxSql } from "./pg_driver.ts";
-import { withQueueDefault } from "./pg_statements.ts";
+import { withQueueDefault } from "./pg_queue_defaults.ts";
 
 /** A prerequisite as read or just planned. */
 interface Known {

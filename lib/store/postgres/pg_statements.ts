@@ -11,7 +11,7 @@ import { attempted, type JobRow } from "../job_row.ts";
 import { jobNotFound, leaseLost, type TegamiError } from "../../core/errors.ts";
 import type { Enqueued, JobState, NewJob } from "../../core/job.ts";
 import type { PlannedChange } from "../../core/dedup.ts";
-import { DEFAULT_MAX_ATTEMPTS, MAINTENANCE_BATCH } from "../../core/limits.ts";
+import { MAINTENANCE_BATCH } from "../../core/limits.ts";
 import {
   afterLeaseEnd,
   initialState,
@@ -21,29 +21,10 @@ import {
 import type { AckResult, EndedLease } from "../store.ts";
 import type { SqlFragment, TxSql } from "./pg_driver.ts";
 import type { BatchNews } from "./pg_group_commit.ts";
+import { withQueueDefault } from "./pg_queue_defaults.ts";
 import { ended as flowEnded } from "./pg_flows.ts";
 
-/** The queue's column, and the server's value after it, for each field a job may leave out. */
-export const QUEUE_DEFAULTS = {
-  max_attempts: `s.max_attempts, ${DEFAULT_MAX_ATTEMPTS}`,
-  lease_ms: "s.lease_ms",
-  backoff_base_ms: "s.backoff_base_ms",
-  backoff_max_ms: "s.backoff_max_ms",
-} as const;
-
-/**
- * withQueueDefaults() (core/queue_settings.ts) in SQL, for one field of a job a statement writes:
- * the job's own (`own`, a column of the statement), else its queue's (`s`, the queue's
- * `queue_settings` row, which the statement joins and so reads in its own transaction), else the
- * server's. Every statement that stores a job's fields takes them through this.
- */
-export function withQueueDefault(
-  tx: TxSql,
-  field: keyof typeof QUEUE_DEFAULTS,
-  own: string,
-): SqlFragment {
-  return tx.unsafe(`coalesce(${own}, ${QUEUE_DEFAULTS[field]})`);
-}
+export { QUEUE_DEFAULTS, withQueueDefault } from "./pg_queue_defaults.ts";
 
 /**
  * Runs a claim statement with sorting disabled, so that it reads its candidates in the order of
