@@ -1,0 +1,126 @@
+/**
+ * One host loss under Litestream, end to end: a real `tegami serve --sync full` on a temp file,
+ * `litestream replicate` beside it to a `file://` replica, a workload recording every
+ * acknowledged write, then SIGKILL to both and the database files deleted (the host is gone), a
+ * `litestream restore`, `tegami backup --verify` of the result, and a new server started on it.
+ * The Litestream test and the soak (`deno task soak:litestream`) both run it.
+ *
+ * @module
+ */
+
+import { runProgram, spawnServer } from "../../helpers/process_server.ts";
+import { type AckedWrite, checkRestored, type LossReport, runAckedWrites } from "./acked_writes.ts";
+import { restoreReplica, startReplication, walIndex, writeLitestreamConfig } from "./litestream.ts";
+
+/** tegami's auto-checkpoint threshold in 4 KiB pages: 15 000 KiB of WAL (sqlite_open.ts). */
+export const CHECKPOINT_PAGES = Math.ceil(15_000 * 1024 / 4096);
+
+/** Options of {@linkcode hostLoss}. */
+export interface HostLossOptions {
+  /** A directory of its own, removed by the caller. */
+  dir: string;
+  /** How long the workload runs before the loss, in ms. */
+  loadMs: number;
+  /** Litestream's monitor-interval. @default "1s" */
+  monitorInterval?: string;
+  /** The replica's sync-interval. @default "1s" */
+  syncInterval?: string;
+  /** Concurrent producer-consumer loops. @default 4 */
+  workers?: number;
+  /** Bytes of padding in each payload. @default 0 */
+  padding?: number;
+}
+
+/** What one host loss showed. */
+export interface HostLossResult extends LossReport {
+  /** Every acknowledged write, times relative to the loss (negative: before it). */
+  writes: AckedWrite[];
+  /** The most frames the WAL held at once during the load (sampled every 20 ms). */
+  peakWalFrames: number;
+  /** What `tegami backup --verify` printed of the restored file, and its exit code. */
+  verify: { code: number; stdout: string; stderr: string };
+  /** The jobs the new server counts for the queue, by state. */
+  servedCounts: Record<string, number>;
+  /** The id the new server gives a new job. */
+  newId: number;
+  /** The largest id an acknowledged enqueue was answered with before the loss. */
+  maxAckedId: number;
+  /** Litestream generations the replica holds (one unless it had to start over). */
+  generations: number;
+  /** Litestream's log. */
+  litestreamLog: string;
+}
+
+/** Runs one host loss and answers what the restored database holds. */
+export async function hostLoss(options: HostLossOptions): Promise<HostLossResult> {
+  const data = `${options.dir}/host`;
+  await Deno.mkdir(data);
+  const db = `${data}/tegami.db`;
+  const replica = `${options.dir}/replica`;
+  const config = await writeLitestreamConfig(`${options.dir}/litestream.yml`, {
+    db,
+    replica,
+    monitorInterval: options.monitorInterval,
+    syncInterval: options.syncInterval,
+  });
+  let writes: AckedWrite[];
+  let lossAt: number;
+  let peakWalFrames = 0;
+  let litestreamLog: string;
+  {
+    await using server = await spawnServer(["--db", db, "--sync", "full"]);
+    await using replication = startReplication(config);
+    await replication.started();
+    const workload = runAckedWrites(server.url, {
+      workers: options.workers,
+      padding: options.padding,
+    });
+    const started = performance.now();
+    while (performance.now() - started < options.loadMs) {
+      peakWalFrames = Math.max(peakWalFrames, walIndex(db)?.frames ?? 0);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The host is lost: both processes at once, mid-load, and then its disk.
+    lossAt = performance.now();
+    server.kill("SIGKILL");
+    await replication.kill();
+    await server.exited();
+    await workload.done;
+    writes = workload.writes;
+    litestreamLog = replication.log();
+  }
+  await Deno.remove(data, { recursive: true });
+
+  const restored = `${options.dir}/restored/tegami.db`;
+  await Deno.mkdir(`${options.dir}/restored`);
+  await restoreReplica(config, db, restored);
+  const verify = await runProgram(["backup", "--verify", restored]);
+  const report = checkRestored(restored, writes, lossAt);
+  const generations = [...Deno.readDirSync(`${replica}/generations`)].length;
+
+  await using served = await spawnServer(["--db", restored, "--sync", "full"]);
+  const stats = await fetch(`${served.url}/v1/queues/replicated`).then((r) => r.json());
+  const enqueued = await fetch(`${served.url}/v1/queues/replicated/jobs`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ payload: "after the restore" }),
+  }).then((r) => r.json());
+  const maxAckedId = Math.max(...writes.filter((w) => w.kind === "enqueue").map((w) => w.id));
+  return {
+    ...report,
+    lost: report.lost.map((write) => ({ ...write, at: write.at - lossAt })),
+    writes: writes.map((write) => ({ ...write, at: write.at - lossAt })),
+    peakWalFrames,
+    verify,
+    servedCounts: stats.counts,
+    newId: enqueued.id,
+    maxAckedId,
+    generations,
+    litestreamLog,
+  };
+}
+
+/** The writes acknowledged in the last `ms` before the loss. */
+export function lastWindow(writes: AckedWrite[], ms: number): AckedWrite[] {
+  return writes.filter((write) => write.at > -ms);
+}
