@@ -196,7 +196,7 @@ const listQueues: Action = async (services, call) => {
 const deleteQueue: Action = async (services, call) => {
   const queue = callQueue(services, call);
   const stats = await existingQueue(services, queue);
-  await cancelAll(services, queue, ["pending", "delayed", "leased", "dead"]);
+  await cancelAll(services, queue, ["blocked", "pending", "delayed", "leased", "dead"]);
   await services.broker.putSettings(queue, defaultQueueSettings());
   if (stats.paused) await services.broker.setPaused(queue, false);
   return undefined;
@@ -205,7 +205,7 @@ const deleteQueue: Action = async (services, call) => {
 const purgeQueue: Action = async (services, call) => {
   const queue = callQueue(services, call);
   await existingQueue(services, queue);
-  await cancelAll(services, queue, ["pending", "delayed", "leased"]);
+  await cancelAll(services, queue, ["blocked", "pending", "delayed", "leased"]);
   return undefined;
 };
 
