@@ -2888,7 +2888,13 @@
       h("span", { class: "muted", text: "Click a node to show its job." }),
     );
     $("flow-view").replaceChildren(
-      h("div", { class: "flow-head" }, h("div", { id: "flow-counts", class: "flow-counts" })),
+      h(
+        "div",
+        { class: "flow-head" },
+        h("div", { id: "flow-counts", class: "flow-counts" }),
+        h("span", { class: "spacer" }),
+        findForm(),
+      ),
       h("div", {
         id: "flow-notice",
         class: "flow-notice" + (notes.length ? "" : " hidden"),
@@ -2975,6 +2981,40 @@
     spread(leaving, out, (k) => layout.edges[k].to);
     spread(entering, into, (k) => layout.edges[k].from);
     return { out: out, in: into };
+  }
+
+  /**
+   * The form that finds a node of the open flow by ref or job id: a drawn node is marked and
+   * scrolled to; one not drawn opens in the job lookup.
+   */
+  function findForm() {
+    const input = h("input", {
+      id: "flow-find",
+      placeholder: "Find a node: ref or job id",
+      "aria-label": "Find a node of this flow by ref or job id",
+    });
+    const form = h("form", { id: "flow-find-form", autocomplete: "off" }, input);
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const flow = flowPage.flow;
+      const wanted = input.value.trim();
+      if (!flow || !flow.nodes || wanted === "") return;
+      const id = /^#?[1-9][0-9]{0,15}$/.test(wanted) ? Number(wanted.replace("#", "")) : null;
+      const node = flow.nodes.find(function (n) {
+        return n.ref === wanted;
+      }) || flow.nodes.find(function (n) {
+        return n.id === id;
+      });
+      if (!node) {
+        toast("Flow #" + flow.id + " has no node " + JSON.stringify(wanted), "error");
+        return;
+      }
+      flowPage.focus = node.id;
+      renderFlow(flow);
+      field("flow-find").value = wanted;
+      if (!flowPage.nodes.has(node.id)) showJob(node.id, true);
+    });
+    return form;
   }
 
   /**

@@ -262,6 +262,19 @@ Deno.test({
     assert.equal(await page.evaluate("1 + 1"), 2);
     assert.ok(Date.now() - answered < 1000);
     assert.ok(tookMs < 10_000, `drawn in ${tookMs} ms`);
+
+    // A node not drawn is found by its ref and opens in the job lookup.
+    const last = flow.jobs["n99.5"];
+    await page.fill("#flow-find", "n99.5");
+    await page.press("#flow-find", "Enter");
+    await untilText(page, "#job-view .title", `Job #${last}`);
+    assert.match(await textOf(page, "#flow-notice"), new RegExp(`Job #${last} is not drawn\\.$`));
+    // A drawn one, by its job id, is marked.
+    const first = flow.jobs["n0.7"];
+    await page.fill("#flow-find", String(first));
+    await page.press("#flow-find", "Enter");
+    await page.waitForSelector(`#flow-view g.fnode.focus[data-ref="n0.7"]`);
+    assert.doesNotMatch(await textOf(page, "#flow-notice"), /is not drawn\./);
     assert.deepEqual(errors, []);
   },
 });
