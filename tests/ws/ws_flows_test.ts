@@ -344,3 +344,60 @@ Deno.test("flow needs produce and every node's queue; add_nodes needs consume an
   assert.equal(add.code, "forbidden", "consume alone cannot add jobs");
   await consumer.ok({ op: "ack", id: job.id, token: job.lease.token });
 });
+
+Deno.test("a delivery carries at most 256 KiB of outcomes: results, then whole outcomes, left out", async () => {
+  await using server = await startTestServer();
+  await using ws = await connect(server);
+  const big = "x".repeat(100 * 1024);
+  const { jobs } = await ws.ok({
+    op: "flow",
+    nodes: [
+      ...["a", "b", "c"].map((ref) => ({ ref, queue: "p", payload: ref })),
+      { ref: "join", queue: "j", payload: 0, depends_on: ["a", "b", "c"] },
+    ],
+  });
+  await ws.subscribe("p", 3);
+  for (const job of await ws.jobs(3, "p")) {
+    await ws.ok({ op: "ack", id: job.id, token: job.lease.token, result: big });
+  }
+  await ws.subscribe("j", 1);
+  const join = await ws.nextJob("j");
+  assert.deepEqual(join.prerequisites.map((o: Frame) => [o.ref, o.result_omitted]), [
+    ["a", false],
+    ["b", false],
+    ["c", true],
+  ]);
+  assert.equal(join.prerequisites[0].result, big);
+  assert.equal(join.prerequisites[2].result, null);
+  assert.equal("prerequisites_omitted" in join, false);
+  assert.equal(jobs.join, join.id);
+
+  // Forty failed prerequisites whose errors pass the cap between them: the last are counted.
+  const error = "e".repeat(8000);
+  const refs = Array.from({ length: 40 }, (_, i) => `f${i}`);
+  await ws.ok({
+    op: "flow",
+    nodes: [
+      ...refs.map((ref) => ({ ref, queue: "d", payload: ref, max_attempts: 1 })),
+      {
+        ref: "after",
+        queue: "j",
+        payload: 1,
+        depends_on: refs.map((ref) => ({ ref, on_failure: "run" })),
+      },
+    ],
+  });
+  await ws.subscribe("d", 40);
+  const failed = await ws.jobs(40, "d");
+  const nacks = await ws.ok({
+    op: "batch",
+    frames: failed.map((job) => ({ op: "nack", id: job.id, token: job.lease.token, error })),
+  });
+  assert.ok(nacks.replies.every((r: Frame) => r.state === "dead"));
+  await ws.ok({ op: "ack", id: join.id, token: join.lease.token });
+  const after = await ws.nextJob("j");
+  const carried = after.prerequisites.length;
+  assert.ok(carried > 0 && carried < 40, `${carried} outcomes carried`);
+  assert.equal(after.prerequisites_omitted, 40 - carried);
+  assert.ok(JSON.stringify(after.prerequisites).length <= 256 * 1024);
+});
