@@ -111,6 +111,18 @@ export async function driveTraffic(
     ],
   });
 
+  // Wait for a result: an enqueue whose wait runs out, and a read that waits for nothing.
+  const waited = await call(
+    "/v1/queues/{queue}/jobs",
+    "POST",
+    "/v1/queues/contract.wait/jobs?wait_ms=100",
+    {
+      jobs: [{ payload: 1 }, { payload: 2 }],
+    },
+  );
+  if (waited.body.jobs?.[0]?.id !== undefined) {
+    await call("/v1/jobs/{id}", "GET", `/v1/jobs/${waited.body.jobs[0].id}?wait_ms=100`);
+  }
   // Consume over HTTP: lease, checkpoint, extend, read, nack, lease again, ack, repeat the ack.
   const consume = auth(tokens?.consume);
   const leased = await call("/v1/queues/{queue}/leases", "POST", `/v1/queues/${q}/leases`, {
@@ -153,6 +165,7 @@ export async function driveTraffic(
       await call("/v1/jobs/{id}/ack", "POST", `/v1/jobs/${retry.id}/ack`, ack, consume);
       await call("/v1/jobs/{id}/ack", "POST", `/v1/jobs/${retry.id}/ack`, ack, consume);
       await call("/v1/jobs/{id}", "GET", `/v1/jobs/${retry.id}`);
+      await call("/v1/jobs/{id}", "GET", `/v1/jobs/${retry.id}?wait_ms=60000`);
     }
   }
   if (second !== undefined) {

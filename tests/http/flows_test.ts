@@ -270,6 +270,34 @@ for (const store of STORES) {
     assert.equal(ok(dup, 400).error.code, "validation_failed", "refs stay unique in the flow");
   });
 
+  test("a join's outcomes stay within 256 KiB: results left out first, then whole outcomes", async (server) => {
+    const big = "r".repeat(100 * 1024);
+    const prereqs = Array.from({ length: 43 }, (_, i) => node(`p${i}`, "parts"));
+    const join = node("join", "join", prereqs.map((p) => ({ ref: p.ref, on_failure: "run" })));
+    ok(await server.request("POST", "/v1/flows", { nodes: [...prereqs, join] }), 201);
+    for (let i = 0; i < 43; i++) {
+      const part = await leaseOne(server, "parts");
+      const n = Number(part.flow.ref.slice(1));
+      if (n < 3) await ack(server, part, big);
+      else await fail(server, part, `${n}:`.padEnd(8000, "e"));
+    }
+    const delivered = await leaseOne(server, "join");
+    const outcomes = delivered.prerequisites;
+    assert.deepEqual(outcomes.slice(0, 3).map((o: Json) => [o.ref, o.result_omitted]), [
+      ["p0", false],
+      ["p1", false],
+      ["p2", true],
+    ]);
+    assert.equal(outcomes[2].result, null);
+    assert.ok(delivered.prerequisites_omitted > 0);
+    assert.equal(outcomes.length + delivered.prerequisites_omitted, 43);
+    assert.deepEqual(
+      outcomes.map((o: Json) => o.ref),
+      prereqs.slice(0, outcomes.length).map((p) => p.ref),
+    );
+    assert.ok(JSON.stringify(outcomes).length <= 256 * 1024);
+  });
+
   test("a job in no flow cannot add nodes", async (server) => {
     ok(await server.request("POST", "/v1/queues/plain/jobs", { payload: 1 }), 201);
     const job = await leaseOne(server, "plain");
