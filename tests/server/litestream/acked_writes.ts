@@ -40,6 +40,10 @@ export interface WorkloadOptions {
 export interface Workload {
   /** Every write acknowledged so far, in the order the answers arrived. */
   readonly writes: AckedWrite[];
+  /** How long each answered request took, in ms. */
+  readonly latencies: number[];
+  /** Why each loop ended, if not by `stop()`, and when (`performance.now()`). */
+  readonly failures: { at: number; message: string }[];
   /** Resolves when every loop has stopped (after `stop()` or once the server is gone). */
   readonly done: Promise<void>;
   /** Asks the loops to stop after their current request. */
@@ -54,14 +58,19 @@ export function runAckedWrites(url: string, options: WorkloadOptions = {}): Work
   const queue = options.queue ?? "replicated";
   const pad = "x".repeat(options.padding ?? 0);
   const writes: AckedWrite[] = [];
+  const latencies: number[] = [];
+  const failures: { at: number; message: string }[] = [];
   let stopped = false;
   const call = async (path: string, body: unknown): Promise<{ status: number; body: Answer }> => {
+    const sent = performance.now();
     const response = await fetch(`${url}${path}`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
     });
-    return { status: response.status, body: await response.json() };
+    const answer = { status: response.status, body: await response.json() };
+    latencies.push(performance.now() - sent);
+    return answer;
   };
   const loop = async (worker: number) => {
     for (let n = 0; !stopped; n++) {
@@ -75,15 +84,17 @@ export function runAckedWrites(url: string, options: WorkloadOptions = {}): Work
         const acked = await call(`/v1/jobs/${job.id}/ack`, { token: job.lease.token });
         if (acked.status !== 200) throw new Error(`ack answered ${acked.status}`);
         writes.push({ kind: "ack", id: job.id, at: performance.now() });
-      } catch {
-        return; // the server is gone (or refused): this loop is over
+      } catch (error) {
+        // The server is gone, or refused: this loop is over.
+        failures.push({ at: performance.now(), message: String(error) });
+        return;
       }
     }
   };
   const done = Promise.all(
     Array.from({ length: options.workers ?? 4 }, (_, worker) => loop(worker)),
   ).then(() => {});
-  return { writes, done, stop: () => void (stopped = true) };
+  return { writes, latencies, failures, done, stop: () => void (stopped = true) };
 }
 
 /** What a restored database holds of the acknowledged writes. */

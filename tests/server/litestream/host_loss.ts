@@ -35,12 +35,20 @@ export interface HostLossOptions {
 export interface HostLossResult extends LossReport {
   /** Every acknowledged write, times relative to the loss (negative: before it). */
   writes: AckedWrite[];
+  /** How long each request of the workload took before the loss, in ms. */
+  latencies: number[];
+  /** Requests that failed before the loss (none should). */
+  failures: string[];
+  /** Lines the first server logged at warn or error level. */
+  serverErrors: string[];
   /** The most frames the WAL held at once during the load (sampled every 20 ms). */
   peakWalFrames: number;
   /** What `tegami backup --verify` printed of the restored file, and its exit code. */
   verify: { code: number; stdout: string; stderr: string };
   /** The jobs the new server counts for the queue, by state. */
   servedCounts: Record<string, number>;
+  /** The statuses of the acks of every job the new server leased after the restore. */
+  servedAcks: number[];
   /** The id the new server gives a new job. */
   newId: number;
   /** The largest id an acknowledged enqueue was answered with before the loss. */
@@ -64,6 +72,9 @@ export async function hostLoss(options: HostLossOptions): Promise<HostLossResult
     syncInterval: options.syncInterval,
   });
   let writes: AckedWrite[];
+  let latencies: number[];
+  let failures: string[];
+  let serverErrors: string[];
   let lossAt: number;
   let peakWalFrames = 0;
   let litestreamLog: string;
@@ -82,10 +93,14 @@ export async function hostLoss(options: HostLossOptions): Promise<HostLossResult
     }
     // The host is lost: both processes at once, mid-load, and then its disk.
     lossAt = performance.now();
+    latencies = [...workload.latencies];
     server.kill("SIGKILL");
     await replication.kill();
-    await server.exited();
+    serverErrors = (await server.exited()).stderr.split("\n").filter((line) =>
+      / (WARN|ERROR) /.test(line)
+    );
     await workload.done;
+    failures = workload.failures.filter((failure) => failure.at < lossAt).map((f) => f.message);
     writes = workload.writes;
     litestreamLog = replication.log();
   }
@@ -105,15 +120,35 @@ export async function hostLoss(options: HostLossOptions): Promise<HostLossResult
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ payload: "after the restore" }),
   }).then((r) => r.json());
+  // Everything pending in the restore, the new job included, is leased and acked.
+  const leased = await fetch(`${served.url}/v1/queues/replicated/leases`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ max: 100 }),
+  }).then((r) => r.json()) as { jobs: { id: number; lease: { token: string } }[] };
+  const servedAcks: number[] = [];
+  for (const job of leased.jobs) {
+    const acked = await fetch(`${served.url}/v1/jobs/${job.id}/ack`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token: job.lease.token }),
+    });
+    await acked.body?.cancel();
+    servedAcks.push(acked.status);
+  }
   const maxAckedId = Math.max(...writes.filter((w) => w.kind === "enqueue").map((w) => w.id));
   return {
     ...report,
     lost: report.lost.map((write) => ({ ...write, at: write.at - lossAt })),
     writes: writes.map((write) => ({ ...write, at: write.at - lossAt })),
+    latencies,
+    failures,
+    serverErrors,
     peakWalFrames,
     verify,
     servedCounts: stats.counts,
     newId: enqueued.id,
+    servedAcks,
     maxAckedId,
     generations,
     litestreamLog,

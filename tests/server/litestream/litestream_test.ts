@@ -27,9 +27,13 @@ Deno.test({
         `all in the last ${result.lossWindowMs.toFixed(0)} ms before the loss ` +
         `(${tail.length} acknowledged in the last ${window} ms); newest kept ` +
         `${result.newestKeptAgeMs.toFixed(0)} ms before it; WAL peak ${result.peakWalFrames} ` +
-        `frames; generations ${result.generations}; restored ${JSON.stringify(result.states)}`,
+        `frames; generations ${result.generations}; restored ${JSON.stringify(result.states)}; ` +
+        `new id ${result.newId} (largest acknowledged before the loss ${result.maxAckedId})`,
     );
 
+    // Every request before the loss was answered: Litestream's locks made no write fail.
+    assert.deepEqual(result.failures, []);
+    assert.deepEqual(result.serverErrors, []);
     assert.ok(result.acknowledged > 200, `only ${result.acknowledged} writes were acknowledged`);
     assert.ok(
       result.peakWalFrames > CHECKPOINT_PAGES,
@@ -50,6 +54,9 @@ Deno.test({
       assert.equal(result.servedCounts[state], n, `the server counts ${state} jobs differently`);
     }
     assert.ok(result.newId > result.maxId, "a new job took an id the restored file holds");
+    // It leases and acks the pending jobs it restored and the one enqueued since.
+    assert.equal(result.servedAcks.length, (result.states.pending ?? 0) + 1);
+    assert.ok(result.servedAcks.every((status) => status === 200), `${result.servedAcks}`);
     assert.equal(result.generations, 1, result.litestreamLog);
   },
 });
