@@ -48,11 +48,27 @@ Deno.test("requireAccess() wants a scope operation's own scope", () => {
   refuses(principal("c", ["consume", "produce"]), "admin", "admin");
 });
 
+Deno.test("requireAccess() wants both scopes for consume and produce, the consume scope first", () => {
+  requireAccess(principal("both", ["consume", "produce"]), "consume and produce");
+  refuses(principal("p", ["produce"]), "consume and produce", "consume");
+  refuses(principal("c", ["consume"]), "consume and produce", "produce");
+});
+
 Deno.test("OPERATIONS gives every operation one of the kinds of access", () => {
-  const kinds = new Set<string>(["produce", "consume", "admin", "read", "job", "open"]);
+  const kinds = new Set<string>([
+    "produce",
+    "consume",
+    "admin",
+    "read",
+    "job",
+    "consume and produce",
+    "open",
+  ]);
   for (const [operation, access] of Object.entries(OPERATIONS)) {
     assert.ok(kinds.has(access), `${operation}: ${access}`);
   }
   // What a consumer does with a lease needs what taking it needs.
   assert.equal(OPERATIONS.settle, OPERATIONS.lease);
+  // Adding a flow's nodes with a lease is a settle and an enqueue at once.
+  assert.equal(OPERATIONS.addFlowNodes, `${OPERATIONS.settle} and ${OPERATIONS.enqueue}`);
 });
