@@ -149,6 +149,41 @@ for (const store of STORES) {
     assert.equal(jobs[1].job.last_error, "boom");
   });
 
+  test("a duplicate's wait waits for the job holding the key, answered 200", async (server) => {
+    const body = { payload: 1, key: "k" };
+    const { id } = ok(await server.request("POST", "/v1/queues/w/jobs", body), 201);
+    const again = inFlight(server.request("POST", "/v1/queues/w/jobs?wait_ms=60000", body));
+    const job = await leaseOne(server, "w");
+    ok(await server.request("POST", `/v1/jobs/${id}/ack`, { token: job.lease.token }), 200);
+    const answer = ok(await again.answer, 200);
+    assert.deepEqual([answer.id, answer.deduplicated, answer.job.state], [id, true, "done"]);
+  });
+
+  test("a wait on a flow's blocked job answers once its prerequisites and it have run", async (server) => {
+    const { jobs } = ok(
+      await server.request("POST", "/v1/flows", {
+        nodes: [
+          { ref: "a", queue: "w", payload: 1 },
+          { ref: "b", queue: "w", payload: 2, depends_on: ["a"] },
+        ],
+      }),
+      201,
+    );
+    const waiting = inFlight(server.request("GET", `/v1/jobs/${jobs.b}?wait_ms=60000`));
+    const a = await leaseOne(server, "w");
+    ok(await server.request("POST", `/v1/jobs/${a.id}/ack`, { token: a.lease.token }), 200);
+    await settle();
+    assert.equal(waiting.done(), false, "b's release is not its end");
+    const b = await leaseOne(server, "w");
+    assert.equal(b.id, jobs.b);
+    ok(
+      await server.request("POST", `/v1/jobs/${b.id}/ack`, { token: b.lease.token, result: "b" }),
+      200,
+    );
+    const ended = ok(await waiting.answer, 200);
+    assert.deepEqual([ended.state, ended.result, ended.flow.ref], ["done", "b", "b"]);
+  });
+
   test("an enqueue's wait that runs out answers the jobs as they are", async (server, clock) => {
     const posted = inFlight(
       server.request("POST", "/v1/queues/w/jobs?wait_ms=7777", { payload: 1, delay_ms: 60_000 }),
