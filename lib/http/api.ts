@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type Access, OPERATIONS, requireAccess } from "../auth/operations.ts";
+import { OPERATIONS, requireAccess } from "../auth/operations.ts";
 import {
   bearerToken,
   OPEN_ACCESS,
@@ -44,9 +44,10 @@ import {
 } from "../api/requests.ts";
 import type { Asset } from "../dashboard/assets.ts";
 import type { BackupStatus } from "../store/sqlite/sqlite_backup.ts";
-import { flowCreatedView, statsView, waitedEnqueueJson } from "../api/views.ts";
-import { parseAddNodes, parseFlow, pathFlowId } from "../api/flows.ts";
-import { flowNotFound, hasEnded } from "../core/flow.ts";
+import { statsView, waitedEnqueueJson } from "../api/views.ts";
+import { hasEnded } from "../core/flow.ts";
+import { flowRoutes } from "./flow_routes.ts";
+import type { Context, Route } from "./route.ts";
 import { type BulkTask, bulkTaskId, parseBulkRequest } from "../core/bulk_actions.ts";
 import { parseQueueSettings, settingsView } from "../core/queue_settings.ts";
 import { type BodyOptions, type JsonBody, readJsonBody } from "./body.ts";
@@ -106,26 +107,6 @@ export function refusedBackups(reason: string): Backups {
   return { start: refuse, status: () => Promise.resolve().then(refuse) };
 }
 
-interface Context {
-  request: HttpRequest;
-  url: URL;
-  principal: Principal;
-  params: string[];
-}
-
-interface Route {
-  method: string;
-  path: string[];
-  access: Access;
-  /**
-   * True when the handler reads the query string (and refuses names it does not know); every
-   * other route under /v1 refuses any query parameter, so that `?max=5` on a lease is an error
-   * rather than a silently ignored option.
-   */
-  query?: true;
-  handle: (ctx: Context) => Promise<Answer> | Answer;
-}
-
 /** Makes the request handler of the HTTP API. */
 export function createApi(options: ApiOptions): (request: HttpRequest) => Promise<Answer> {
   const { broker, clock, limits, tokens, log } = options;
@@ -153,20 +134,6 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
     const queue = await broker.queueOf(id);
     if (queue === null) throw jobNotFound(id);
     requireQueue(ctx.principal, queue);
-  };
-
-  /** Checks the caller may use every one of `queues` (a flow's, or nodes'): all, not some. */
-  const requireQueues = (ctx: Context, queues: Iterable<string>): void => {
-    if (!ctx.principal.limited) return;
-    for (const queue of new Set(queues)) requireQueue(ctx.principal, queue);
-  };
-
-  /** The flow a path names, after checking the caller may use every queue of its nodes. */
-  const visibleFlow = async (ctx: Context, id: number) => {
-    const flow = await broker.getFlow(id);
-    if (flow === null) throw flowNotFound(id);
-    requireQueues(ctx, flow.nodes.map((node) => node.queue));
-    return flow;
   };
 
   const scheduler = (ctx: Context): Scheduler => {
@@ -360,65 +327,7 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
         return json(200, { id, state: out.state, removed: out.removed });
       },
     },
-    {
-      method: "POST",
-      path: ["v1", "flows"],
-      access: OPERATIONS.createFlow,
-      handle: async (ctx) => {
-        const { value, text } = await bodyText(ctx);
-        const flow = parseFlow(value, limits, clock.now(), text);
-        requireQueues(ctx, flow.nodes.map((node) => node.queue));
-        const created = await broker.createFlow(flow);
-        return json(created.deduplicated ? 200 : 201, flowCreatedView(created));
-      },
-    },
-    {
-      method: "GET",
-      path: ["v1", "flows"],
-      access: OPERATIONS.listFlows,
-      query: true,
-      handle: async (ctx) => {
-        const { limit, after } = parseDeadQuery(ctx.url.searchParams);
-        // A summary names no queues: a token limited to some could not be shown only its own.
-        requireEveryQueue(ctx, "list flows");
-        const flows = await broker.listFlows(after, limit);
-        const next = flows.length === limit ? flows[flows.length - 1].id : null;
-        return json(200, { flows, next_after: next });
-      },
-    },
-    {
-      method: "GET",
-      path: ["v1", "flows", ":id"],
-      access: OPERATIONS.readFlow,
-      handle: async (ctx) => json(200, await visibleFlow(ctx, pathFlowId(ctx.params[0]))),
-    },
-    {
-      method: "DELETE",
-      path: ["v1", "flows", ":id"],
-      access: OPERATIONS.cancelFlow,
-      handle: async (ctx) => {
-        const id = pathFlowId(ctx.params[0]);
-        // A limited token must hold every queue of the flow; nodes a running job adds between
-        // this read and the cancel are cancelled too, whatever their queues.
-        if (ctx.principal.limited) await visibleFlow(ctx, id);
-        const out = await broker.cancelFlow(id);
-        log.info("Flow cancelled", { flow: id, cancelled: out.cancelled, by: ctx.principal.name });
-        return json(200, { id, cancelled: out.cancelled });
-      },
-    },
-    {
-      method: "POST",
-      path: ["v1", "jobs", ":id", "flow"],
-      access: OPERATIONS.addFlowNodes,
-      handle: async (ctx) => {
-        const id = pathJobId(ctx.params[0]);
-        const { value, text } = await bodyText(ctx);
-        const req = parseAddNodes(value, limits, clock.now(), text);
-        await jobAccess(ctx, id);
-        requireQueues(ctx, req.nodes.map((node) => node.queue));
-        return json(201, flowCreatedView(await broker.addFlowNodes(id, req.token, req.nodes)));
-      },
-    },
+    ...flowRoutes({ broker, clock, limits, log, bodyText, jobAccess, requireEveryQueue }),
     {
       method: "GET",
       path: ["v1", "queues"],
