@@ -1,5 +1,5 @@
 /**
- * `deno task soak:litestream [ROUNDS] [LOAD_MS] [SYNC_INTERVAL]`: repeats the Litestream host
+ * `deno task soak:litestream [ROUNDS] [LOAD_MS] [INTERVAL]`: repeats the Litestream host
  * loss (host_loss.ts) and prints, for each round and in sum, how many acknowledged writes the
  * restore lacked and how far back before the loss they reach, against tegami's per-ack promise;
  * what Litestream's checkpoints did; and the requests' latency beside the same load without
@@ -18,7 +18,8 @@ import { runAckedWrites } from "./acked_writes.ts";
 requireLitestream();
 const rounds = Number(Deno.args[0] ?? 10);
 const loadMs = Number(Deno.args[1] ?? 6000);
-const syncInterval = Deno.args[2] ?? "1s";
+// Litestream's monitor-interval and sync-interval both.
+const interval = Deno.args[2] ?? "1s";
 const PADDING = 2048;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -45,8 +46,8 @@ const ms = (value: number) => `${value.toFixed(0)} ms`;
 }
 
 console.log(
-  `${rounds} host losses, ${loadMs} ms of load each, monitor-interval 1s, ` +
-    `sync-interval ${syncInterval}`,
+  `${rounds} host losses, ${loadMs} ms of load each, monitor-interval and sync-interval ` +
+    interval,
 );
 console.log(
   "round  acked  lost (enq/ack)  loss window  newest kept  WAL peak  gens  " +
@@ -58,9 +59,19 @@ let lostSum = 0;
 let ackedSum = 0;
 for (let round = 1; round <= rounds; round++) {
   await using dir = await tempDir("tegami-litestream-soak-");
-  const result = await hostLoss({ dir: dir.path, loadMs, syncInterval, padding: PADDING });
+  const result = await hostLoss({
+    dir: dir.path,
+    loadMs,
+    monitorInterval: interval,
+    syncInterval: interval,
+    padding: PADDING,
+  });
   if (result.verify.code !== 0) throw new Error(`verify failed: ${result.verify.stderr}`);
   for (const line of [...result.failures, ...result.serverErrors]) console.log(`  ${line}`);
+  for (const [state, n] of Object.entries(result.states)) {
+    if (result.servedCounts[state] !== n) throw new Error(`the server counts ${state} otherwise`);
+  }
+  if (result.servedAcks.some((status) => status !== 200)) throw new Error("an ack was refused");
   const checkpoints = [...result.litestreamLog.matchAll(/msg=checkpoint .*?mode=(\w+)/g)]
     .map((match) => match[1]).reduce<Record<string, number>>((count, mode) => {
       count[mode] = (count[mode] ?? 0) + 1;
