@@ -21,6 +21,11 @@ export interface HostLossOptions {
   dir: string;
   /** How long the workload runs before the loss, in ms. */
   loadMs: number;
+  /**
+   * Frames the WAL must have held before the loss: the load goes on past `loadMs` until it has,
+   * for up to four times `loadMs`, so a slow machine still writes that much WAL. @default 0
+   */
+  minWalFrames?: number;
   /** Litestream's monitor-interval. @default "1s" */
   monitorInterval?: string;
   /** The replica's sync-interval. @default "1s" */
@@ -87,7 +92,11 @@ export async function hostLoss(options: HostLossOptions): Promise<HostLossResult
       padding: options.padding,
     });
     const started = performance.now();
-    while (performance.now() - started < options.loadMs) {
+    const minWalFrames = options.minWalFrames ?? 0;
+    for (;;) {
+      const elapsed = performance.now() - started;
+      if (elapsed >= options.loadMs && peakWalFrames > minWalFrames) break;
+      if (elapsed >= 4 * options.loadMs) break;
       peakWalFrames = Math.max(peakWalFrames, walIndex(db)?.frames ?? 0);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }

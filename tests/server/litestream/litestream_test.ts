@@ -17,9 +17,14 @@ Deno.test({
   async fn() {
     requireLitestream();
     await using dir = await tempDir("tegami-litestream-");
-    // Padding makes each job write more WAL, so the log passes tegami's auto-checkpoint
-    // threshold during the load: the restore is taken with tegami's checkpoints running.
-    const result = await hostLoss({ dir: dir.path, loadMs: 4500, padding: 2048 });
+    // The load runs until the WAL has passed tegami's auto-checkpoint threshold (twice over), so
+    // the restore is taken with tegami's checkpoints running; padding makes each job write more.
+    const result = await hostLoss({
+      dir: dir.path,
+      loadMs: 4500,
+      minWalFrames: 2 * CHECKPOINT_PAGES,
+      padding: 2048,
+    });
     const window = MONITOR_MS + SYNC_MS + MARGIN_MS;
     const tail = lastWindow(result.writes, window);
     console.log(
