@@ -49,6 +49,8 @@ export interface ReplicationSettings {
   monitorInterval?: string;
   /** How often the replica takes the new shadow WAL. @default "1s" */
   syncInterval?: string;
+  /** Whether Litestream checkpoints the WAL (false: it never does, to see who else does). @default true */
+  checkpoints?: boolean;
 }
 
 /** Writes the configuration for `settings` to `path`; answers `path`. */
@@ -64,6 +66,13 @@ export async function writeLitestreamConfig(
       "dbs:",
       `  - path: ${settings.db}`,
       `    monitor-interval: ${settings.monitorInterval ?? "1s"}`,
+      ...(settings.checkpoints === false
+        ? [
+          "    min-checkpoint-page-count: 1000000000",
+          "    max-checkpoint-page-count: 0",
+          "    checkpoint-interval: 0s",
+        ]
+        : []),
       "    replicas:",
       `      - url: file://${settings.replica}`,
       `        sync-interval: ${settings.syncInterval ?? "1s"}`,

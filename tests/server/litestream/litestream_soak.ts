@@ -3,7 +3,8 @@
  * loss (host_loss.ts) and prints, for each round and in sum, how many acknowledged writes the
  * restore lacked and how far back before the loss they reach, against tegami's per-ack promise;
  * what Litestream's checkpoints did; and the requests' latency beside the same load without
- * Litestream. Then measures a graceful stop of tegami while Litestream runs. Needs
+ * Litestream. Then measures graceful stops of tegami while Litestream runs, and what tegami's own
+ * checkpoints do while Litestream's are turned off. Needs
  * `npm ci --prefix tests/server/litestream/tools`.
  *
  * @module
@@ -12,7 +13,12 @@
 import { spawnServer } from "../../helpers/process_server.ts";
 import { tempDir } from "../../helpers/temp_dir.ts";
 import { hostLoss } from "./host_loss.ts";
-import { requireLitestream, startReplication, writeLitestreamConfig } from "./litestream.ts";
+import {
+  requireLitestream,
+  startReplication,
+  walIndex,
+  writeLitestreamConfig,
+} from "./litestream.ts";
 import { runAckedWrites } from "./acked_writes.ts";
 
 requireLitestream();
@@ -135,4 +141,30 @@ for (let stop = 1; stop <= 3; stop++) {
   );
   console.log(`Litestream after the stop: ${generations.length} generation(s), errors:`);
   for (const line of errors) console.log(`  ${line}`);
+}
+
+// tegami's own checkpoints while Litestream's read transaction is open and Litestream never
+// checkpoints: the frames checkpointed stay where they were when Litestream began.
+{
+  await using dir = await tempDir("tegami-litestream-own-");
+  const db = `${dir.path}/tegami.db`;
+  const config = await writeLitestreamConfig(`${dir.path}/litestream.yml`, {
+    db,
+    replica: `${dir.path}/replica`,
+    checkpoints: false,
+  });
+  await using server = await spawnServer(["--db", db, "--sync", "full"]);
+  await using replication = startReplication(config);
+  await replication.started();
+  const first = walIndex(db);
+  const workload = runAckedWrites(server.url, { padding: PADDING });
+  await sleep(loadMs);
+  workload.stop();
+  await workload.done;
+  const last = walIndex(db);
+  console.log(
+    `Litestream not checkpointing, ${workload.writes.length} writes in ${loadMs} ms: WAL frames ` +
+      `${first?.frames} -> ${last?.frames}, frames checkpointed ${first?.backfilled} -> ` +
+      `${last?.backfilled}`,
+  );
 }
