@@ -34,6 +34,11 @@ export interface HostLossOptions {
   workers?: number;
   /** Bytes of padding in each payload. @default 0 */
   padding?: number;
+  /**
+   * Milliseconds to replicate the restored database before losing that host too, and restoring
+   * again: Litestream restarted on the restore, as after a real one. @default 0 (not done)
+   */
+  resume?: number;
 }
 
 /** What one host loss showed. */
@@ -62,6 +67,11 @@ export interface HostLossResult extends LossReport {
   generations: number;
   /** Litestream's log. */
   litestreamLog: string;
+  /**
+   * With `resume`: the writes acknowledged by the server on the restore, how many of them a
+   * second restore lacked after that host was lost too, and the generations then.
+   */
+  resumed: { writes: number; lost: number; generations: number } | null;
 }
 
 /** Runs one host loss and answers what the restored database holds. */
@@ -115,35 +125,62 @@ export async function hostLoss(options: HostLossOptions): Promise<HostLossResult
   }
   await Deno.remove(data, { recursive: true });
 
-  const restored = `${options.dir}/restored/tegami.db`;
-  await Deno.mkdir(`${options.dir}/restored`);
-  await restoreReplica(config, db, restored);
-  const verify = await runProgram(["backup", "--verify", restored]);
-  const report = checkRestored(restored, writes, lossAt);
+  // The new host: the database restored where it was, as docs/operations.md does it.
+  await Deno.mkdir(data);
+  await restoreReplica(config, db, db);
+  const verify = await runProgram(["backup", "--verify", db]);
+  const report = checkRestored(db, writes, lossAt);
   const generations = [...Deno.readDirSync(`${replica}/generations`)].length;
 
-  await using served = await spawnServer(["--db", restored, "--sync", "full"]);
-  const stats = await fetch(`${served.url}/v1/queues/replicated`).then((r) => r.json());
-  const enqueued = await fetch(`${served.url}/v1/queues/replicated/jobs`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ payload: "after the restore" }),
-  }).then((r) => r.json());
-  // Everything pending in the restore, the new job included, is leased and acked.
-  const leased = await fetch(`${served.url}/v1/queues/replicated/leases`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ max: 100 }),
-  }).then((r) => r.json()) as { jobs: { id: number; lease: { token: string } }[] };
-  const servedAcks: number[] = [];
-  for (const job of leased.jobs) {
-    const acked = await fetch(`${served.url}/v1/jobs/${job.id}/ack`, {
+  const post = (url: string, body: unknown) =>
+    fetch(url, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ token: job.lease.token }),
+      body: JSON.stringify(body),
     });
-    await acked.body?.cancel();
-    servedAcks.push(acked.status);
+  const afterRestore: AckedWrite[] = [];
+  const servedAcks: number[] = [];
+  let stats: { counts: Record<string, number> };
+  let enqueued: { id: number };
+  let secondLossAt = 0;
+  {
+    await using served = await spawnServer(["--db", db, "--sync", "full"]);
+    await using replication = options.resume ? startReplication(config) : null;
+    await replication?.started();
+    stats = await fetch(`${served.url}/v1/queues/replicated`).then((r) => r.json());
+    enqueued = await post(`${served.url}/v1/queues/replicated/jobs`, {
+      payload: "after the restore",
+    }).then((r) => r.json());
+    afterRestore.push({ kind: "enqueue", id: enqueued.id, at: performance.now() });
+    // Everything pending in the restore, the new job included, is leased and acked.
+    const leased = await post(`${served.url}/v1/queues/replicated/leases`, { max: 100 })
+      .then((r) => r.json()) as { jobs: { id: number; lease: { token: string } }[] };
+    for (const job of leased.jobs) {
+      const acked = await post(`${served.url}/v1/jobs/${job.id}/ack`, { token: job.lease.token });
+      await acked.body?.cancel();
+      servedAcks.push(acked.status);
+      if (acked.status === 200) {
+        afterRestore.push({ kind: "ack", id: job.id, at: performance.now() });
+      }
+    }
+    if (replication !== null) {
+      // Past both intervals and a margin, the restored host is lost in turn.
+      await new Promise((resolve) => setTimeout(resolve, options.resume));
+      secondLossAt = performance.now();
+      served.kill("SIGKILL");
+      await replication.kill();
+    }
+  }
+  let resumed: HostLossResult["resumed"] = null;
+  if (options.resume) {
+    await Deno.remove(data, { recursive: true });
+    const again = `${options.dir}/again.db`;
+    await restoreReplica(config, db, again);
+    resumed = {
+      writes: afterRestore.length,
+      lost: checkRestored(again, afterRestore, secondLossAt).lost.length,
+      generations: [...Deno.readDirSync(`${replica}/generations`)].length,
+    };
   }
   const maxAckedId = Math.max(...writes.filter((w) => w.kind === "enqueue").map((w) => w.id));
   return {
@@ -161,6 +198,7 @@ export async function hostLoss(options: HostLossOptions): Promise<HostLossResult
     maxAckedId,
     generations,
     litestreamLog,
+    resumed,
   };
 }
 

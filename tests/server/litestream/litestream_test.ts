@@ -24,6 +24,7 @@ Deno.test({
       loadMs: 4500,
       minWalFrames: 2 * CHECKPOINT_PAGES,
       padding: 2048,
+      resume: MONITOR_MS + SYNC_MS + MARGIN_MS,
     });
     const window = MONITOR_MS + SYNC_MS + MARGIN_MS;
     const tail = lastWindow(result.writes, window);
@@ -62,6 +63,13 @@ Deno.test({
     // It leases and acks the pending jobs it restored and the one enqueued since.
     assert.equal(result.servedAcks.length, (result.states.pending ?? 0) + 1);
     assert.ok(result.servedAcks.every((status) => status === 200), `${result.servedAcks}`);
+    // Litestream started again on the restore replicates it as a new generation: a second host
+    // loss after both intervals and a margin loses nothing the restored server acknowledged.
+    assert.deepEqual(result.resumed, {
+      writes: result.servedAcks.length + 1,
+      lost: 0,
+      generations: 2,
+    });
     assert.equal(result.generations, 1, result.litestreamLog);
   },
 });
