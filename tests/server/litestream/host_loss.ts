@@ -2,8 +2,9 @@
  * One host loss under Litestream, end to end: a real `tegami serve --sync full` on a temp file,
  * `litestream replicate` beside it to a `file://` replica, a workload recording every
  * acknowledged write, then SIGKILL to both and the database files deleted (the host is gone), a
- * `litestream restore`, `tegami backup --verify` of the result, and a new server started on it.
- * The Litestream test and the soak (`deno task soak:litestream`) both run it.
+ * `litestream restore` where the database was, `tegami backup --verify` of the result, and a new
+ * server started on it; optionally Litestream too, and a second loss and restore after it. The
+ * Litestream test and the soak (`deno task soak:litestream`) both run it.
  *
  * @module
  */

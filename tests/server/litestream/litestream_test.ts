@@ -10,6 +10,7 @@ const ignore = skipLitestream();
 const MONITOR_MS = 1000;
 const SYNC_MS = 1000;
 const MARGIN_MS = 1000;
+const WINDOW_MS = MONITOR_MS + SYNC_MS + MARGIN_MS;
 
 Deno.test({
   name: "litestream restores every write acknowledged before its last sync after a host loss",
@@ -24,14 +25,13 @@ Deno.test({
       loadMs: 4500,
       minWalFrames: 2 * CHECKPOINT_PAGES,
       padding: 2048,
-      resume: MONITOR_MS + SYNC_MS + MARGIN_MS,
+      resume: WINDOW_MS,
     });
-    const window = MONITOR_MS + SYNC_MS + MARGIN_MS;
-    const tail = lastWindow(result.writes, window);
+    const tail = lastWindow(result.writes, WINDOW_MS);
     console.log(
       `acknowledged ${result.acknowledged} writes; lost ${result.lost.length}, ` +
         `all in the last ${result.lossWindowMs.toFixed(0)} ms before the loss ` +
-        `(${tail.length} acknowledged in the last ${window} ms); newest kept ` +
+        `(${tail.length} acknowledged in the last ${WINDOW_MS} ms); newest kept ` +
         `${result.newestKeptAgeMs.toFixed(0)} ms before it; WAL peak ${result.peakWalFrames} ` +
         `frames; generations ${result.generations}; restored ${JSON.stringify(result.states)}; ` +
         `new id ${result.newId} (largest acknowledged before the loss ${result.maxAckedId})`,
@@ -46,7 +46,7 @@ Deno.test({
       `the WAL peaked at ${result.peakWalFrames} frames, under tegami's checkpoint threshold`,
     );
     // Nothing acknowledged before the window is missing.
-    const old = result.lost.filter((write) => write.at <= -window);
+    const old = result.lost.filter((write) => write.at <= -WINDOW_MS);
     assert.deepEqual(old, [], "writes acknowledged long before the loss are missing");
     // The restore is a sound tegami database, and a server serves it.
     assert.equal(result.verify.code, 0, result.verify.stderr);
