@@ -91,7 +91,7 @@ Deno.test({
   sanitizeResources: false, // fetch keeps pooled connections
   fn: async () => {
     const result = await runCampaign({
-      cycles: 5,
+      cycles: 3,
       disruption: "pause",
       upMs: [300, 800],
       pauseMs: [500, 1500],
@@ -100,7 +100,7 @@ Deno.test({
     const f = result.report.figures;
     assert.ok(result.report.ok, formatReport(result.report));
     assert.ok(result.cleanExit);
-    assert.equal(f.pauses, 5);
+    assert.equal(f.pauses, 3);
     assert.equal(f.kills, 0);
     assert.ok(f.jobs_acknowledged > 20, formatReport(result.report));
   },
