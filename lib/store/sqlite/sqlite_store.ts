@@ -1109,6 +1109,9 @@ export class SqliteStore implements Store {
     this.#closed = true;
     await this.#walSync?.close();
     try {
+      // Without waiting: a reader that holds the WAL (Litestream keeps a read transaction open)
+      // would hold the stop for the whole busy_timeout, and the checkpoint is only tidiness.
+      this.#db.exec("PRAGMA busy_timeout = 0");
       this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     } catch {
       // A failed checkpoint loses nothing: the WAL is replayed at the next open.
