@@ -10,10 +10,10 @@
  * came (a connection cut by a kill, a timeout, a 503) is an unknown outcome, and the same flow is
  * sent again with the same key (to the next server, with several) until a definite answer: the
  * key makes a retry answer the flow stored, if it was. Consumers hold WebSockets with short
- * leases and, per delivery, ack after 0–20 ms (most), nack (5 %), never answer (3 %: the lease
- * runs out), or drop their socket (1 %); an ack without an answer is sent again with the same
- * token half of the time. Every job may be delivered 1 000 times, so none dies and every node
- * of a stored flow must end `done`.
+ * leases and, per delivery, ack after 0–20 ms (most), nack for a retry (5 %), nack it dead (1 %:
+ * its dependents are cancelled, and theirs), never answer (3 %: the lease runs out), or drop
+ * their socket (1 %); an ack without an answer is sent again with the same token half of the
+ * time. Every job may be delivered 1 000 times, so none dies but by a dead nack.
  *
  * On SQLite there is one server; on PostgreSQL there may be several on one schema, producers and
  * consumers spread over them, one killed at a time.
@@ -374,16 +374,17 @@ export async function runFlowCampaign(options: FlowCampaignOptions): Promise<Flo
       try {
         const r = random();
         if (!draining && r < 0.03) return; // never answered: the lease runs out
-        const nack = !draining && r < 0.08;
+        const nack = !draining && r < 0.09;
+        const dead = nack && r < 0.04;
         await sleep(random() * (draining ? 5 : 20));
-        const outcome = await this.#settle(nack ? "nack" : "ack", id, token);
+        const outcome = await this.#settle(nack ? "nack" : "ack", id, token, dead);
         if (outcome === "info" && !nack && random() < 0.5) await this.#settle("ack", id, token);
       } finally {
         working--;
       }
     }
 
-    async #settle(kind: "ack" | "nack", id: number, token: string): Promise<string> {
+    async #settle(kind: "ack" | "nack", id: number, token: string, dead = false): Promise<string> {
       // After a restart the ack goes on the new socket: leases survive a kill.
       while (this.socket === null || this.socket.readyState !== WebSocket.OPEN) {
         if (!consuming) return "none";
@@ -392,8 +393,9 @@ export async function runFlowCampaign(options: FlowCampaignOptions): Promise<Flo
       const socket = this.socket;
       const op = ++opSeq;
       const frame: Record<string, unknown> = { op: kind, ref: op, id, token };
-      if (kind === "nack") frame.delay_ms = Math.floor(random() * 50);
-      add({ type: "settle", op, kind, id, token });
+      if (dead) frame.dead = true;
+      else if (kind === "nack") frame.delay_ms = Math.floor(random() * 50);
+      add({ type: "settle", op, kind, id, token, dead });
       const answered = new Promise<string>((resolve) => this.#waiting.set(op, resolve));
       socket.send(JSON.stringify(frame));
       const timer = setTimeout(() => {

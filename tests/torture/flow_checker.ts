@@ -7,8 +7,11 @@
  *   node stored under the ids the answer gave; `partial flow`: a flow whose create got no
  *   answer is stored whole or not at all; `duplicated flow`: a key's flow is stored once,
  *   whatever the retries;
- * - `stuck`: once the queue is drained, every stored node is `done`, none left `blocked`
- *   (every prerequisite was acked, so every dependent must have been released and run);
+ * - `stuck`: once the queue is drained, no stored node is left `blocked` (a release lost) or
+ *   `pending`, `delayed` or `leased`;
+ * - `wrong end`: a node ends as the rules say: `dead` only if a consumer nacked it dead,
+ *   `cancelled` exactly when a prerequisite ended dead or cancelled (every edge is `cancel`),
+ *   else `done`;
  * - `early release`: a node is delivered only after an ack of each of its prerequisites was
  *   sent (the ack that released it cannot come later than its delivery; an ack refused does
  *   not count);
@@ -76,7 +79,16 @@ export type FlowEvent =
     prerequisites: SeenOutcome[] | null;
   }
   /** A consumer sent an ack or a nack. */
-  | { type: "settle"; at: number; op: number; kind: "ack" | "nack"; id: number; token: string }
+  | {
+    type: "settle";
+    at: number;
+    op: number;
+    kind: "ack" | "nack";
+    id: number;
+    token: string;
+    /** A nack that sends the job to the dead letters (`dead: true`). */
+    dead?: boolean;
+  }
   /** It was answered ok. */
   | { type: "settle_ok"; at: number; op: number }
   /** It was refused. */
@@ -97,6 +109,7 @@ export type FlowFindingKind =
   | "partial flow"
   | "duplicated flow"
   | "stuck"
+  | "wrong end"
   | "early release"
   | "wrong outcomes"
   | "redelivered after ack"
@@ -110,6 +123,7 @@ export const FLOW_FINDING_KINDS: readonly FlowFindingKind[] = [
   "partial flow",
   "duplicated flow",
   "stuck",
+  "wrong end",
   "early release",
   "wrong outcomes",
   "redelivered after ack",
@@ -151,11 +165,15 @@ export interface FlowFigures {
   deliveries: number;
   released_deliveries: number;
   redeliveries: number;
-  /** Acks and nacks by outcome. */
+  /** Acks and nacks by outcome; nacks that send the job to the dead letters. */
   acks_ok: number;
   acks_refused: number;
   acks_unknown: number;
   nacks: number;
+  dead_nacks: number;
+  /** Stored nodes that ended dead, and cancelled because a prerequisite failed. */
+  dead_nodes: number;
+  cancelled_nodes: number;
   /**
    * Nodes whose last prerequisite's ack was sent before a SIGKILL and which were first
    * delivered after it: releases across a kill.
@@ -206,6 +224,9 @@ export function checkFlows(events: readonly FlowEvent[]): FlowReport {
     acks_refused: 0,
     acks_unknown: 0,
     nacks: 0,
+    dead_nacks: 0,
+    dead_nodes: 0,
+    cancelled_nodes: 0,
     releases_across_kill: 0,
   };
 
@@ -215,7 +236,14 @@ export function checkFlows(events: readonly FlowEvent[]): FlowReport {
   const answers = new Map<string, { id: number; jobs: Record<string, number> }>();
   const settles = new Map<
     number,
-    { at: number; kind: "ack" | "nack"; id: number; token: string; outcome: string | null }
+    {
+      at: number;
+      kind: "ack" | "nack";
+      dead: boolean;
+      id: number;
+      token: string;
+      outcome: string | null;
+    }
   >();
   const deliveries: Extract<FlowEvent, { type: "deliver" }>[] = [];
   const kills: number[] = [];
@@ -260,8 +288,16 @@ export function checkFlows(events: readonly FlowEvent[]): FlowReport {
         deliveries.push(e);
         break;
       case "settle":
-        settles.set(e.op, { at: e.at, kind: e.kind, id: e.id, token: e.token, outcome: null });
+        settles.set(e.op, {
+          at: e.at,
+          kind: e.kind,
+          dead: e.dead === true,
+          id: e.id,
+          token: e.token,
+          outcome: null,
+        });
         if (e.kind === "nack") figures.nacks++;
+        if (e.dead === true) figures.dead_nacks++;
         break;
       case "settle_ok":
       case "settle_fail":
@@ -290,6 +326,11 @@ export function checkFlows(events: readonly FlowEvent[]): FlowReport {
   const idOf = new Map<string, number>();
   for (const [key, answer] of answers) {
     for (const [ref, id] of Object.entries(answer.jobs)) idOf.set(`${key}/${ref}`, id);
+  }
+  /** Jobs a dead nack was sent for (answered ok, or not answered). */
+  const deadNacked = new Set<number>();
+  for (const settle of settles.values()) {
+    if (settle.dead && settle.outcome !== "fail") deadNacked.add(settle.id);
   }
   if (final === null) {
     find("stuck", "the history has no final read of the database");
@@ -341,8 +382,28 @@ export function checkFlows(events: readonly FlowEvent[]): FlowReport {
           find("duplicated flow", `node ${uid} is stored ${rows.length} times`, uid);
         }
         for (const row of rows) {
-          if (row.state !== "done") {
+          const failed = node.deps.filter((dep) => {
+            const state = stored.get(`${key}/${dep}`)?.[0]?.state;
+            return state === "dead" || state === "cancelled";
+          });
+          if (row.state === "dead") figures.dead_nodes++;
+          if (row.state === "cancelled") figures.cancelled_nodes++;
+          if (!["done", "dead", "cancelled"].includes(row.state)) {
             find("stuck", `job ${row.id} (${uid}) is ${row.state} after the drain`, uid);
+          } else if (row.state === "dead" && !deadNacked.has(row.id)) {
+            find("wrong end", `job ${row.id} (${uid}) is dead, but no one nacked it dead`, uid);
+          } else if (row.state === "cancelled" && failed.length === 0) {
+            find(
+              "wrong end",
+              `job ${row.id} (${uid}) is cancelled, but no prerequisite failed`,
+              uid,
+            );
+          } else if (row.state !== "cancelled" && failed.length > 0) {
+            find(
+              "wrong end",
+              `job ${row.id} (${uid}) is ${row.state}, but its prerequisite "${failed[0]}" failed`,
+              uid,
+            );
           }
         }
       }
@@ -453,7 +514,8 @@ export function formatFlowReport(report: FlowReport): string {
     `${f.flows_stored} flows of ${f.nodes_stored} nodes`,
     `deliveries ${f.deliveries} (of released nodes ${f.released_deliveries}, redeliveries ` +
     `${f.redeliveries}); releases across a kill ${f.releases_across_kill}`,
-    `acks ok ${f.acks_ok}, refused ${f.acks_refused}, unknown ${f.acks_unknown}; nacks ${f.nacks}`,
+    `acks ok ${f.acks_ok}, refused ${f.acks_refused}, unknown ${f.acks_unknown}; nacks ${f.nacks} ` +
+    `(dead ${f.dead_nacks}); nodes dead ${f.dead_nodes}, cancelled ${f.cancelled_nodes}`,
     `findings: ${FLOW_FINDING_KINDS.map((kind) => `${kind} ${report.counts[kind]}`).join(", ")}`,
   ];
   for (const finding of report.findings.slice(0, 20)) {

@@ -118,6 +118,41 @@ Deno.test("checkFlows() reports a node left blocked or pending after the drain",
   ]);
 });
 
+Deno.test("checkFlows() passes a prerequisite nacked dead and its dependent cancelled, unrun", () => {
+  const history = cleanHistory().slice(0, 4);
+  history.push(
+    { type: "settle", at: 21, op: 2, kind: "nack", id: 1, token: "ta", dead: true },
+    { type: "settle_ok", at: 22, op: 2 },
+    final([[1, "k/a", "dead"], [2, "k/b", "cancelled"]]),
+  );
+  const report = checkFlows(history);
+  assert.deepEqual(report.findings, []);
+  assert.equal(report.figures.dead_nodes, 1);
+  assert.equal(report.figures.cancelled_nodes, 1);
+  // Run all the same: delivered without an ack of its prerequisite.
+  history.splice(6, 0, deliver(23, 2, "k/b", "tb", 1, [{ ref: "a", id: 1, state: "dead" }]));
+  assert.deepEqual(kinds(history).sort(), ["early release", "wrong outcomes"]);
+});
+
+Deno.test("checkFlows() reports a node that ends otherwise than its prerequisites say", () => {
+  // Dead with no dead nack.
+  assert.deepEqual(kinds(edited(9, final([[1, "k/a", "done"], [2, "k/b", "dead"]]))), [
+    "wrong end",
+  ]);
+  // Cancelled with every prerequisite done.
+  assert.deepEqual(kinds(edited(9, final([[1, "k/a", "done"], [2, "k/b", "cancelled"]]))), [
+    "wrong end",
+  ]);
+  // Done though its prerequisite died.
+  const history = cleanHistory().slice(0, 4);
+  history.push(
+    { type: "settle", at: 21, op: 2, kind: "nack", id: 1, token: "ta", dead: true },
+    { type: "settle_info", at: 22, op: 2, error: "socket closed" },
+    final([[1, "k/a", "dead"], [2, "k/b", "done"]]),
+  );
+  assert.deepEqual(kinds(history), ["wrong end"]);
+});
+
 Deno.test("checkFlows() reports a dependent delivered before its prerequisite's ack was sent", () => {
   const history = cleanHistory();
   // b arrives before a's ack is sent.

@@ -1,8 +1,9 @@
 /**
  * The flow crash campaign, short form (the long one is `deno task torture --flows`): servers
  * under a load of small flows SIGKILLed at random instants and restarted, then the history
- * judged by `flow_checker.ts`: no node of an answered flow lost, none stuck blocked, no
- * dependent delivered before its prerequisites' acks, none delivered again after its ack.
+ * judged by `flow_checker.ts`: no node of an answered flow lost, none stuck blocked, each ended
+ * as its prerequisites say (cancelled after a dead one), no dependent delivered before its
+ * prerequisites' acks, none delivered again after its ack.
  * `TEGAMI_FLOW_TORTURE_CYCLES` sets the kills (default 5 on SQLite, 2 on PostgreSQL). The
  * checker's rules fail their hand-made histories in `flow_checker_test.ts`; the positive control
  * against a server broken on purpose is `deno task torture --flows --fault ack-before-commit`,
@@ -41,6 +42,8 @@ function assertClean(result: FlowCampaignResult, kills: number): void {
   assert.ok(f.create_unknown + f.acks_unknown > 0, explain(result));
   assert.ok(f.released_deliveries > 100, explain(result));
   assert.ok(f.redeliveries > 0, explain(result));
+  // Nodes nacked dead, and dependents cancelled for it.
+  assert.ok(f.dead_nodes > 0 && f.cancelled_nodes > 0, explain(result));
   assert.ok(f.releases_across_kill > 0, explain(result));
 }
 
