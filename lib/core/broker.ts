@@ -302,8 +302,8 @@ export class Broker {
   }
 
   /** Flows by id after `after`, at most `limit`. */
-  listFlows(after: number, limit: number): Promise<FlowSummary[]> {
-    return this.#store.listFlows(after, limit);
+  listFlows(after: number, limit: number, newest = false): Promise<FlowSummary[]> {
+    return this.#store.listFlows(after, limit, newest);
   }
 
   /** Cancels every node of a flow that has not ended, telling the holders of its leases. */

@@ -402,8 +402,11 @@ export interface Store {
   addFlowNodes(id: number, token: string, nodes: NewFlowNode[], now: number): Promise<FlowCreated>;
   /** Reads a flow with its nodes, or null. */
   getFlow(id: number): Promise<Flow | null>;
-  /** Flows by id after `after`, at most `limit`, without their nodes. */
-  listFlows(after: number, limit: number): Promise<FlowSummary[]>;
+  /**
+   * At most `limit` flows without their nodes: by id after `after` (oldest first), or with
+   * `newest`, by id before `after` (0: from the newest).
+   */
+  listFlows(after: number, limit: number, newest?: boolean): Promise<FlowSummary[]>;
   /**
    * Cancels every node of a flow that has not ended (leased ones lose their lease); null when
    * there is no such flow.

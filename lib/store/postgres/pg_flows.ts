@@ -399,9 +399,18 @@ export async function getFlow(sql: Sql, flowId: number): Promise<Flow | null> {
 }
 
 /** Flows after `after`, without their nodes. */
-export async function listFlows(sql: Sql, after: number, limit: number): Promise<FlowSummary[]> {
-  const flows = await sql<{ id: number; key: string | null; created_at: number }[]>`
-    SELECT id, key, created_at FROM flows WHERE id > ${after} ORDER BY id LIMIT ${limit}`;
+export async function listFlows(
+  sql: Sql,
+  after: number,
+  limit: number,
+  newest: boolean,
+): Promise<FlowSummary[]> {
+  const flows = newest
+    ? await sql<{ id: number; key: string | null; created_at: number }[]>`
+      SELECT id, key, created_at FROM flows WHERE ${after} <= 0 OR id < ${after}
+      ORDER BY id DESC LIMIT ${limit}`
+    : await sql<{ id: number; key: string | null; created_at: number }[]>`
+      SELECT id, key, created_at FROM flows WHERE id > ${after} ORDER BY id LIMIT ${limit}`;
   if (flows.length === 0) return [];
   const rows = await sql<
     { flow_id: number; state: JobState; n: number; finished: number | null }[]

@@ -748,8 +748,8 @@ export class PgStore implements Store {
     return this.#read("read the flow", (sql) => getFlow(sql, id));
   }
 
-  listFlows(after: number, limit: number): Promise<FlowSummary[]> {
-    return this.#read("list the flows", (sql) => listFlows(sql, after, limit));
+  listFlows(after: number, limit: number, newest = false): Promise<FlowSummary[]> {
+    return this.#read("list the flows", (sql) => listFlows(sql, after, limit, newest));
   }
 
   cancelFlow(id: number, now: number): Promise<FlowCancelled | null> {

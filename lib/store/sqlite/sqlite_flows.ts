@@ -291,11 +291,14 @@ export class SqliteFlows {
     };
   }
 
-  /** Flows after `after`, without their nodes. */
-  list(after: number, limit: number): FlowSummary[] {
+  /** Flows after `after` (or, `newest`, before it), without their nodes. */
+  list(after: number, limit: number, newest: boolean): FlowSummary[] {
     const out: FlowSummary[] = [];
+    const page = newest
+      ? this.#s.flowsBefore.all(after <= 0 ? Number.MAX_SAFE_INTEGER : after, limit)
+      : this.#s.flowsAfter.all(after, limit);
     for (
-      const flow of this.#s.flowsAfter.all(after, limit) as {
+      const flow of page as {
         id: number;
         key: string | null;
         created_at: number;
@@ -417,6 +420,9 @@ function prepare(db: DatabaseSync, count: StatementCount) {
        GROUP BY state`,
     ),
     flowsAfter: p("SELECT id, key, created_at FROM flows WHERE id > ? ORDER BY id LIMIT ? + 0"),
+    flowsBefore: p(
+      "SELECT id, key, created_at FROM flows WHERE id < ? ORDER BY id DESC LIMIT ? + 0",
+    ),
     // The unmet edges out of an ended job whose dependents are still blocked.
     edgesOut: p(
       `SELECT e.job_id, e.on_failure, p.flow_ref AS prereq_ref FROM flow_edges e

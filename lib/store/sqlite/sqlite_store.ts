@@ -753,8 +753,8 @@ export class SqliteStore implements Store {
     return this.#read(() => this.#flows.get(id));
   }
 
-  listFlows(after: number, limit: number): Promise<FlowSummary[]> {
-    return this.#read(() => this.#flows.list(after, limit));
+  listFlows(after: number, limit: number, newest = false): Promise<FlowSummary[]> {
+    return this.#read(() => this.#flows.list(after, limit, newest));
   }
 
   cancelFlow(id: number, now: number): Promise<FlowCancelled | null> {

@@ -252,6 +252,14 @@ export function flowCases({ test }: SuiteCases): void {
     assert.deepEqual(await store.listFlows(created.id, 10).then((l) => l.map((f) => f.id)), [
       second.id,
     ]);
+    // Newest first: from the top (0), then before a cursor.
+    assert.deepEqual(await store.listFlows(0, 10, true).then((l) => l.map((f) => f.id)), [
+      second.id,
+      created.id,
+    ]);
+    assert.deepEqual(await store.listFlows(second.id, 10, true).then((l) => l.map((f) => f.id)), [
+      created.id,
+    ]);
     assert.equal(await store.getFlow(999_999), null);
   });
 
