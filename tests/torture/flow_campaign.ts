@@ -252,6 +252,7 @@ export async function runFlowCampaign(options: FlowCampaignOptions): Promise<Flo
   let draining = false;
   let consuming = true;
   let working = 0;
+  let connSeq = 0;
   class Consumer {
     readonly index: number;
     readonly leaseMs: number;
@@ -410,7 +411,6 @@ export async function runFlowCampaign(options: FlowCampaignOptions): Promise<Flo
       return outcome;
     }
   }
-  let connSeq = 0;
 
   // ---- the run ----
   let cycles = 0;
