@@ -599,6 +599,7 @@ function queryReader(params: URLSearchParams, allowed: ReadonlySet<string>) {
 /** The query of a paged list: the dead letters, queues, schedules. */
 const PAGE_QUERY = new Set(["limit", "after"]);
 const WAIT_QUERY = new Set(["wait_ms"]);
+const FLOWS_QUERY = new Set(["limit", "after", "order"]);
 const JOBS_QUERY = new Set(["state", "order", "limit", "after"]);
 const ORDERS = new Set(["oldest", "newest"]);
 
@@ -608,6 +609,32 @@ export function parseDeadQuery(params: URLSearchParams): { limit: number; after:
   return {
     limit: read("limit", 100, 1, MAX_LIST_LIMIT),
     after: read("after", 0, 0, Number.MAX_SAFE_INTEGER),
+  };
+}
+
+/** A page of the flow listing. */
+export interface FlowPage {
+  /** Most flows in the page. */
+  limit: number;
+  /** The cursor: flows past this id in the page's order; 0 from the start. */
+  after: number;
+  /** True for newest first (ids descending). */
+  newest: boolean;
+}
+
+/**
+ * Parses the flow listing's query string: `order` (`oldest`, the default, or `newest`), `limit`
+ * (1–1000, default 100) and `after` (an id cursor in the listing's order; 0 or absent from the
+ * start).
+ */
+export function parseFlowsQuery(params: URLSearchParams): FlowPage {
+  const read = queryReader(params, FLOWS_QUERY);
+  const order = params.get("order") ?? "oldest";
+  if (!ORDERS.has(order)) throw invalid("order", "expected oldest or newest");
+  return {
+    limit: read("limit", 100, 1, MAX_LIST_LIMIT),
+    after: read("after", 0, 0, Number.MAX_SAFE_INTEGER),
+    newest: order === "newest",
   };
 }
 

@@ -40,6 +40,7 @@ export async function flowCommand(args: string[], io: FlowIO): Promise<number> {
   const { config, rest, values } = resolveClientConfig(args, io.env, {
     limit: { type: "string" },
     after: { type: "string" },
+    newest: { type: "boolean" },
     json: { type: "boolean" },
   });
   const call = apiCaller(config);
@@ -85,6 +86,7 @@ export async function flowCommand(args: string[], io: FlowIO): Promise<number> {
         const query = new URLSearchParams();
         if (values.limit !== undefined) query.set("limit", String(values.limit));
         if (values.after !== undefined) query.set("after", String(values.after));
+        if (values.newest === true) query.set("order", "newest");
         const page = await call<{ flows: FlowSummary[]; next_after: number | null }>(
           "GET",
           `/v1/flows${query.size === 0 ? "" : `?${query}`}`,

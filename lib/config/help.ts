@@ -151,7 +151,7 @@ export function topLevelHelp(version: string): string {
     ["flow create FILE", "create a flow (jobs that wait for jobs) from a JSON file of"],
     ["", "  {key, nodes}, - for stdin (see tegami flow --help)"],
     ["flow show|cancel ID", "show a flow's nodes and their states; cancel what has not ended"],
-    ["flow list", "list flows with their counts (--limit N --after ID; --json)"],
+    ["flow list", "list flows with their counts (--limit N --after ID --newest; --json)"],
     ["help", "show this help"],
   ];
   return [
@@ -259,7 +259,8 @@ export function flowHelp(): string {
     "  create FILE   create a flow from FILE, a JSON file of the POST /v1/flows body (- reads",
     "                stdin); prints its id (--json: the ids of its jobs by ref)",
     "  show ID       the flow's counts and each node: ref, job id, queue, state, prerequisites",
-    "  list          flows by id with their counts (--limit N, default 100; --after ID)",
+    "  list          flows by id with their counts (--limit N, default 100; --after ID;",
+    "                --newest: newest first)",
     "  cancel ID     cancel every job of the flow that has not ended",
     "",
     "A flow file:",

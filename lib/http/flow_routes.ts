@@ -8,7 +8,7 @@
  */
 
 import { parseAddNodes, parseFlow, pathFlowId } from "../api/flows.ts";
-import { parseDeadQuery, pathJobId, type RequestLimits } from "../api/requests.ts";
+import { parseFlowsQuery, pathJobId, type RequestLimits } from "../api/requests.ts";
 import { flowCreatedView } from "../api/views.ts";
 import { OPERATIONS } from "../auth/operations.ts";
 import { requireQueue } from "../auth/tokens.ts";
@@ -75,10 +75,10 @@ export function flowRoutes(needs: FlowRouteNeeds): Route[] {
       access: OPERATIONS.listFlows,
       query: true,
       handle: async (ctx) => {
-        const { limit, after } = parseDeadQuery(ctx.url.searchParams);
+        const { limit, after, newest } = parseFlowsQuery(ctx.url.searchParams);
         // A summary names no queues: a token limited to some could not be shown only its own.
         requireEveryQueue(ctx, "list flows");
-        const flows = await broker.listFlows(after, limit);
+        const flows = await broker.listFlows(after, limit, newest);
         const next = flows.length === limit ? flows[flows.length - 1].id : null;
         return json(200, { flows, next_after: next });
       },

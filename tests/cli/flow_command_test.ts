@@ -65,6 +65,8 @@ Deno.test("tegami flow creates a flow from a file or stdin, shows, lists and can
   assert.equal(list.stderr, "more: --after 1\n");
   const rest = await tegami(["flow", "list", "--after", "1", "--json", ...url]);
   assert.deepEqual(rest.stdout.trimEnd().split("\n").map((l) => JSON.parse(l).id), [2]);
+  const newest = await tegami(["flow", "list", "--newest", "--json", ...url]);
+  assert.deepEqual(newest.stdout.trimEnd().split("\n").map((l) => JSON.parse(l).id), [2, 1]);
 
   const cancel = await tegami(["flow", "cancel", "1", ...url]);
   assert.deepEqual([cancel.code, cancel.stdout], [0, "flow 1: cancelled 3 jobs\n"], cancel.stderr);

@@ -318,6 +318,7 @@ export async function driveTraffic(
     await call("/v1/flows", "GET", "/v1/flows");
     await call("/v1/flows", "GET", "/v1/flows?limit=1");
     await call("/v1/flows", "GET", `/v1/flows?limit=1&after=${flow.body.id}`);
+    await call("/v1/flows", "GET", "/v1/flows?order=newest&limit=1");
     await call("/v1/queues/{queue}/jobs", "GET", `/v1/queues/${fq}/jobs?state=blocked`);
     await call("/v1/flows/{id}", "DELETE", path);
     await call("/v1/flows/{id}", "DELETE", path);

@@ -201,6 +201,15 @@ for (const store of STORES) {
     assert.equal(first.flows[0].nodes, undefined, "a listing leaves the nodes out");
     const rest = ok(await server.request("GET", `/v1/flows?limit=2&after=${ids[1]}`), 200);
     assert.deepEqual([rest.flows.map((f: Json) => f.id), rest.next_after], [[ids[2]], null]);
+    const newest = ok(await server.request("GET", "/v1/flows?order=newest&limit=2"), 200);
+    assert.deepEqual([newest.flows.map((f: Json) => f.id), newest.next_after], [
+      [ids[2], ids[1]],
+      ids[1],
+    ]);
+    const older = ok(await server.request("GET", `/v1/flows?order=newest&after=${ids[1]}`), 200);
+    assert.deepEqual([older.flows.map((f: Json) => f.id), older.next_after], [[ids[0]], null]);
+    const wrong = await server.request("GET", "/v1/flows?order=latest");
+    assert.equal(ok(wrong, 400).error.message, 'Invalid "order": expected oldest or newest');
 
     const a = await leaseOne(server, "q");
     assert.equal(a.flow.id, ids[0]);
