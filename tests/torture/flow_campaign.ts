@@ -1,7 +1,7 @@
 /**
  * The flow crash campaign: real servers (`main.ts serve` in child processes) under a load of
  * small flows — chains, fan-ins, fan-outs that fan in again, and small random graphs of 3 to 20
- * nodes, every edge `cancel` — SIGKILLed at random instants and restarted on the same database,
+ * nodes, most edges `cancel`, some `ignore` or `run` — SIGKILLed at random instants and restarted on the same database,
  * with every operation recorded; after the last kill the queue is drained, the servers stopped
  * cleanly, the stored jobs read with the store-neutral inspector, and `flow_checker.ts` judges
  * the history.
@@ -10,7 +10,7 @@
  * came (a connection cut by a kill, a timeout, a 503) is an unknown outcome, and the same flow is
  * sent again with the same key (to the next server, with several) until a definite answer: the
  * key makes a retry answer the flow stored, if it was. Consumers hold WebSockets with short
- * leases and, per delivery, ack after 0–20 ms (most), nack for a retry (5 %), nack it dead (1 %:
+ * leases and, per delivery, ack after 0–20 ms (most), nack for a retry (5 %), nack it dead (2 %:
  * its dependents are cancelled, and theirs), never answer (3 %: the lease runs out), or drop
  * their socket (1 %); an ack without an answer is sent again with the same token half of the
  * time. Every job may be delivered 1 000 times, so none dies but by a dead nack.
@@ -25,7 +25,13 @@ import { openInspector } from "../helpers/inspector.ts";
 import { type ServerProcess, spawnServer } from "../helpers/process_server.ts";
 import { outcomeUnknown, seededRandom } from "./campaign.ts";
 import type { Fault } from "./faulty_store.ts";
-import { checkFlows, type FlowEvent, type FlowReport, type SentNode } from "./flow_checker.ts";
+import {
+  checkFlows,
+  type EdgeRule,
+  type FlowEvent,
+  type FlowReport,
+  type SentNode,
+} from "./flow_checker.ts";
 
 /** The server of the positive controls: `tegami serve` over a store broken on purpose. */
 const FAULTY_SERVER = new URL("./faulty_server.ts", import.meta.url).pathname;
@@ -87,9 +93,18 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /**
  * A flow of 3 to 20 nodes: a chain, a fan-in, a root fanned out and in again, or a small random
- * graph whose every node after the first depends on 1 to 3 earlier ones.
+ * graph whose every node after the first depends on 1 to 3 earlier ones; 70 % of the edges
+ * `cancel`, 15 % `ignore`, 15 % `run`.
  */
 export function flowShape(random: () => number): SentNode[] {
+  const rule = (): EdgeRule => {
+    const r = random();
+    return r < 0.7 ? "cancel" : r < 0.85 ? "ignore" : "run";
+  };
+  return graphShape(random).map((node) => ({ ...node, rules: node.deps.map(rule) }));
+}
+
+function graphShape(random: () => number): SentNode[] {
   const int = (low: number, high: number) => low + Math.floor(random() * (high - low + 1));
   const r = random();
   if (r < 0.25) {
@@ -192,10 +207,11 @@ export async function runFlowCampaign(options: FlowCampaignOptions): Promise<Flo
         queue,
         payload: { uid: `${key}/${node.ref}` },
         max_attempts: 1000,
-        // Both spellings of an edge: a ref, and {ref, on_failure}.
-        depends_on: node.deps.map((dep, i) =>
-          i % 2 === 0 ? dep : { ref: dep, on_failure: "cancel" }
-        ),
+        // Both spellings of a cancel edge: a ref, and {ref, on_failure}.
+        depends_on: node.deps.map((dep, i) => {
+          const rule = node.rules?.[i] ?? "cancel";
+          return rule === "cancel" && i % 2 === 0 ? dep : { ref: dep, on_failure: rule };
+        }),
       })),
     });
     for (let attempt = 0;; attempt++) {
@@ -375,8 +391,8 @@ export async function runFlowCampaign(options: FlowCampaignOptions): Promise<Flo
       try {
         const r = random();
         if (!draining && r < 0.03) return; // never answered: the lease runs out
-        const nack = !draining && r < 0.09;
-        const dead = nack && r < 0.04;
+        const nack = !draining && r < 0.10;
+        const dead = nack && r < 0.05;
         await sleep(random() * (draining ? 5 : 20));
         const outcome = await this.#settle(nack ? "nack" : "ack", id, token, dead);
         if (outcome === "info" && !nack && random() < 0.5) await this.#settle("ack", id, token);

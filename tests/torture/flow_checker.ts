@@ -10,13 +10,15 @@
  * - `stuck`: once the queue is drained, no stored node is left `blocked` (a release lost) or
  *   `pending`, `delayed` or `leased`;
  * - `wrong end`: a node ends as the rules say: `dead` only if a consumer nacked it dead,
- *   `cancelled` exactly when a prerequisite ended dead or cancelled (every edge is `cancel`),
- *   else `done`;
- * - `early release`: a node is delivered only after an ack of each of its prerequisites was
- *   sent (the ack that released it cannot come later than its delivery; an ack refused does
- *   not count);
+ *   `cancelled` exactly when a prerequisite of a `cancel` edge ended dead or cancelled, else
+ *   `done` (or `dead`);
+ * - `early release`: a node is delivered only once each of its prerequisites could have ended:
+ *   an ack of it was sent before the delivery (the ack that released it cannot come later), or,
+ *   on an `ignore` or `run` edge, a dead nack of it, or (cancelled) of what cancelled it; a
+ *   settle refused does not count;
  * - `wrong outcomes`: a released node's delivery names its prerequisites, in `depends_on`
- *   order, each `done`; its `flow` names its flow and ref;
+ *   order, with the state they ended in (`done` on `cancel` edges; a failed one of an `ignore`
+ *   edge left out); its `flow` names its flow and ref;
  * - `redelivered after ack`: no delivery of a job has a later attempt than one whose ack was
  *   answered ok; `acked twice`: no two tokens of one job were both acked ok;
  * - `unexpected`: every stored job of the queue was sent; `integrity`: the database's own check.
@@ -28,8 +30,23 @@
 export interface SentNode {
   /** Its ref. */
   ref: string;
-  /** Its prerequisites' refs, in order (every edge `cancel`). */
+  /** Its prerequisites' refs, in order. */
   deps: string[];
+  /** Each edge's `on_failure`, in the same order. @default every one `cancel` */
+  rules?: EdgeRule[];
+}
+
+/** What a prerequisite's failure does to the dependent (core/flow.ts `OnFailure`). */
+export type EdgeRule = "cancel" | "ignore" | "run";
+
+/** The rule of `node`'s edge `i`. */
+function ruleOf(node: SentNode, i: number): EdgeRule {
+  return node.rules?.[i] ?? "cancel";
+}
+
+/** Whether a job in `state` failed (a prerequisite's failure). */
+function failedState(state: string | undefined): boolean {
+  return state === "dead" || state === "cancelled";
 }
 
 /** A prerequisite's outcome as a delivery carried it. */
@@ -382,10 +399,9 @@ export function checkFlows(events: readonly FlowEvent[]): FlowReport {
           find("duplicated flow", `node ${uid} is stored ${rows.length} times`, uid);
         }
         for (const row of rows) {
-          const failed = node.deps.filter((dep) => {
-            const state = stored.get(`${key}/${dep}`)?.[0]?.state;
-            return state === "dead" || state === "cancelled";
-          });
+          const failed = node.deps.filter((dep, i) =>
+            ruleOf(node, i) === "cancel" && failedState(stored.get(`${key}/${dep}`)?.[0]?.state)
+          );
           if (row.state === "dead") figures.dead_nodes++;
           if (row.state === "cancelled") figures.cancelled_nodes++;
           if (!["done", "dead", "cancelled"].includes(row.state)) {
@@ -395,7 +411,7 @@ export function checkFlows(events: readonly FlowEvent[]): FlowReport {
           } else if (row.state === "cancelled" && failed.length === 0) {
             find(
               "wrong end",
-              `job ${row.id} (${uid}) is cancelled, but no prerequisite failed`,
+              `job ${row.id} (${uid}) is cancelled, but no prerequisite of a cancel edge failed`,
               uid,
             );
           } else if (row.state !== "cancelled" && failed.length > 0) {
@@ -411,12 +427,44 @@ export function checkFlows(events: readonly FlowEvent[]): FlowReport {
   }
 
   // ---- deliveries ----
-  /** The sends of acks by job id, in order. */
+  /** The sends of acks, and of dead nacks, by job id, in order. */
   const acksOf = new Map<number, { at: number; token: string; outcome: string | null }[]>();
+  const deadNacksOf = new Map<number, number[]>();
   for (const settle of settles.values()) {
+    if (settle.dead && settle.outcome !== "fail") {
+      deadNacksOf.set(settle.id, [...deadNacksOf.get(settle.id) ?? [], settle.at]);
+    }
     if (settle.kind !== "ack") continue;
     acksOf.set(settle.id, [...acksOf.get(settle.id) ?? [], settle]);
   }
+  const finalState = new Map<string, string>();
+  for (const job of final?.jobs ?? []) finalState.set(job.uid, job.state);
+  /**
+   * When node `uid` of flow `key` could first have ended by `t` as it finally did: its last
+   * ack or dead nack sent by then, or for a cancelled node what cancelled it; null if nothing
+   * sent by `t` ends it.
+   */
+  const endedBy = (key: string, uid: string, t: number, depth = 0): number | null => {
+    const id = idOf.get(uid);
+    const state = finalState.get(uid);
+    if (id === undefined || depth > 64) return null;
+    const last = (times: number[]) => {
+      const before = times.filter((at) => at <= t);
+      return before.length === 0 ? null : before[before.length - 1];
+    };
+    if (state === "dead") return last(deadNacksOf.get(id) ?? []);
+    if (state === "cancelled") {
+      const node = sent.get(key)?.find((n) => `${key}/${n.ref}` === uid);
+      for (const [i, dep] of (node?.deps ?? []).entries()) {
+        const depUid = `${key}/${dep}`;
+        if (ruleOf(node!, i) !== "cancel" || !failedState(finalState.get(depUid))) continue;
+        const at = endedBy(key, depUid, t, depth + 1);
+        if (at !== null) return at;
+      }
+      return null;
+    }
+    return null;
+  };
   const firstDelivery = new Map<string, number>();
   const attemptsSeen = new Map<number, Map<number, string>>();
   for (const d of deliveries) {
@@ -441,23 +489,32 @@ export function checkFlows(events: readonly FlowEvent[]): FlowReport {
         d.uid,
       );
     }
-    // Its prerequisites: each acked before this delivery, each named done, in order.
+    // Its prerequisites: each ended before this delivery (acked; on an ignore or run edge, also
+    // nacked dead or cancelled for it), named in order with the state it ended in.
     let lastAck = -Infinity;
-    for (const dep of node.deps) {
-      const depId = idOf.get(`${key}/${dep}`);
+    const expected: string[] = [];
+    for (const [i, dep] of node.deps.entries()) {
+      const depUid = `${key}/${dep}`;
+      const depId = idOf.get(depUid);
+      const rule = ruleOf(node, i);
       const acks = (depId === undefined ? [] : acksOf.get(depId) ?? []).filter((a) =>
         a.at <= d.at && a.outcome !== "fail"
       );
-      if (acks.length === 0) {
+      const failedAt = rule === "cancel" ? null : endedBy(key, depUid, d.at);
+      if (acks.length === 0 && failedAt === null) {
         find(
           "early release",
-          `job ${d.id} (${d.uid}) was delivered (attempt ${d.attempt}) before any ack of its ` +
-            `prerequisite "${dep}" (job ${depId ?? "?"}) was sent`,
+          `job ${d.id} (${d.uid}) was delivered (attempt ${d.attempt}) before its prerequisite ` +
+            `"${dep}" (job ${depId ?? "?"}, ${rule} edge) could have ended`,
           d.uid,
         );
-      } else lastAck = Math.max(lastAck, acks[acks.length - 1].at);
+      } else lastAck = Math.max(lastAck, acks.at(-1)?.at ?? -Infinity, failedAt ?? -Infinity);
+      const state = finalState.get(depUid) ?? "?";
+      if (rule === "cancel") expected.push(`${dep}:${depId ?? "?"}:done`);
+      else if (!(rule === "ignore" && failedState(state))) {
+        expected.push(`${dep}:${depId ?? "?"}:${state}`);
+      }
     }
-    const expected = node.deps.map((dep) => `${dep}:${idOf.get(`${key}/${dep}`) ?? "?"}:done`);
     const carried = d.prerequisites?.map((o) => `${o.ref}:${o.id}:${o.state}`) ?? [];
     if (
       (node.deps.length === 0 && d.prerequisites !== null) ||

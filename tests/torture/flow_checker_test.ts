@@ -216,3 +216,75 @@ Deno.test("checkFlows() counts a release across a kill, and reports jobs no one 
     ["integrity"],
   );
 });
+
+/** Flow "k" of a → b over an edge of `rule`: a is nacked dead, b runs after with `carried`. */
+function failedPrerequisite(
+  rule: "ignore" | "run",
+  carried: { ref: string; id: number; state: string }[],
+  deliveredAt = 23,
+  bEnds = "done",
+): FlowEvent[] {
+  return [
+    { type: "server_start", at: 0, epoch: 1, server: 0 },
+    {
+      type: "flow_send",
+      at: 10,
+      op: 1,
+      key: "k",
+      nodes: [{ ref: "a", deps: [] }, { ref: "b", deps: ["a"], rules: [rule] }],
+    },
+    { type: "flow_ok", at: 12, op: 1, id: 7, deduplicated: false, jobs: { a: 1, b: 2 } },
+    deliver(20, 1, "k/a", "ta", 1, null),
+    { type: "settle", at: 21, op: 2, kind: "nack", id: 1, token: "ta", dead: true },
+    { type: "settle_ok", at: 22, op: 2 },
+    deliver(deliveredAt, 2, "k/b", "tb", 1, carried),
+    { type: "settle", at: 24, op: 3, kind: "ack", id: 2, token: "tb" },
+    { type: "settle_ok", at: 25, op: 3 },
+    final([[1, "k/a", "dead"], [2, "k/b", bEnds]]),
+  ];
+}
+
+Deno.test("checkFlows() passes a dependent run after its ignore or run prerequisite died", () => {
+  assert.deepEqual(kinds(failedPrerequisite("ignore", [])), []);
+  assert.deepEqual(kinds(failedPrerequisite("run", [{ ref: "a", id: 1, state: "dead" }])), []);
+});
+
+Deno.test("checkFlows() reports an ignore or run dependent released early, with wrong outcomes or ended wrong", () => {
+  const dead = [{ ref: "a", id: 1, state: "dead" }];
+  // Delivered before the dead nack was sent.
+  assert.deepEqual(kinds(failedPrerequisite("run", dead, 20.5)), ["early release"]);
+  // An ignore edge's failed prerequisite is left out; a run edge's is carried.
+  assert.deepEqual(kinds(failedPrerequisite("ignore", dead)), ["wrong outcomes"]);
+  assert.deepEqual(kinds(failedPrerequisite("run", [])), ["wrong outcomes"]);
+  // Neither cancels: a cancelled dependent is wrong.
+  const history = failedPrerequisite("ignore", []).slice(0, 6);
+  history.push(final([[1, "k/a", "dead"], [2, "k/b", "cancelled"]]));
+  assert.deepEqual(kinds(history), ["wrong end"]);
+});
+
+Deno.test("checkFlows() releases a run dependent of a node cancelled by a death before it", () => {
+  // x dies; c, on x by a cancel edge, is cancelled; b, on c by a run edge, runs after x's nack.
+  const history = (deliveredAt: number): FlowEvent[] => [
+    {
+      type: "flow_send",
+      at: 10,
+      op: 1,
+      key: "k",
+      nodes: [
+        { ref: "x", deps: [] },
+        { ref: "c", deps: ["x"] },
+        { ref: "b", deps: ["c"], rules: ["run"] },
+      ],
+    },
+    { type: "flow_ok", at: 12, op: 1, id: 7, deduplicated: false, jobs: { x: 1, c: 2, b: 3 } },
+    deliver(20, 1, "k/x", "tx", 1, null),
+    { type: "settle", at: 21, op: 2, kind: "nack", id: 1, token: "tx", dead: true },
+    { type: "settle_ok", at: 22, op: 2 },
+    deliver(deliveredAt, 3, "k/b", "tb", 1, [{ ref: "c", id: 2, state: "cancelled" }]),
+    { type: "settle", at: 24, op: 3, kind: "ack", id: 3, token: "tb" },
+    { type: "settle_ok", at: 25, op: 3 },
+    final([[1, "k/x", "dead"], [2, "k/c", "cancelled"], [3, "k/b", "done"]]),
+  ];
+  assert.deepEqual(kinds(history(23)), []);
+  assert.deepEqual(kinds(history(20.5)), ["early release"]);
+});
