@@ -181,31 +181,54 @@ export class SqliteFlows {
       }
       if (edges.length === 0) return;
       const plan = planRelease(edges);
-      for (const [prereq, dependent] of plan.met) {
-        s.meetEdge.run(prereq, dependent);
-        const row = s.countDown.get(dependent) as
-          | { waiting_on: number; run_at: number; queue: string }
-          | undefined;
-        if (row === undefined || row.waiting_on > 0) continue;
-        const state = releasedState(row.run_at, now);
-        s.release.run(state, state === "pending" ? now : row.run_at, dependent);
-        this.#queues.move(row.queue, "blocked", state);
-        if (state === "pending") {
-          if (!this.#news.ready.includes(row.queue)) this.#news.ready.push(row.queue);
-        } else if (this.#news.due === null || row.run_at < this.#news.due) {
-          this.#news.due = row.run_at;
-        }
-      }
+      // Set at a time: a prerequisite with thousands of dependents ends in a few statements.
+      if (plan.met.length > 0) this.#meet(plan.met, now);
       const next: { id: number; state: EndState }[] = [];
-      for (const [dependent, reason] of plan.cancel) {
-        const row = s.cancelBlocked.get(now, reason, dependent) as { queue: string } | undefined;
-        if (row === undefined) continue;
-        this.#queues.move(row.queue, "blocked", "cancelled");
-        this.#news.ended.push(dependent);
-        next.push({ id: dependent, state: "cancelled" });
+      if (plan.cancel.size > 0) {
+        const cancelled = s.cancelBlocked.all(now, JSON.stringify([...plan.cancel])) as {
+          id: number;
+          queue: string;
+        }[];
+        for (const row of cancelled) {
+          this.#queues.move(row.queue, "blocked", "cancelled");
+          this.#news.ended.push(row.id);
+          next.push({ id: row.id, state: "cancelled" });
+        }
       }
       round = next;
     }
+  }
+
+  /**
+   * Meets the edges `met` (`[prereq, dependent]`, each once), counts their dependents down, and
+   * releases those with none left.
+   */
+  #meet(met: [number, number][], now: number): void {
+    const s = this.#s;
+    const per = new Map<number, number>();
+    for (const row of s.meetEdges.all(JSON.stringify(met)) as { job_id: number }[]) {
+      per.set(row.job_id, (per.get(row.job_id) ?? 0) + 1);
+    }
+    if (per.size === 0) return;
+    const counted = s.countDown.all(JSON.stringify([...per])) as {
+      id: number;
+      waiting_on: number;
+      run_at: number;
+      queue: string;
+    }[];
+    const released: [number, string, number][] = [];
+    for (const row of counted) {
+      if (row.waiting_on > 0) continue;
+      const state = releasedState(row.run_at, now);
+      released.push([row.id, state, state === "pending" ? now : row.run_at]);
+      this.#queues.move(row.queue, "blocked", state);
+      if (state === "pending") {
+        if (!this.#news.ready.includes(row.queue)) this.#news.ready.push(row.queue);
+      } else if (this.#news.due === null || row.run_at < this.#news.due) {
+        this.#news.due = row.run_at;
+      }
+    }
+    if (released.length > 0) s.release.run(JSON.stringify(released));
   }
 
   /** Gives each delivery of a flow's job with prerequisites their outcomes. */
@@ -429,15 +452,30 @@ function prepare(db: DatabaseSync, count: StatementCount) {
        JOIN jobs d ON d.id = e.job_id JOIN jobs p ON p.id = e.prereq_id
        WHERE e.prereq_id = ? AND e.met = 0 AND d.state = 'blocked'`,
     ),
-    meetEdge: p("UPDATE flow_edges SET met = 1 WHERE prereq_id = ? AND job_id = ?"),
-    countDown: p(
-      `UPDATE jobs SET waiting_on = waiting_on - 1 WHERE id = ? AND state = 'blocked'
-       RETURNING waiting_on, run_at, queue`,
+    // The statements below take their rows as a JSON array of arrays (json_each).
+    meetEdges: p(
+      `UPDATE flow_edges SET met = 1
+       FROM (SELECT value ->> 0 AS p, value ->> 1 AS j FROM json_each(?)) AS x
+       WHERE flow_edges.prereq_id = x.p AND flow_edges.job_id = x.j AND flow_edges.met = 0
+       RETURNING flow_edges.job_id`,
     ),
-    release: p("UPDATE jobs SET state = ?, run_at = ? WHERE id = ?"),
+    countDown: p(
+      `UPDATE jobs SET waiting_on = waiting_on - x.n
+       FROM (SELECT value ->> 0 AS id, value ->> 1 AS n FROM json_each(?)) AS x
+       WHERE jobs.id = x.id AND jobs.state = 'blocked'
+       RETURNING jobs.id, jobs.waiting_on, jobs.run_at, jobs.queue`,
+    ),
+    release: p(
+      `UPDATE jobs SET state = x.state, run_at = x.run_at
+       FROM (SELECT value ->> 0 AS id, value ->> 1 AS state, value ->> 2 AS run_at
+             FROM json_each(?)) AS x
+       WHERE jobs.id = x.id AND jobs.state = 'blocked'`,
+    ),
     cancelBlocked: p(
-      `UPDATE jobs SET state = 'cancelled', finished_at = ?1, last_error = ?2, waiting_on = 0
-       WHERE id = ?3 AND state = 'blocked' RETURNING queue`,
+      `UPDATE jobs SET state = 'cancelled', finished_at = ?1, last_error = x.error, waiting_on = 0
+       FROM (SELECT value ->> 0 AS id, value ->> 1 AS error FROM json_each(?2)) AS x
+       WHERE jobs.id = x.id AND jobs.state = 'blocked'
+       RETURNING jobs.id, jobs.queue`,
     ),
     unendedOf: p(
       `SELECT id, queue, state AS was, lease_token AS token FROM jobs
