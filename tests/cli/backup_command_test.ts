@@ -14,7 +14,10 @@ Deno.test("tegami backup --to writes a copy and reports it; --verify checks it",
   assert.equal(made.code, 0, made.stderr);
   assert.match(made.stdout, new RegExp(`^${target}: written in \\d+\\.\\ds\\n`));
   assert.match(made.stdout, /\n {2}integrity {7}ok\n/);
-  assert.match(made.stdout, /jobs {12}2: blocked 0, pending 1, delayed 0, leased 1, done 0, dead 0/);
+  assert.match(
+    made.stdout,
+    /jobs {12}2: blocked 0, pending 1, delayed 0, leased 1, done 0, dead 0/,
+  );
   assert.match(made.stdout, /leases {10}1 held, the last ending 20\d\d-.*returns each to pending/);
   assert.equal(made.stderr, "", "no progress line when stderr is not a terminal");
   const checked = await tegami(["backup", "--verify", target, "--json"]);
