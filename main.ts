@@ -13,7 +13,7 @@
 
 import meta from "./deno.json" with { type: "json" };
 import { ConfigError, wantsHelp } from "./lib/config/flags.ts";
-import { scheduleHelp, topLevelHelp } from "./lib/config/help.ts";
+import { flowHelp, scheduleHelp, topLevelHelp } from "./lib/config/help.ts";
 import { serveCommand } from "./lib/cli/serve_command.ts";
 import { CLIENT_COMMANDS, runClientCommand } from "./lib/cli/client_commands.ts";
 import { bulkHelp } from "./lib/cli/bulk_command.ts";
@@ -76,6 +76,8 @@ async function main(args: string[]): Promise<number> {
             ? scheduleHelp()
             : client === "bulk"
             ? bulkHelp()
+            : client === "flow"
+            ? flowHelp()
             : topLevelHelp(VERSION),
         );
         return 0;

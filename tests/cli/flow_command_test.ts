@@ -135,3 +135,11 @@ Deno.test("tegami job ID --wait shows the job once it has ended; its exit code s
   assert.equal(JSON.parse(timedOut.stdout).state, "pending");
   assert.equal(timedOut.stderr, `tegami job: job ${pending} is still pending after 500ms\n`);
 });
+
+Deno.test("tegami flow --help teaches the subcommands and what a flow is", async () => {
+  const help = await tegami(["flow", "--help"]);
+  assert.equal(help.code, 0);
+  for (const text of ["Usage: tegami flow", "create FILE", "blocked", "--newest"]) {
+    assert.ok(help.stdout.includes(text), text);
+  }
+});
