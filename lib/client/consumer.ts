@@ -25,7 +25,19 @@
  */
 
 import { TegamiError } from "../core/errors.ts";
-import { baseUrl, type ConnectionOptions, errorFromWire } from "./producer.ts";
+import {
+  baseUrl,
+  type ConnectionOptions,
+  errorFromWire,
+  type FlowNode,
+  nodeBody,
+} from "./producer.ts";
+import {
+  type FlowCreated,
+  type OutcomeFrame,
+  type Prerequisite,
+  prerequisitesOf,
+} from "./flows.ts";
 import { TickBatch } from "./tick_batch.ts";
 import { ProgressReporter } from "./progress_reporter.ts";
 import { nodelayWebSocket } from "./deno_websocket.ts";
@@ -85,6 +97,20 @@ export interface JobContext<T = unknown> {
   progress(value: unknown): Promise<void>;
   /** Extends the lease now (extension also happens automatically). */
   extend(leaseMs?: number): Promise<void>;
+  /** For a job of a flow, the flow's id and the job's ref in it; else null. */
+  readonly flow: { readonly id: number; readonly ref: string } | null;
+  /**
+   * For a flow's job, its prerequisites' outcomes in its `dependsOn` order (a failed one of an
+   * `ignore` edge left out); empty for any other job.
+   */
+  readonly prerequisites: readonly Prerequisite[];
+  /** How many outcomes the server left out to keep the delivery within its cap (read the flow). */
+  readonly prerequisitesOmitted: number;
+  /**
+   * Adds nodes to this job's flow while the job runs (fan out once you know how many pieces
+   * there are). They may depend on one another and on any node of the flow, this one included.
+   */
+  addNodes(nodes: FlowNode[]): Promise<FlowCreated>;
 }
 
 /** Handles one job; its return value becomes the ack's result. */
@@ -161,6 +187,9 @@ interface JobFrame {
   last_error: string | null;
   group?: string | null;
   lease: { token: string; expires_at: number };
+  flow?: { id: number; ref: string };
+  prerequisites?: OutcomeFrame[];
+  prerequisites_omitted?: number;
 }
 
 /** A request sent and not yet answered: its frame's text (ref included), resent on reconnect. */
@@ -186,6 +215,10 @@ class RunningJob<T> implements JobContext<T> {
   readonly attributes: JobAttributes | null;
   readonly checkpoint: unknown;
   readonly lastError: string | null;
+  readonly flow: { readonly id: number; readonly ref: string } | null;
+  readonly #outcomes: OutcomeFrame[] | undefined;
+  #prerequisites: Prerequisite[] | null = null;
+  readonly prerequisitesOmitted: number;
   /** Its `process` span, or null when nothing traces. */
   span: ProcessSpan | null = null;
   /** The lease token. */
@@ -215,6 +248,9 @@ class RunningJob<T> implements JobContext<T> {
     this.attributes = job.attributes ?? null;
     this.checkpoint = job.checkpoint;
     this.lastError = job.last_error;
+    this.flow = job.flow ?? null;
+    this.#outcomes = job.prerequisites;
+    this.prerequisitesOmitted = job.prerequisites_omitted ?? 0;
     this.token = job.lease.token;
     this.leaseMs = leaseMs;
     // Extend at a third of the lease: two chances before it would expire.
@@ -246,6 +282,25 @@ class RunningJob<T> implements JobContext<T> {
       this.#call({ op: "progress", id: this.id, token: this.token, progress: value ?? null })
     );
     return this.#reporter.report(value);
+  }
+
+  get prerequisites(): readonly Prerequisite[] {
+    this.#prerequisites ??= prerequisitesOf(this.#outcomes);
+    return this.#prerequisites;
+  }
+
+  async addNodes(nodes: FlowNode[]): Promise<FlowCreated> {
+    const answer = await this.#call({
+      op: "add_nodes",
+      id: this.id,
+      token: this.token,
+      nodes: nodes.map(nodeBody),
+    });
+    return {
+      id: answer.id as number,
+      deduplicated: answer.deduplicated as boolean,
+      jobs: answer.jobs as Record<string, number>,
+    };
   }
 
   async extend(leaseMs?: number): Promise<void> {

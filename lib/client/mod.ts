@@ -33,6 +33,8 @@ export {
   type ClientOptions,
   type ConnectionOptions,
   type EnqueueResult,
+  type FlowInput,
+  type FlowNode,
   type JobInfo,
   type JobOptions,
   type QueueSettings,
@@ -52,4 +54,12 @@ export {
   type OtelTraceState,
 } from "./otel_api.ts";
 export { type TracingOptions } from "./tracing.ts";
+export {
+  type FlowCreated,
+  type FlowInfo,
+  type JobEnd,
+  type OnFailure,
+  type Prerequisite,
+  type WatchOptions,
+} from "./flows.ts";
 export { type ErrorCode, TegamiError } from "../core/errors.ts";

@@ -21,6 +21,14 @@ import { fetchTransport, nodeTransport, type Transport } from "./node_http.ts";
 import { scheduleBody, type ScheduleDefinition, type ScheduleInfo } from "./schedules.ts";
 import type { JobAttributes } from "./job_attributes.ts";
 import { Tracing, type TracingOptions } from "./tracing.ts";
+import {
+  type FlowCreated,
+  type FlowInfo,
+  type JobEnd,
+  type OnFailure,
+  watchJob,
+  type WatchOptions,
+} from "./flows.ts";
 
 /** Options of one job. */
 export interface JobOptions {
@@ -57,6 +65,48 @@ export interface JobOptions {
   leaseMs?: number;
   /** The job's own retry backoff. @default the server's (1 s base, 1 h max) */
   backoff?: { baseMs: number; maxMs: number };
+}
+
+/** One node of a flow to create: a job with its ref, queue and prerequisites. */
+export interface FlowNode<T = unknown> extends JobOptions {
+  /** Its name in the flow, unique there (1 to 200 characters). */
+  ref: string;
+  /** Its job's queue. */
+  queue: string;
+  /** Its job's payload (any JSON value). */
+  payload: T;
+  /** Its prerequisites: refs, or `{ref, onFailure}` (default `cancel`). */
+  dependsOn?: (string | { ref: string; onFailure: OnFailure })[];
+}
+
+/** A flow to create. */
+export interface FlowInput {
+  /** A dedup key: while a flow holding it is stored, creating another answers that one. */
+  key?: string;
+  /** Its nodes. */
+  nodes: FlowNode[];
+}
+
+/** A flow node as the server takes it: a one-job enqueue's body plus `ref`, `queue`, edges. */
+export function nodeBody(node: FlowNode): Record<string, unknown> {
+  const { ref, queue, payload, dependsOn, ...options } = node;
+  const body = jobBody(payload, options);
+  body.ref = ref;
+  body.queue = queue;
+  if (dependsOn !== undefined && dependsOn.length > 0) {
+    body.depends_on = dependsOn.map((edge) =>
+      typeof edge === "string" ? edge : { ref: edge.ref, on_failure: edge.onFailure }
+    );
+  }
+  return body;
+}
+
+/** The longest wait one request asks the server for (its `wait_ms` limit), ms. */
+const MAX_WAIT_MS = 60_000;
+
+/** Whether a job in `state` has ended. */
+function ended(state: string): boolean {
+  return state === "done" || state === "dead" || state === "cancelled";
 }
 
 /** A job of a batch: its payload and options. */
@@ -467,6 +517,101 @@ export class TegamiClient {
   /** Reads a job; throws `not_found` if there is none. */
   get<T = unknown>(id: number): Promise<JobInfo<T>> {
     return this.request("GET", `/v1/jobs/${id}`);
+  }
+
+  /**
+   * The job once it has ended (done, dead or cancelled), waiting up to `timeoutMs` (default 30
+   * s) for that; after the wait, the job as it is then. The server answers from the commit that
+   * ends the job (`GET /v1/jobs/{id}?wait_ms`), so nothing polls; waits past a minute take one
+   * request a minute.
+   */
+  async waitFor<T = unknown>(
+    id: number,
+    options: { timeoutMs?: number } = {},
+  ): Promise<JobInfo<T>> {
+    const until = Date.now() + (options.timeoutMs ?? 30_000);
+    for (;;) {
+      const wait = Math.max(0, Math.min(MAX_WAIT_MS, until - Date.now()));
+      const job = await this.request<JobInfo<T>>("GET", `/v1/jobs/${id}?wait_ms=${wait}`);
+      if (ended(job.state) || Date.now() >= until) return job;
+    }
+  }
+
+  /**
+   * Enqueues one job and waits for its end in the same request (`POST …/jobs?wait_ms`), then as
+   * {@linkcode TegamiClient.waitFor} does: answers the job once it has ended, or as it is when
+   * `timeoutMs` (default 30 s) has passed.
+   */
+  async enqueueAndWait<T = unknown, R = unknown>(
+    queue: string,
+    payload: T,
+    options: JobOptions & { timeoutMs?: number } = {},
+  ): Promise<JobInfo<T> & { result: R }> {
+    const { timeoutMs, ...jobOptions } = options;
+    const until = Date.now() + (timeoutMs ?? 30_000);
+    const span = this.#tracing?.sendOne(queue, jobOptions.attributes) ?? null;
+    const body = jobBody(
+      payload,
+      span === null ? jobOptions : {
+        ...jobOptions,
+        attributes: span.attributes[0],
+      },
+    );
+    const wait = Math.max(0, Math.min(MAX_WAIT_MS, until - Date.now()));
+    let answer: EnqueueResult & { job: JobInfo<T> };
+    try {
+      answer = await this.request(
+        "POST",
+        `/v1/queues/${encodeURIComponent(queue)}/jobs?wait_ms=${wait}`,
+        body,
+      );
+    } catch (error) {
+      span?.failed(error);
+      throw error;
+    }
+    span?.sent(answer.id);
+    const job = answer.job;
+    if (ended(job.state) || Date.now() >= until) return job as JobInfo<T> & { result: R };
+    return await this.waitFor(answer.id, { timeoutMs: until - Date.now() }) as
+      & JobInfo<T>
+      & { result: R };
+  }
+
+  /**
+   * Watches a job over a WebSocket of its own: `onProgress` hears each progress report as it is
+   * made, and the promise resolves with how the job ended (at once for one that has).
+   */
+  watch(id: number, options: WatchOptions = {}): Promise<JobEnd> {
+    return watchJob(this.url, this.#token, id, options);
+  }
+
+  /** Creates a flow: its jobs wait for one another (docs/api.md, "Flows"). */
+  createFlow(flow: FlowInput): Promise<FlowCreated> {
+    const body: Record<string, unknown> = { nodes: flow.nodes.map(nodeBody) };
+    if (flow.key !== undefined) body.key = flow.key;
+    return this.request("POST", "/v1/flows", body);
+  }
+
+  /** Reads a flow with its nodes; throws `not_found` if there is none. */
+  getFlow(id: number): Promise<FlowInfo> {
+    return this.request("GET", `/v1/flows/${id}`);
+  }
+
+  /** Flows without their nodes: oldest first after `after`, or `newest` first. */
+  async listFlows(
+    options: { after?: number; limit?: number; newest?: boolean } = {},
+  ): Promise<FlowInfo[]> {
+    const query = new URLSearchParams();
+    if (options.after !== undefined) query.set("after", String(options.after));
+    if (options.limit !== undefined) query.set("limit", String(options.limit));
+    if (options.newest === true) query.set("order", "newest");
+    const answer = await this.request<{ flows: FlowInfo[] }>("GET", `/v1/flows?${query}`);
+    return answer.flows;
+  }
+
+  /** Cancels every job of a flow that has not ended. */
+  cancelFlow(id: number): Promise<{ id: number; cancelled: number }> {
+    return this.request("DELETE", `/v1/flows/${id}`);
   }
 
   /** Cancels a waiting or leased job, or removes a finished one. */

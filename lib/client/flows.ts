@@ -1,0 +1,191 @@
+/**
+ * Flows and waiting, for the SDK: the shapes of a flow's answers, the outcomes of a job's
+ * prerequisites as a handler sees them, and watching one job over a WebSocket (`progressed` and
+ * `ended` frames, see docs/protocol.md). The flow request's shape is producer.ts's.
+ *
+ * @module
+ */
+
+import { TegamiError } from "../core/errors.ts";
+import { nodelayWebSocket } from "./deno_websocket.ts";
+import { nodeWebSocket } from "./node_websocket.ts";
+
+/** What a prerequisite's failure (dead or cancelled) does to the node that depends on it. */
+export type OnFailure = "cancel" | "ignore" | "run";
+
+/** The answer to creating a flow or adding nodes to one. */
+export interface FlowCreated {
+  /** The flow's id. */
+  id: number;
+  /** True when a flow with the same key was already stored and nothing was added. */
+  deduplicated: boolean;
+  /** Each node's job id, by ref. */
+  jobs: Record<string, number>;
+}
+
+/** A flow as the server shows it (`GET /v1/flows/{id}`). */
+export interface FlowInfo {
+  /** Its id. */
+  id: number;
+  /** Its dedup key, or null. */
+  key: string | null;
+  /** When it was created. */
+  created_at: number;
+  /** When its last node ended, or null while any has not. */
+  finished_at: number | null;
+  /** Its nodes by state. */
+  counts: Record<string, number>;
+  /** Its nodes (absent in listings). */
+  nodes?: {
+    ref: string;
+    id: number;
+    queue: string;
+    state: string;
+    depends_on: { ref: string; on_failure: OnFailure }[];
+  }[];
+}
+
+/** A prerequisite's outcome, as the handler of the job that waited for it sees it. */
+export interface Prerequisite {
+  /** Its ref. */
+  ref: string;
+  /** Its job id. */
+  id: number;
+  /** `done`, `dead` or `cancelled`. */
+  state: string;
+  /** Its ack's result (any JSON value), or null. */
+  result: unknown;
+  /** Its last error, or null. */
+  lastError: string | null;
+  /** True when the result was left out to keep the delivery within its cap (read the job). */
+  resultOmitted: boolean;
+}
+
+/** The wire form of one outcome in a delivery. */
+export interface OutcomeFrame {
+  ref: string;
+  id: number;
+  state: string;
+  result: unknown;
+  last_error: string | null;
+  result_omitted: boolean;
+}
+
+/** The outcomes of a delivery's `prerequisites`, as handlers see them. */
+export function prerequisitesOf(frames: readonly OutcomeFrame[] | undefined): Prerequisite[] {
+  return (frames ?? []).map((o) => ({
+    ref: o.ref,
+    id: o.id,
+    state: o.state,
+    result: o.result,
+    lastError: o.last_error,
+    resultOmitted: o.result_omitted,
+  }));
+}
+
+/** Options of {@linkcode watchJob}. */
+export interface WatchOptions {
+  /** Called with each progress report (the JSON value reported) as the job makes it. */
+  onProgress?: (progress: unknown, at: number) => void;
+  /** Stops watching (the promise rejects with the signal's reason). */
+  signal?: AbortSignal;
+  /** A WebSocket class to use instead of the runtime's. */
+  WebSocket?: typeof WebSocket;
+}
+
+/** How a watched job ended (the `ended` frame). */
+export interface JobEnd {
+  /** The job. */
+  id: number;
+  /** Its queue. */
+  queue: string;
+  /** `done`, `dead` or `cancelled`. */
+  state: string;
+  /** Its ack's result, or null. */
+  result: unknown;
+  /** Its last error, or null. */
+  last_error: string | null;
+  /** Deliveries made. */
+  attempts: number;
+  /** When it ended. */
+  finished_at: number;
+}
+
+/** The WebSocket class for `wsUrl`: the given one, else the one the consumer would use. */
+export function webSocketFor(wsUrl: string, given?: typeof WebSocket): typeof WebSocket {
+  const Socket = given ??
+    (wsUrl.startsWith("ws:") ? nodelayWebSocket() ?? nodeWebSocket() : null) ??
+    globalThis.WebSocket;
+  if (typeof Socket !== "function") {
+    throw new TypeError(
+      "This runtime has no WebSocket (on Node 20, run node with --experimental-websocket for " +
+        "wss://; Node 22 and later have it), or pass options.WebSocket",
+    );
+  }
+  return Socket;
+}
+
+/**
+ * Watches job `id` over its own WebSocket to the server at `base`: resolves with how it ended
+ * (at once for a job that has already ended), reporting its progress meanwhile; rejects with the
+ * server's error (`not_found` for an unknown job) or when the connection is lost.
+ */
+export function watchJob(
+  base: string,
+  token: string | undefined,
+  id: number,
+  options: WatchOptions = {},
+): Promise<JobEnd> {
+  const wsUrl = base.replace(/^http/, "ws") + "/v1/ws";
+  const Socket = webSocketFor(wsUrl, options.WebSocket);
+  return new Promise<JobEnd>((resolve, reject) => {
+    let settled = false;
+    const socket = new Socket(wsUrl, "tegami.v2");
+    const finish = (error: unknown, end?: JobEnd) => {
+      if (settled) return;
+      settled = true;
+      options.signal?.removeEventListener("abort", onAbort);
+      try {
+        socket.close(1000);
+      } catch {
+        // Already closing.
+      }
+      if (end !== undefined) resolve(end);
+      else reject(error);
+    };
+    const onAbort = () => finish(options.signal!.reason);
+    if (options.signal?.aborted) {
+      onAbort();
+      return;
+    }
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    socket.onopen = () => {
+      if (token !== undefined) socket.send(JSON.stringify({ op: "auth", token, ref: 0 }));
+      socket.send(JSON.stringify({ op: "watch", id, ref: 1 }));
+    };
+    socket.onmessage = (event) => {
+      let frame: Record<string, unknown>;
+      try {
+        frame = JSON.parse(String(event.data));
+      } catch {
+        return;
+      }
+      if (frame.op === "error") {
+        finish(
+          new TegamiError(
+            (frame.code as TegamiError["code"] | undefined) ?? "internal",
+            String(frame.message ?? frame.code ?? "The server refused the watch"),
+          ),
+        );
+      } else if (frame.op === "progressed" && frame.id === id) {
+        options.onProgress?.(frame.progress, frame.at as number);
+      } else if (frame.op === "ended" && frame.id === id) {
+        const { op: _op, ...end } = frame;
+        finish(null, end as unknown as JobEnd);
+      }
+    };
+    socket.onerror = () => {}; // the close event follows
+    socket.onclose = () =>
+      finish(new TegamiError("unavailable", `Lost the connection to ${base} while watching`));
+  });
+}
