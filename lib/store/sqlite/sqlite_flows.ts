@@ -34,6 +34,7 @@ import { withQueueDefaults } from "../../core/queue_settings.ts";
 import { zeroCounts } from "../job_row.ts";
 import type { FlowCancelled, Released } from "../store.ts";
 import { CountedStatement, type StatementCount } from "./counted_statement.ts";
+import { RowsStatement } from "./rows_statement.ts";
 import type { QueueMirror } from "./queue_mirror.ts";
 
 /** What the flows need of the store beside the database. */
@@ -107,6 +108,13 @@ export class SqliteFlows {
   ): CreatedNode[] {
     const s = this.#s;
     const created = new Array<CreatedNode>(nodes.length);
+    // The ids the rows will get, known ahead so that edges and starts can name them: this
+    // process is the file's only writer and `jobs` is AUTOINCREMENT, so a run of inserted rows
+    // takes the ids after the last one ever given (checked as the rows go in).
+    const last = (s.lastJobId.get() as { seq: number } | undefined)?.seq ?? 0;
+    const rows: SQLInputValue[] = [];
+    const edges: SQLInputValue[] = [];
+    let next = Number(last) + 1;
     for (const i of order) {
       const node = nodes[i];
       const job = withQueueDefaults(node.job, this.#queues.settingsOf(node.queue));
@@ -119,8 +127,10 @@ export class SqliteFlows {
         this.#hooks.trackGroups();
         this.#hooks.grouped(node.queue);
       }
+      const id = next++;
       const runAt = start.state === "pending" ? now : job.run_at;
-      const values: SQLInputValue[] = [
+      rows.push(
+        id,
         node.queue,
         start.state,
         job.priority,
@@ -132,23 +142,25 @@ export class SqliteFlows {
         job.backoff?.base_ms ?? null,
         job.backoff?.max_ms ?? null,
         now,
-        null,
         job.attributes ?? null,
         flowId,
         node.ref,
         start.waiting_on,
         start.error,
         start.state === "cancelled" ? now : null,
-      ];
-      const id = Number((s.insertNode.get(...values) as { id: number }).id);
+      );
       this.#queues.move(node.queue, null, start.state);
       for (let e = 0; e < prereqs.length; e++) {
-        s.insertEdge.run(prereqs[e].id, id, e, prereqs[e].on_failure, start.met[e] ? 1 : 0);
+        edges.push(prereqs[e].id, id, e, prereqs[e].on_failure, start.met[e] ? 1 : 0);
       }
       if (prereqs.length > 0) this.#any = true;
       known.set(node.ref, { id, state: start.state });
       created[i] = { ref: node.ref, id, queue: node.queue, state: start.state, run_at: runAt };
     }
+    s.insertNodes.run(rows, (n, info) => {
+      if (info.changes !== n) throw new Error(`Flow rows inserted short (${info.changes} of ${n})`);
+    });
+    if (edges.length > 0) s.insertEdges.run(edges, () => {});
     return created;
   }
 
@@ -419,14 +431,21 @@ function prepare(db: DatabaseSync, count: StatementCount) {
     flowByKey: p("SELECT id FROM flows WHERE key = ?"),
     flowById: p("SELECT id, key, created_at FROM flows WHERE id = ?"),
     insertFlow: p("INSERT INTO flows (key, created_at) VALUES (?, ?) RETURNING id"),
-    insertNode: p(
-      `INSERT INTO jobs (queue, state, priority, grp, payload, max_attempts, run_at, lease_ms,
-         backoff_base_ms, backoff_max_ms, created_at, key_expires_at, attributes, flow_id,
-         flow_ref, waiting_on, last_error, finished_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+    lastJobId: p("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'"),
+    // The ids are given (see #insert): a clash with one taken meanwhile fails the insert.
+    insertNodes: new RowsStatement(
+      p,
+      18,
+      (rows) =>
+        `INSERT INTO jobs (id, queue, state, priority, grp, payload, max_attempts, run_at,
+           lease_ms, backoff_base_ms, backoff_max_ms, created_at, attributes, flow_id, flow_ref,
+           waiting_on, last_error, finished_at)
+         VALUES ${rows}`,
     ),
-    insertEdge: p(
-      "INSERT INTO flow_edges (prereq_id, job_id, ord, on_failure, met) VALUES (?, ?, ?, ?, ?)",
+    insertEdges: new RowsStatement(
+      p,
+      5,
+      (rows) => `INSERT INTO flow_edges (prereq_id, job_id, ord, on_failure, met) VALUES ${rows}`,
     ),
     refsOf: p("SELECT flow_ref AS ref, id, state FROM jobs WHERE flow_id = ?"),
     nodesOf: p(
