@@ -63,11 +63,17 @@ export interface Prerequisite {
 
 /** The wire form of one outcome in a delivery. */
 export interface OutcomeFrame {
+  /** The prerequisite's ref. */
   ref: string;
+  /** Its job id. */
   id: number;
+  /** The state it ended in. */
   state: string;
+  /** Its ack's result, or null. */
   result: unknown;
+  /** Its last error, or null. */
   last_error: string | null;
+  /** True when its result was left out to keep the delivery within its cap. */
   result_omitted: boolean;
 }
 
