@@ -77,7 +77,20 @@ interface FuzzFrame {
   bytes?: Uint8Array<ArrayBuffer>;
 }
 
-const OPS = ["auth", "subscribe", "unsubscribe", "ack", "nack", "extend", "checkpoint", "enqueue"];
+const OPS = [
+  "auth",
+  "subscribe",
+  "unsubscribe",
+  "ack",
+  "nack",
+  "extend",
+  "checkpoint",
+  "enqueue",
+  "flow",
+  "add_nodes",
+  "watch",
+  "unwatch",
+];
 
 /** Each op's fields: required, then optional. */
 const OP_FIELDS: Record<string, [string[], string[]]> = {
@@ -89,7 +102,32 @@ const OP_FIELDS: Record<string, [string[], string[]]> = {
   extend: [["id", "token"], ["lease_ms"]],
   checkpoint: [["id", "token", "data"], []],
   enqueue: [["queue", "payload"], [...JOB_OPTIONS]],
+  flow: [["nodes"], ["key"]],
+  add_nodes: [["id", "token", "nodes"], []],
+  watch: [["id"], []],
+  unwatch: [["id"], []],
 };
+
+/** Flow nodes: a few refs, edges among them (cycles, self edges and unknown refs included). */
+function flowNodes(queues: readonly string[]): fc.Arbitrary<string> {
+  const refs = ["a", "b", "c", "d"];
+  return fc.array(
+    fc.record({
+      ref: fc.constantFrom(...refs),
+      queue: fc.constantFrom(...queues),
+      deps: fc.subarray([...refs, "zz"]),
+      rule: fc.constantFrom("cancel", "ignore", "run", "later"),
+    }),
+    { maxLength: 4 },
+  ).map((nodes) =>
+    JSON.stringify(nodes.map((n) => ({
+      ref: n.ref,
+      queue: n.queue,
+      payload: {},
+      depends_on: n.deps.map((ref) => ({ ref, on_failure: n.rule })),
+    })))
+  );
+}
 
 function fieldValues(op: string, targets: Targets): (field: string) => fc.Arbitrary<string> {
   const int = (min: number, max: number) => fc.integer({ min, max }).map(String);
@@ -142,6 +180,8 @@ function fieldValues(op: string, targets: Targets): (field: string) => fc.Arbitr
         return fc.string({ maxLength: 20 }).map((e) => JSON.stringify(e));
       case "dead":
         return fc.boolean().map(String);
+      case "nodes":
+        return flowNodes(targets.queues);
       default:
         return json;
     }
