@@ -37,11 +37,10 @@ import {
   type OutcomeFrame,
   type Prerequisite,
   prerequisitesOf,
+  webSocketFor,
 } from "./flows.ts";
 import { TickBatch } from "./tick_batch.ts";
 import { ProgressReporter } from "./progress_reporter.ts";
-import { nodelayWebSocket } from "./deno_websocket.ts";
-import { nodeWebSocket } from "./node_websocket.ts";
 import type { JobAttributes } from "./job_attributes.ts";
 import { type ProcessSpan, Tracing, type TracingOptions } from "./tracing.ts";
 
@@ -328,20 +327,7 @@ export function consume<T = unknown>(
   const prefetch = options.prefetch ?? concurrency;
   const base = baseUrl(options.url);
   const wsUrl = base.replace(/^http/, "ws") + "/v1/ws";
-  // Plain ws:// goes, in Deno, through a client that turns Nagle off (deno_websocket.ts), and on
-  // Node through one on node:net that costs less per message than Node's own (node_websocket.ts).
-  const Socket = options.WebSocket ??
-    (wsUrl.startsWith("ws:") ? nodelayWebSocket() ?? nodeWebSocket() : null) ??
-    globalThis.WebSocket;
-  if (typeof Socket !== "function") {
-    // Node 20 has the standard WebSocket only behind a flag (ws:// needs none: see above); say
-    // so rather than fail obscurely.
-    throw new TypeError(
-      "Cannot consume: this runtime has no WebSocket (on Node 20, run node with " +
-        "--experimental-websocket for wss://; Node 22 and later have it), or pass " +
-        "options.WebSocket",
-    );
-  }
+  const Socket = webSocketFor(wsUrl, options.WebSocket, "consume");
   const frameBytes = "Deno" in globalThis && Socket === globalThis.WebSocket
     ? MAX_STALLING_FRAME_BYTES
     : MAX_FRAME_BYTES;

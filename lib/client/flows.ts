@@ -117,15 +117,26 @@ export interface JobEnd {
   finished_at: number;
 }
 
-/** The WebSocket class for `wsUrl`: the given one, else the one the consumer would use. */
-export function webSocketFor(wsUrl: string, given?: typeof WebSocket): typeof WebSocket {
+/**
+ * The WebSocket class for `wsUrl`: the given one, else plain ws:// through a client that turns
+ * Nagle off in Deno (deno_websocket.ts) or one on node:net on Node (node_websocket.ts), else the
+ * runtime's. Throws, saying what could not be done (`what`), when there is none.
+ */
+export function webSocketFor(
+  wsUrl: string,
+  given: typeof WebSocket | undefined,
+  what: string,
+): typeof WebSocket {
   const Socket = given ??
     (wsUrl.startsWith("ws:") ? nodelayWebSocket() ?? nodeWebSocket() : null) ??
     globalThis.WebSocket;
   if (typeof Socket !== "function") {
+    // Node 20 has the standard WebSocket only behind a flag (ws:// needs none: see above); say
+    // so rather than fail obscurely.
     throw new TypeError(
-      "This runtime has no WebSocket (on Node 20, run node with --experimental-websocket for " +
-        "wss://; Node 22 and later have it), or pass options.WebSocket",
+      `Cannot ${what}: this runtime has no WebSocket (on Node 20, run node with ` +
+        "--experimental-websocket for wss://; Node 22 and later have it), or pass " +
+        "options.WebSocket",
     );
   }
   return Socket;
@@ -143,7 +154,7 @@ export function watchJob(
   options: WatchOptions = {},
 ): Promise<JobEnd> {
   const wsUrl = base.replace(/^http/, "ws") + "/v1/ws";
-  const Socket = webSocketFor(wsUrl, options.WebSocket);
+  const Socket = webSocketFor(wsUrl, options.WebSocket, "watch");
   return new Promise<JobEnd>((resolve, reject) => {
     let settled = false;
     const socket = new Socket(wsUrl, "tegami.v2");

@@ -310,7 +310,7 @@ export class Broker {
   async cancelFlow(id: number): Promise<FlowCancelled> {
     const out = await this.#store.cancelFlow(id, this.#clock.now());
     if (out === null) throw flowNotFound(id);
-    for (const watched of this.#watchers.ids()) this.#ended(watched);
+    for (const cancelled of out.ids) this.#ended(cancelled);
     for (const [, token, queue] of out.revoked) {
       this.#over(token, queue, "cancelled", "cancelled");
       this.wake(queue);
@@ -357,42 +357,35 @@ export class Broker {
     this.#refuseIfClosed();
     return new Promise<Job | null>((resolve, reject) => {
       let done = false;
-      const finish = (job: Job | null) => {
+      /** Ends the wait once, whichever way: the job, or the store's error. */
+      const settle = (answer: () => void) => {
         if (done) return;
         done = true;
         this.#clock.clearTimer(timer);
         signal?.removeEventListener("abort", stop);
         this.#longPolls.delete(stop);
         unwatch();
-        resolve(job);
+        answer();
       };
-      const readNow = () =>
-        this.#store.get(id).then(finish, (error) => {
-          if (done) return;
-          done = true;
-          unwatch();
-          reject(error);
-        });
+      const read = (ended: (job: Job | null) => boolean) =>
+        this.#store.get(id).then(
+          (job) => {
+            if (ended(job)) settle(() => resolve(job));
+          },
+          (error) => settle(() => reject(error)),
+        );
       // Watching first, then reading: an end between the two is heard, one before is read.
       const unwatch = this.#watch(id, (event) => {
-        if (event.kind === "ended") finish(event.job);
+        if (event.kind === "ended") settle(() => resolve(event.job));
       });
+      // When the wait runs out (or is given up): the job as it is then.
       const stop = () => {
-        if (!done) readNow();
+        if (!done) read(() => true);
       };
       const timer = this.#clock.setTimer(stop, Math.max(0, waitMs));
       signal?.addEventListener("abort", stop, { once: true });
       this.#longPolls.add(stop);
-      this.#store.get(id).then((job) => {
-        if (job === null || hasEnded(job.state) || waitMs <= 0) finish(job);
-      }, (error) => {
-        if (done) return;
-        done = true;
-        this.#clock.clearTimer(timer);
-        this.#longPolls.delete(stop);
-        unwatch();
-        reject(error);
-      });
+      read((job) => job === null || hasEnded(job.state) || waitMs <= 0);
     });
   }
 

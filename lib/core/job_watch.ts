@@ -43,16 +43,6 @@ export class JobWatchers {
     return this.#byId.has(id);
   }
 
-  /** The ids watched now. */
-  ids(): number[] {
-    return [...this.#byId.keys()];
-  }
-
-  /** How many jobs are watched. */
-  get size(): number {
-    return this.#byId.size;
-  }
-
   /** Tells the job's watchers. */
   tell(id: number, event: JobEvent): void {
     const set = this.#byId.get(id);

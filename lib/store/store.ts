@@ -125,6 +125,8 @@ export interface FlowCancelled {
   id: number;
   /** How many of its jobs were cancelled. */
   cancelled: number;
+  /** Their ids. */
+  ids: number[];
   /** The leases revoked: `[job id, token, queue]`. */
   revoked: [number, string, string][];
 }

@@ -65,6 +65,8 @@ export async function publishNews(
   news: BatchNews,
   watches: PgWatches | null = null,
 ): Promise<void> {
+  // Remembered for a watch announced elsewhere that crosses this batch's ends (pg_watches.ts).
+  watches?.ended(news.finished);
   for (const payload of encodeNews(instance, news, watches)) {
     await tx`SELECT pg_notify(${channel}, ${payload})`;
   }
@@ -99,7 +101,6 @@ export function encodeNews(
     size += cost;
   }
   if (watches !== null) {
-    watches.ended(news.finished);
     for (const id of news.finished) {
       if (!watches.wanted(id)) continue;
       if (size + 20 > MAX_PAYLOAD) flush();

@@ -3,10 +3,11 @@
  * statements, dependents released inside the transaction that ended a prerequisite, a
  * delivery's outcomes, and the flow's reads.
  *
- * Several transactions (and servers) may end prerequisites of one dependent at once: each edge
- * is met by a guarded UPDATE, each count-down and cancel is one UPDATE of the dependent's row
- * (which waits for the other's commit and sees its result), and dependents are changed in id
- * order so that two transactions lock them in the same order.
+ * Several transactions (and servers) may end prerequisites of one dependent at once: the read of
+ * a round's edges locks their dependents, in id order (`ORDER BY … FOR UPDATE`: rows are locked
+ * as sorted), so two transactions take them in the same order and the second reads the first's
+ * result; each edge is then met by a guarded UPDATE, and each count-down and cancel is one
+ * UPDATE of a row it holds.
  *
  * @module
  */
@@ -18,7 +19,6 @@ import {
   type EndState,
   type Flow,
   type FlowCreated,
-  type FlowNode,
   type FlowSummary,
   type NewFlow,
   type NewFlowNode,
@@ -31,7 +31,14 @@ import {
   startOf,
 } from "../../core/flow.ts";
 import type { Delivery, JobState } from "../../core/job.ts";
-import { zeroCounts } from "../job_row.ts";
+import {
+  type EdgeRow,
+  flowOf,
+  type FlowRow,
+  flowSummaryOf,
+  type NodeRow,
+  type StateRow,
+} from "../flow_rows.ts";
 import type { FlowCancelled } from "../store.ts";
 import type { BatchNews } from "./pg_group_commit.ts";
 import type { Sql, TxSql } from "./pg_driver.ts";
@@ -229,7 +236,8 @@ export async function ended(
       JOIN jobs d ON d.id = e.job_id JOIN jobs p ON p.id = e.prereq_id
       WHERE e.prereq_id = ANY(${round.map((j) => j.id)}::bigint[]) AND NOT e.met
         AND d.state = 'blocked'
-      ORDER BY e.job_id`;
+      ORDER BY e.job_id
+      FOR UPDATE OF d`;
     if (rows.length === 0) return;
     const edges: EndedEdge[] = rows.map((row) => ({
       prereq_id: Number(row.prereq_id),
@@ -347,58 +355,29 @@ export async function cancelFlow(
       news.ready.add(row.queue);
     }
   }
-  return { id: flowId, cancelled: rows.length, revoked };
+  return {
+    id: flowId,
+    cancelled: rows.length,
+    ids: rows.map((row) => Number(row.id)).sort((a, b) => a - b),
+    revoked,
+  };
 }
 
 /** Reads a flow with its nodes. */
 export async function getFlow(sql: Sql, flowId: number): Promise<Flow | null> {
-  const [flow] = await sql<{ id: number; key: string | null; created_at: number }[]>`
-    SELECT id, key, created_at FROM flows WHERE id = ${flowId}`;
+  const [flow] = await sql<FlowRow[]>`SELECT id, key, created_at FROM flows WHERE id = ${flowId}`;
   if (flow === undefined) return null;
-  const nodes: FlowNode[] = [];
-  const byId = new Map<number, FlowNode>();
-  const counts = zeroCounts();
-  let finished: number | null = 0;
-  for (
-    const row of await sql<
-      { id: number; ref: string; queue: string; state: JobState; finished_at: number | null }[]
-    >`
-      SELECT id, flow_ref AS ref, queue, state, finished_at FROM jobs
-      WHERE flow_id = ${flowId} ORDER BY id`
-  ) {
-    const node: FlowNode = {
-      ref: row.ref,
-      id: Number(row.id),
-      queue: row.queue,
-      state: row.state,
-      depends_on: [],
-    };
-    nodes.push(node);
-    byId.set(node.id, node);
-    counts[row.state]++;
-    finished = row.finished_at === null || finished === null
-      ? null
-      : Math.max(finished, Number(row.finished_at));
-  }
-  for (
-    const edge of await sql<{ job_id: number; ref: string; on_failure: OnFailure }[]>`
-      SELECT e.job_id, p.flow_ref AS ref, e.on_failure FROM jobs d
-      JOIN flow_edges e ON e.job_id = d.id JOIN jobs p ON p.id = e.prereq_id
-      WHERE d.flow_id = ${flowId} ORDER BY e.job_id, e.ord`
-  ) {
-    byId.get(Number(edge.job_id))?.depends_on.push({ ref: edge.ref, on_failure: edge.on_failure });
-  }
-  return {
-    id: Number(flow.id),
-    key: flow.key,
-    created_at: Number(flow.created_at),
-    counts,
-    finished_at: nodes.length === 0 ? null : finished,
-    nodes,
-  };
+  const nodes = await sql<NodeRow[]>`
+    SELECT id, flow_ref AS ref, queue, state, finished_at FROM jobs
+    WHERE flow_id = ${flowId} ORDER BY id`;
+  const edges = await sql<EdgeRow[]>`
+    SELECT e.job_id, p.flow_ref AS ref, e.on_failure FROM jobs d
+    JOIN flow_edges e ON e.job_id = d.id JOIN jobs p ON p.id = e.prereq_id
+    WHERE d.flow_id = ${flowId} ORDER BY e.job_id, e.ord`;
+  return flowOf(flow, nodes, edges);
 }
 
-/** Flows after `after`, without their nodes. */
+/** Flows after `after` (or, `newest`, before it), without their nodes. */
 export async function listFlows(
   sql: Sql,
   after: number,
@@ -406,39 +385,18 @@ export async function listFlows(
   newest: boolean,
 ): Promise<FlowSummary[]> {
   const flows = newest
-    ? await sql<{ id: number; key: string | null; created_at: number }[]>`
+    ? await sql<FlowRow[]>`
       SELECT id, key, created_at FROM flows WHERE ${after} <= 0 OR id < ${after}
       ORDER BY id DESC LIMIT ${limit}`
-    : await sql<{ id: number; key: string | null; created_at: number }[]>`
+    : await sql<FlowRow[]>`
       SELECT id, key, created_at FROM flows WHERE id > ${after} ORDER BY id LIMIT ${limit}`;
   if (flows.length === 0) return [];
-  const rows = await sql<
-    { flow_id: number; state: JobState; n: number; finished: number | null }[]
-  >`
+  const rows = await sql<(StateRow & { flow_id: number })[]>`
     SELECT flow_id, state, count(*)::int AS n, max(finished_at) AS finished FROM jobs
     WHERE flow_id = ANY(${flows.map((f) => f.id)}::bigint[]) GROUP BY flow_id, state`;
-  return flows.map((flow) => {
-    const counts = zeroCounts();
-    let finished: number | null = 0;
-    let n = 0;
-    for (const row of rows) {
-      if (Number(row.flow_id) !== Number(flow.id)) continue;
-      counts[row.state] = row.n;
-      n += row.n;
-      if (row.state === "done" || row.state === "dead" || row.state === "cancelled") {
-        if (finished !== null) finished = Math.max(finished, Number(row.finished ?? 0));
-      } else {
-        finished = null;
-      }
-    }
-    return {
-      id: Number(flow.id),
-      key: flow.key,
-      created_at: Number(flow.created_at),
-      counts,
-      finished_at: n === 0 ? null : finished,
-    };
-  });
+  return flows.map((flow) =>
+    flowSummaryOf(flow, rows.filter((row) => Number(row.flow_id) === Number(flow.id)))
+  );
 }
 
 /** Drops the edges into deleted jobs and the flows they leave without jobs. */

@@ -17,7 +17,6 @@ import {
   type EndState,
   type Flow,
   type FlowCreated,
-  type FlowNode,
   type FlowSummary,
   type NewFlow,
   type NewFlowNode,
@@ -31,7 +30,14 @@ import {
 } from "../../core/flow.ts";
 import type { Delivery, JobState } from "../../core/job.ts";
 import { withQueueDefaults } from "../../core/queue_settings.ts";
-import { zeroCounts } from "../job_row.ts";
+import {
+  type EdgeRow,
+  flowOf,
+  type FlowRow,
+  flowSummaryOf,
+  type NodeRow,
+  type StateRow,
+} from "../flow_rows.ts";
 import type { FlowCancelled, Released } from "../store.ts";
 import { CountedStatement, type StatementCount } from "./counted_statement.ts";
 import { RowsStatement } from "./rows_statement.ts";
@@ -271,95 +277,33 @@ export class SqliteFlows {
       this.#queues.move(row.queue, row.was, "cancelled");
       if (row.was === "leased" && row.token !== null) revoked.push([row.id, row.token, row.queue]);
     }
-    return { id: flowId, cancelled: rows.length, revoked };
+    return {
+      id: flowId,
+      cancelled: rows.length,
+      ids: rows.map((row) => row.id).sort((a, b) => a - b),
+      revoked,
+    };
   }
 
   /** Reads a flow with its nodes. */
   get(flowId: number): Flow | null {
-    const flow = this.#s.flowById.get(flowId) as
-      | { id: number; key: string | null; created_at: number }
-      | undefined;
+    const flow = this.#s.flowById.get(flowId) as FlowRow | undefined;
     if (flow === undefined) return null;
-    const nodes: FlowNode[] = [];
-    const byId = new Map<number, FlowNode>();
-    const counts = zeroCounts();
-    let finished: number | null = 0;
-    for (
-      const row of this.#s.nodesOf.all(flowId) as {
-        id: number;
-        ref: string;
-        queue: string;
-        state: JobState;
-        finished_at: number | null;
-      }[]
-    ) {
-      const node: FlowNode = {
-        ref: row.ref,
-        id: row.id,
-        queue: row.queue,
-        state: row.state,
-        depends_on: [],
-      };
-      nodes.push(node);
-      byId.set(row.id, node);
-      counts[row.state]++;
-      finished = row.finished_at === null || finished === null
-        ? null
-        : Math.max(finished, row.finished_at);
-    }
-    for (
-      const edge of this.#s.edgesOf.all(flowId) as {
-        job_id: number;
-        ref: string;
-        on_failure: OnFailure;
-      }[]
-    ) {
-      byId.get(edge.job_id)?.depends_on.push({ ref: edge.ref, on_failure: edge.on_failure });
-    }
-    return {
-      id: flow.id,
-      key: flow.key,
-      created_at: flow.created_at,
-      counts,
-      finished_at: nodes.length === 0 ? null : finished,
-      nodes,
-    };
+    return flowOf(
+      flow,
+      this.#s.nodesOf.all(flowId) as unknown as NodeRow[],
+      this.#s.edgesOf.all(flowId) as unknown as EdgeRow[],
+    );
   }
 
   /** Flows after `after` (or, `newest`, before it), without their nodes. */
   list(after: number, limit: number, newest: boolean): FlowSummary[] {
-    const out: FlowSummary[] = [];
     const page = newest
       ? this.#s.flowsBefore.all(after <= 0 ? Number.MAX_SAFE_INTEGER : after, limit)
       : this.#s.flowsAfter.all(after, limit);
-    for (
-      const flow of page as {
-        id: number;
-        key: string | null;
-        created_at: number;
-      }[]
-    ) {
-      const counts = zeroCounts();
-      let finished: number | null = 0;
-      let n = 0;
-      for (
-        const row of this.#s.countsOf.all(flow.id) as {
-          state: JobState;
-          n: number;
-          finished: number | null;
-        }[]
-      ) {
-        counts[row.state] = row.n;
-        n += row.n;
-        if (row.state === "done" || row.state === "dead" || row.state === "cancelled") {
-          if (finished !== null) finished = Math.max(finished, row.finished ?? 0);
-        } else {
-          finished = null;
-        }
-      }
-      out.push({ ...flow, counts, finished_at: n === 0 ? null : finished });
-    }
-    return out;
+    return (page as unknown as FlowRow[]).map((flow) =>
+      flowSummaryOf(flow, this.#s.countsOf.all(flow.id) as unknown as StateRow[])
+    );
   }
 
   /** Forgets flows none of whose jobs is stored any more, among `ids`; deletes edges of `jobs`. */

@@ -271,6 +271,7 @@ export function flowCases({ test }: SuiteCases): void {
     assert.deepEqual(out, {
       id: created.id,
       cancelled: 2,
+      ids: [idOf(created, "b"), idOf(created, "c")],
       revoked: [[leased.job.id, leased.lease.token, "q"]],
     });
     assert.deepEqual(await countsOf(store, "q"), counts({ done: 1, cancelled: 2 }));
