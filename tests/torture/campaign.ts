@@ -22,8 +22,7 @@
  */
 
 import { OUTCOME_UNKNOWN } from "../../lib/core/errors.ts";
-import { openInspector } from "../helpers/inspector.ts";
-import { type ServerProcess, spawnServer } from "../helpers/process_server.ts";
+import { finalRead, Fleet } from "./fleet.ts";
 import { check, type CheckReport } from "./checker.ts";
 import { type Event, History, payloadFor, payloadIntact, type SentJob } from "./history.ts";
 import type { Fault } from "./faulty_store.ts";
@@ -158,50 +157,16 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   }
 
   // ---- the servers ----
-  /** Each server's process (null while it is down) and URL ("" while down). */
-  const servers: { process: ServerProcess | null; url: string }[] = Array.from(
-    { length: instances },
-    () => ({ process: null, url: "" }),
-  );
-  let epoch = 0;
-  /** The stderr of servers that exited by themselves. */
-  const deaths: string[] = [];
-  const start = async (i: number) => {
-    // NO_COLOR: a dead server's stderr goes into reports as plain text.
-    const process = await spawnServer(args, { script, env: { NO_COLOR: "1" } });
-    servers[i] = { process, url: process.url };
-    const started = ++epoch;
-    history.add({ type: "server_start", epoch: started, server: i });
-    // A server that exits while it is still the one in its slot was not stopped by the
-    // campaign (which empties the slot first): a failure, recorded, and the server restarted.
-    process.exited().then(async ({ code, stderr }) => {
-      if (servers[i].process !== process) return;
-      servers[i] = { process: null, url: "" };
-      history.add({ type: "server_died", epoch: started, code, server: i });
-      deaths.push(`[server ${i} died with code ${code}]\n${stderr.slice(-4000)}`);
-      log(`server ${i} exited by itself with code ${code}:\n${stderr.slice(-2500)}`);
-      // Started again until it listens (PostgreSQL may be restarting: startup then fails).
-      while (!finalStop) {
-        try {
-          await start(i);
-          return;
-        } catch (error) {
-          log(`server ${i} did not start again: ${String(error).slice(0, 300)}`);
-          await sleep(500);
-        }
-      }
-    });
-  };
-  /** The URL of server `i` (modulo their number), or of the next one up; "" when none is. */
-  const urlOf = (i: number) => {
-    for (let k = 0; k < instances; k++) {
-      const url = servers[(i + k) % instances].url;
-      if (url !== "") return url;
-    }
-    return "";
-  };
-  /** Which server a URL is (for the history). */
-  const serverOf = (url: string) => Math.max(0, servers.findIndex((s) => s.url === url));
+  const fleet = new Fleet({
+    args,
+    script,
+    instances,
+    log,
+    onStart: (server, epoch) => history.add({ type: "server_start", epoch, server }),
+    onDied: (server, epoch, code) => history.add({ type: "server_died", epoch, code, server }),
+  });
+  const urlOf = (i: number) => fleet.urlOf(i);
+  const serverOf = (url: string) => fleet.serverOf(url);
 
   // ---- producers ----
   let producing = true;
@@ -576,13 +541,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   }
 
   // ---- the run ----
-  /** Set once the final stop begins: a server that dies then is not started again. */
-  let finalStop = false;
   let cycles = 0;
   let cleanExit = false;
   let lastStderr = "";
   try {
-    for (let i = 0; i < instances; i++) await start(i);
+    for (let i = 0; i < instances; i++) await fleet.start(i);
     for (let i = 0; i < (options.consumers ?? 4); i++) {
       const consumer = new ConsumerActor(i);
       consumers.push(consumer);
@@ -597,8 +560,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     while (cycles < options.cycles && !options.signal?.aborted) {
       await sleep(between(options.upMs ?? [250, 1000]));
       const i = Math.floor(random() * instances); // one server at a time
-      const running = servers[i].process;
+      const running = fleet.servers[i].process;
       if (running === null) continue; // it died by itself and is starting again
+      const epoch = fleet.epoch;
       const r = random();
       const what = disruption !== "mixed"
         ? disruption
@@ -609,17 +573,17 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         : "pause";
       if (what === "kill") {
         history.add({ type: "server_kill", epoch, server: i });
-        servers[i] = { process: null, url: "" };
+        fleet.take(i);
         running.kill("SIGKILL");
         await running.exited();
-        await start(i);
+        await fleet.start(i);
       } else if (what === "term") {
         history.add({ type: "server_stop", epoch, server: i });
-        servers[i] = { process: null, url: "" };
+        fleet.take(i);
         running.kill("SIGTERM");
         const { code } = await running.exited();
         history.add({ type: "server_exit", epoch, code, server: i });
-        await start(i);
+        await fleet.start(i);
       } else if (what === "pause") {
         history.add({ type: "server_pause", epoch, server: i });
         running.kill("SIGSTOP");
@@ -655,46 +619,16 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     if (quiet < 3) log("drain timed out");
     consuming = false;
     await Promise.all([...consumers.map((consumer) => consumer.stop()), ...pollers]);
-    finalStop = true;
-    cleanExit = true;
-    const stderrs: string[] = [...deaths];
-    for (let i = 0; i < instances; i++) {
-      const last = servers[i].process;
-      if (last === null) {
-        cleanExit = false;
-        continue;
-      }
-      servers[i] = { process: null, url: "" };
-      last.kill("SIGTERM");
-      const exit = await last.exited();
-      cleanExit &&= exit.code === 0;
-      stderrs.push(instances > 1 ? `[server ${i}]\n${exit.stderr}` : exit.stderr);
-    }
-    lastStderr = stderrs.join("\n");
+    ({ clean: cleanExit, stderr: lastStderr } = await fleet.stopAll());
 
     // ---- the database, read after the servers stopped ----
-    await using inspector = openInspector(db, options.schema);
-    const integrity = await inspector.integrity();
-    const jobs = (await inspector.jobs(queue)).map((row) => {
-      let uid = "?";
-      try {
-        uid = JSON.parse(row.payload).uid ?? "?";
-      } catch {
-        // a payload that is not JSON: reported as unexpected
-      }
-      return { id: row.id, uid, state: row.state, attempts: row.attempts };
-    });
+    const { integrity, jobs } = await finalRead(db, options.schema, queue);
     history.add({ type: "final", integrity, jobs });
   } finally {
-    finalStop = true;
     producing = false;
     consuming = false;
     for (const consumer of consumers) consumer.socket?.close();
-    for (const { process } of servers) {
-      if (process === null) continue;
-      process.kill("SIGCONT");
-      await process[Symbol.asyncDispose]();
-    }
+    await fleet.dispose();
     if (ownDir !== null) await Deno.remove(ownDir, { recursive: true });
   }
   const report = check(history.events);

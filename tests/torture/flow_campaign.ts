@@ -21,8 +21,7 @@
  * @module
  */
 
-import { openInspector } from "../helpers/inspector.ts";
-import { type ServerProcess, spawnServer } from "../helpers/process_server.ts";
+import { finalRead, Fleet } from "./fleet.ts";
 import { outcomeUnknown, seededRandom } from "./campaign.ts";
 import type { Fault } from "./faulty_store.ts";
 import {
@@ -161,41 +160,14 @@ export async function runFlowCampaign(options: FlowCampaignOptions): Promise<Flo
   }
 
   // ---- the servers ----
-  const servers: { process: ServerProcess | null; url: string }[] = Array.from(
-    { length: instances },
-    () => ({ process: null, url: "" }),
-  );
-  let epoch = 0;
-  let finalStop = false;
-  const deaths: string[] = [];
-  const start = async (i: number) => {
-    const process = await spawnServer(args, { script, env: { NO_COLOR: "1" } });
-    servers[i] = { process, url: process.url };
-    add({ type: "server_start", epoch: ++epoch, server: i });
-    // A server that exits while still in its slot was not stopped by the campaign: noted in
-    // the stderr (the checker then finds what it broke) and started again.
-    process.exited().then(async ({ code, stderr }) => {
-      if (servers[i].process !== process) return;
-      servers[i] = { process: null, url: "" };
-      deaths.push(`[server ${i} died with code ${code}]\n${stderr.slice(-4000)}`);
-      log(`server ${i} exited by itself with code ${code}`);
-      while (!finalStop) {
-        try {
-          await start(i);
-          return;
-        } catch {
-          await sleep(500);
-        }
-      }
-    });
-  };
-  const urlOf = (i: number) => {
-    for (let k = 0; k < instances; k++) {
-      const url = servers[(i + k) % instances].url;
-      if (url !== "") return url;
-    }
-    return "";
-  };
+  const fleet = new Fleet({
+    args,
+    script,
+    instances,
+    log,
+    onStart: (server, epoch) => add({ type: "server_start", epoch, server }),
+  });
+  const urlOf = (i: number) => fleet.urlOf(i);
 
   // ---- producers ----
   let producing = true;
@@ -434,7 +406,7 @@ export async function runFlowCampaign(options: FlowCampaignOptions): Promise<Flo
   let lastStderr = "";
   const consumers: Consumer[] = [];
   try {
-    for (let i = 0; i < instances; i++) await start(i);
+    for (let i = 0; i < instances; i++) await fleet.start(i);
     for (let i = 0; i < (options.consumers ?? 3); i++) {
       const consumer = new Consumer(i);
       consumers.push(consumer);
@@ -444,13 +416,12 @@ export async function runFlowCampaign(options: FlowCampaignOptions): Promise<Flo
     while (cycles < options.cycles && !options.signal?.aborted) {
       await sleep(between(options.upMs ?? [250, 800]));
       const i = Math.floor(random() * instances);
-      const running = servers[i].process;
+      const running = fleet.take(i);
       if (running === null) continue;
-      add({ type: "server_kill", epoch, server: i });
-      servers[i] = { process: null, url: "" };
+      add({ type: "server_kill", epoch: fleet.epoch, server: i });
       running.kill("SIGKILL");
       await running.exited();
-      await start(i);
+      await fleet.start(i);
       cycles++;
       if (cycles % 10 === 0) log(`${cycles} kills, ${events.length} events`);
     }
@@ -475,44 +446,16 @@ export async function runFlowCampaign(options: FlowCampaignOptions): Promise<Flo
     if (quiet < 3) log("drain timed out");
     consuming = false;
     await Promise.all(consumers.map((consumer) => consumer.stop()));
-    finalStop = true;
-    cleanExit = true;
-    const stderrs: string[] = [...deaths];
-    for (let i = 0; i < instances; i++) {
-      const last = servers[i].process;
-      if (last === null) {
-        cleanExit = false;
-        continue;
-      }
-      servers[i] = { process: null, url: "" };
-      last.kill("SIGTERM");
-      const exit = await last.exited();
-      cleanExit &&= exit.code === 0;
-      stderrs.push(instances > 1 ? `[server ${i}]\n${exit.stderr}` : exit.stderr);
-    }
-    lastStderr = stderrs.join("\n");
+    ({ clean: cleanExit, stderr: lastStderr } = await fleet.stopAll());
 
     // ---- the database, read after the servers stopped ----
-    await using inspector = openInspector(db, options.schema);
-    const integrity = await inspector.integrity();
-    const jobs = (await inspector.jobs(queue)).map((row) => {
-      let uid = "?";
-      try {
-        uid = JSON.parse(row.payload).uid ?? "?";
-      } catch {
-        // a payload that is not JSON: reported as unexpected
-      }
-      return { id: row.id, uid, state: row.state, attempts: row.attempts };
-    });
+    const { integrity, jobs } = await finalRead(db, options.schema, queue);
     add({ type: "final", integrity, jobs });
   } finally {
-    finalStop = true;
     producing = false;
     consuming = false;
     for (const consumer of consumers) consumer.socket?.close();
-    for (const { process } of servers) {
-      if (process !== null) await process[Symbol.asyncDispose]();
-    }
+    await fleet.dispose();
     if (ownDir !== null) await Deno.remove(ownDir, { recursive: true });
   }
   return {
