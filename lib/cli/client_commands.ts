@@ -1,9 +1,10 @@
 /**
  * The client commands of the `tegami` program: `enqueue`, `stats`, `job`, `dead`,
  * `queue settings`, `consume --exec`, `schedule` (schedule_command.ts), `backup`
- * (backup_command.ts), `bulk` (bulk_command.ts) and `flow` (flow_command.ts). They talk to a
- * running server through the client library (or, for what it does not cover, api_call.ts), find
- * it with `--url`/`TEGAMI_URL` and authenticate with `--token`/`TEGAMI_TOKEN`.
+ * (backup_command.ts), `bulk` (bulk_command.ts), `flow` (flow_command.ts) and `group`
+ * (group_command.ts). They talk to a running server through the client library (or, for what it
+ * does not cover, api_call.ts), find it with `--url`/`TEGAMI_URL` and authenticate with
+ * `--token`/`TEGAMI_TOKEN`.
  *
  * @module
  */
@@ -27,6 +28,7 @@ import { scheduleCommand, ScheduleUsageError } from "./schedule_command.ts";
 import { backupCommand, BackupUsageError } from "./backup_command.ts";
 import { bulkCommand, BulkUsageError } from "./bulk_command.ts";
 import { flowCommand, FlowUsageError } from "./flow_command.ts";
+import { groupCommand, GroupUsageError } from "./group_command.ts";
 import { apiCaller, ApiRefused } from "./api_call.ts";
 
 /** Where a command reads and writes; the process's own streams in production. */
@@ -59,6 +61,7 @@ export const CLIENT_COMMANDS = [
   "backup",
   "bulk",
   "flow",
+  "group",
 ] as const;
 
 /** Runs a client command; answers the exit code (0 ok, 1 failed, 2 usage error). */
@@ -89,12 +92,15 @@ export async function runClientCommand(
         return await bulkCommand(args, io);
       case "flow":
         return await flowCommand(args, io);
+      case "group":
+        return await groupCommand(args, io);
     }
   } catch (error) {
     if (
       error instanceof ConfigError || error instanceof UsageError ||
       error instanceof ScheduleUsageError || error instanceof BackupUsageError ||
-      error instanceof BulkUsageError || error instanceof FlowUsageError
+      error instanceof BulkUsageError || error instanceof FlowUsageError ||
+      error instanceof GroupUsageError
     ) {
       io.err(`tegami ${command}: ${error.message}\n`);
       return 2;
