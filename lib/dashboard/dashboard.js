@@ -23,7 +23,13 @@
    * @typedef {Error & { status?: number }} ApiError
    * @typedef {{ enqueued: number, acked: number, failed: number }} Rates
    * @typedef {{ blocked: number, pending: number, delayed: number, leased: number, done: number, dead: number, cancelled: number }} Counts
-   * @typedef {{ waiting: number, leased: number, full: number }} GroupCounts
+   * @typedef {{ group: string, held: "concurrency" | "rate", pending: number, leased: number, limit: number }} HeldGroup
+   * @typedef {{ waiting: number, leased: number, full: number, rate_held?: number, top_held?: HeldGroup[] }} GroupCounts
+   * @typedef {{ weight: number, concurrency: number | null, rate: string | null }} GroupSettings
+   * @typedef {{
+   *   group: string, settings: GroupSettings, configured: boolean, pending: number, leased: number,
+   *   limit: number, held: "concurrency" | "rate" | null, held_until: number | null
+   * }} GroupState  one ordering group as `GET /v1/queues/{queue}/groups` answers it
    * @typedef {{
    *   concurrency: number | null, rate: string | null, group_limit: number, max_attempts: number | null,
    *   lease_ms: number | null, backoff: { base_ms: number, max_ms: number } | null,
@@ -49,7 +55,7 @@
    * @typedef {{
    *   tr: HTMLTableRowElement, cells: Record<string, HTMLElement>, badge: HTMLElement, spark: HTMLElement,
    *   pause: HTMLButtonElement, settings: HTMLElement, settingsKey: string,
-   *   limits: { line: HTMLElement, held: HTMLElement }
+   *   limits: { line: HTMLElement, held: HTMLElement, groups: HTMLButtonElement }
    * }} Row
    * @typedef {{
    *   queue: string, jobs: Job[], next: number | null, loading: boolean, error: string,
@@ -591,6 +597,7 @@
     followJobs(BROWSE);
     followJob();
     followFlow();
+    renderHeldGroups();
   }
 
   /**
@@ -649,7 +656,7 @@
     const cells = {};
     const badge = h("span", { class: "badge paused hidden", text: "paused" });
     const settings = h("div", { class: "qsettings hidden" });
-    const limits = makeLimits();
+    const limits = makeLimits(name);
     const tr = h(
       "tr",
       { "data-queue": name },
@@ -659,6 +666,7 @@
         h("span", { class: "qname", text: name }),
         badge,
         limits.held,
+        limits.groups,
         settings,
         limits.line,
       ),
@@ -693,7 +701,16 @@
         openJobs(BROWSE, name);
       },
     });
-    tr.appendChild(h("td", { class: "actions" }, pause, jobs, dead));
+    const groups = h("button", {
+      type: "button",
+      class: "groups-open",
+      text: "Groups",
+      title: "The queue's ordering groups: the held ones, their settings",
+      onclick: function () {
+        openGroups(name);
+      },
+    });
+    tr.appendChild(h("td", { class: "actions" }, pause, jobs, groups, dead));
     return {
       tr: tr,
       cells: cells,
@@ -709,18 +726,51 @@
   /**
    * The parts of a queue row that show its limits at work (the settings chips show the limits
    * themselves): a badge naming the limit that holds its consumers back right now, and a line
-   * with its leased jobs against its concurrency and its ordering groups.
-   * @returns {{ line: HTMLElement, held: HTMLElement }}
+   * with its leased jobs against its concurrency and its ordering groups, and a badge counting
+   * the groups whose own limits hold their jobs back (it opens the queue's groups).
+   * @param {string} name
+   * @returns {{ line: HTMLElement, held: HTMLElement, groups: HTMLButtonElement }}
    */
-  function makeLimits() {
+  function makeLimits(name) {
     return {
       held: h("span", { class: "badge held hidden" }),
+      groups: h("button", {
+        type: "button",
+        class: "badge held groups-held hidden",
+        onclick: function () {
+          openGroups(name);
+        },
+      }),
       line: h("span", { class: "limits hidden" }),
     };
   }
 
   /**
-   * @param {{ line: HTMLElement, held: HTMLElement }} parts
+   * How the limits line counts the groups at their concurrency: "at limit N" when they share the
+   * queue's `group_limit` as far as the held groups listed show, else "at their limit".
+   * @param {GroupCounts} groups
+   * @param {QueueSettings | undefined} settings
+   */
+  function fullText(groups, settings) {
+    const groupLimit = settings ? settings.group_limit : 1;
+    const top = groups.top_held || [];
+    const own = top.some(function (g) {
+      return g.held === "concurrency" && g.limit !== groupLimit;
+    });
+    return int(groups.full) + (own ? " at their limit" : " at limit " + int(groupLimit));
+  }
+
+  /**
+   * Why a held group's jobs wait, in the words the page uses: "slots" (as many leased as its
+   * concurrency) or "rate" (no token yet).
+   * @param {string | null} held
+   */
+  function heldWord(held) {
+    return held === "concurrency" ? "slots" : held === "rate" ? "rate" : "—";
+  }
+
+  /**
+   * @param {{ line: HTMLElement, held: HTMLElement, groups: HTMLButtonElement }} parts
    * @param {QueueView} q
    */
   function updateLimits(parts, q) {
@@ -740,16 +790,34 @@
     }
     const groups = q.groups;
     if (groups && (groups.waiting > 0 || groups.leased > 0)) {
+      const rateHeld = groups.rate_held || 0;
       bits.push(
         "groups: " + int(groups.waiting) + " waiting · " + int(groups.leased) + " leased" +
-          (groups.full > 0
-            ? " · " + int(groups.full) + " at limit " +
-              int(settings ? settings.group_limit : 1)
-            : ""),
+          (groups.full > 0 ? " · " + fullText(groups, settings) : "") +
+          (rateHeld > 0 ? " · " + int(rateHeld) + " held by their rate" : ""),
       );
     }
     parts.line.classList.toggle("hidden", bits.length === 0);
     parts.line.textContent = bits.join(" · ");
+    const heldGroups = groups ? groups.full + (groups.rate_held || 0) : 0;
+    parts.groups.classList.toggle("hidden", heldGroups === 0);
+    parts.groups.textContent = heldGroups === 0
+      ? ""
+      : int(heldGroups) + (heldGroups === 1 ? " group held" : " groups held");
+    parts.groups.title = groups && heldGroups > 0 ? heldTitle(groups.top_held || []) : "";
+  }
+
+  /**
+   * The tooltip of a queue's held-groups badge: the groups held most, and why.
+   * @param {HeldGroup[]} top
+   */
+  function heldTitle(top) {
+    const lines = top.map(function (g) {
+      return "held because of group " + g.group + " (" + heldWord(g.held) + "): " +
+        int(g.pending) + " pending, " + int(g.leased) + " of " + int(g.limit) + " leased";
+    });
+    return ["Groups whose own limits hold their jobs back; click to see them"].concat(lines)
+      .join("\n");
   }
 
   /**
@@ -925,6 +993,7 @@
       ["chart-queue", "All queues"],
       ["dead-queue", "Choose a queue…"],
       ["browse-queue", "Choose a queue…"],
+      ["groups-queue", "Choose a queue…"],
     ].forEach(function (pair) {
       const select = field(pair[0]);
       const current = select.value;
@@ -3144,6 +3213,436 @@
   $("schedules-refresh").addEventListener("click", function () {
     loadSchedules();
   });
+
+  // ---- ordering groups: the held ones, their settings, and a form to change them ----
+
+  /** Groups read per page of `GET /v1/queues/{queue}/groups`. */
+  const GROUPS_PAGE = 100;
+  /** How often the chosen queue's groups are read again while the page is open, ms. */
+  const GROUPS_REFRESH_MS = 5000;
+
+  /**
+   * @type {{
+   *   queue: string, list: GroupState[], next: string | null, loading: boolean, error: string,
+   *   heldKey: string, timer: ReturnType<typeof setInterval> | undefined
+   * }}
+   */
+  const groups = {
+    queue: "",
+    list: [],
+    next: null,
+    loading: false,
+    error: "",
+    heldKey: "",
+    timer: undefined,
+  };
+
+  /**
+   * @param {string} queue
+   * @param {string} group
+   */
+  function groupPath(queue, group) {
+    return queuePath(queue) + "/groups/" + encodeURIComponent(group);
+  }
+
+  /**
+   * Shows the groups of queue `name` and scrolls to them.
+   * @param {string} name
+   */
+  function openGroups(name) {
+    field("groups-queue").value = name;
+    loadGroups(name, false);
+    $("groups-card").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+
+  /**
+   * Loads the first page of queue `name`'s groups (or, with `more`, the next one). An answer for a
+   * queue no longer chosen is dropped.
+   * @param {string} name
+   * @param {boolean} more
+   * @returns {Promise<void>}
+   */
+  function loadGroups(name, more) {
+    if (!more) {
+      if (groups.queue !== name) {
+        groups.list = [];
+        groups.next = null;
+      }
+      groups.queue = name;
+      groups.error = "";
+      groups.heldKey = "";
+    }
+    renderHeldGroups();
+    if (!name) {
+      renderGroups();
+      return Promise.resolve();
+    }
+    groups.loading = true;
+    if (!more && groups.list.length === 0) renderGroups();
+    const after = more && groups.next !== null ? "&after=" + encodeURIComponent(groups.next) : "";
+    return api("GET", queuePath(name) + "/groups?limit=" + GROUPS_PAGE + after).then(
+      function (/** @type {{ groups: GroupState[], next: string | null }} */ data) {
+        if (groups.queue !== name) return;
+        groups.list = more ? groups.list.concat(data.groups) : data.groups;
+        groups.next = data.next;
+        groups.error = "";
+      },
+      function (/** @type {ApiError} */ error) {
+        if (groups.queue !== name) return;
+        groups.error = error.status === 403
+          ? "This token may not read the queue's groups: that takes the scope that reads its settings."
+          : error.message;
+      },
+    ).then(function () {
+      if (groups.queue !== name) return;
+      groups.loading = false;
+      renderGroups();
+    });
+  }
+
+  /** Reads the groups again every few seconds while a queue is chosen (first page only). */
+  function startGroups() {
+    if (groups.timer !== undefined) return;
+    groups.timer = setInterval(function () {
+      if (document.hidden || !groups.queue || groups.loading || groups.error) return;
+      if (groups.list.length > GROUPS_PAGE) return; // paged on: keep what the user loaded
+      if ($("groups-view").querySelector(".armed")) return;
+      loadGroups(groups.queue, false);
+    }, GROUPS_REFRESH_MS);
+  }
+
+  /**
+   * The held groups of the chosen queue, from its live stats: the ones holding the most jobs back
+   * and why. Rebuilt only when they change.
+   */
+  function renderHeldGroups() {
+    const box = $("groups-held");
+    const q = groups.queue ? findQueue(groups.queue) : null;
+    const counts = q && q.groups ? q.groups : null;
+    const top = counts && counts.top_held ? counts.top_held : [];
+    const slots = counts ? counts.full : 0;
+    const rated = counts ? counts.rate_held || 0 : 0;
+    const key = JSON.stringify([groups.queue, slots, rated, top]);
+    if (key === groups.heldKey) return;
+    groups.heldKey = key;
+    if (slots + rated === 0) {
+      box.replaceChildren();
+      box.classList.add("hidden");
+      return;
+    }
+    /** @type {string[]} */
+    const why = [];
+    if (slots > 0) why.push(int(slots) + " without a free slot");
+    if (rated > 0) why.push(int(rated) + " waiting for their rate");
+    const rows = top.map(function (g) {
+      return h(
+        "tr",
+        { "data-group": g.group },
+        h("td", { class: "l mono", text: clip(g.group, 60), title: g.group }),
+        h("td", {
+          class: "l held-why",
+          text: heldWord(g.held),
+          title: g.held === "rate"
+            ? "Its own rate gives no token yet"
+            : "As many of its jobs leased as its concurrency allows",
+        }),
+        h("td", { class: "c-pending", text: int(g.pending) }),
+        h("td", { class: "c-leased", text: int(g.leased) }),
+        h("td", { class: "c-limit", text: int(g.limit) }),
+      );
+    });
+    box.replaceChildren();
+    appendAll(box, [
+      h(
+        "div",
+        { class: "groups-summary" },
+        h("span", { class: "badge held", text: "held" }),
+        " ",
+        h("span", {
+          id: "groups-held-text",
+          text: "Jobs held because of " + int(slots + rated) +
+            (slots + rated === 1 ? " group" : " groups") + " (" + why.join(", ") + ")" +
+            (top.length ? ", most pending first:" : ""),
+        }),
+      ),
+      top.length === 0 ? null : h(
+        "div",
+        { class: "scroll" },
+        h(
+          "table",
+          { id: "groups-held-table" },
+          h(
+            "thead",
+            null,
+            h(
+              "tr",
+              null,
+              h("th", { class: "l", text: "Held group" }),
+              h("th", { class: "l", text: "Held by" }),
+              h("th", { text: "Pending" }),
+              h("th", { text: "Leased" }),
+              h("th", { text: "Limit" }),
+            ),
+          ),
+          h("tbody", null, rows),
+        ),
+      ),
+    ]);
+    box.classList.remove("hidden");
+  }
+
+  /** The list of groups (with settings of their own, or jobs) and the form's availability. */
+  function renderGroups() {
+    const view = $("groups-view");
+    const name = groups.queue;
+    $("group-form").classList.toggle("hidden", !name);
+    if (!name) {
+      $("groups-caption").textContent = "";
+      view.replaceChildren(h("div", {
+        class: "empty",
+        text: "Choose a queue to see its ordering groups: the held ones and their settings.",
+      }));
+      return;
+    }
+    const configured = groups.list.filter(function (g) {
+      return g.configured;
+    }).length;
+    $("groups-caption").textContent = groups.error ? "" : int(groups.list.length) +
+      (groups.next !== null ? "+" : "") + (groups.list.length === 1 ? " group" : " groups") +
+      " · " + int(configured) + " with settings of their own";
+    if (groups.error) {
+      view.replaceChildren(h("div", { class: "empty error", text: groups.error }));
+      return;
+    }
+    if (groups.list.length === 0) {
+      view.replaceChildren(h("div", {
+        class: "empty",
+        text: groups.loading
+          ? "Loading…"
+          : "No group of " + name + " has settings or jobs. Every group has weight 1, the " +
+            "queue's group limit and no rate of its own until you set them below.",
+      }));
+      return;
+    }
+    const now = Date.now();
+    const body = h(
+      "tbody",
+      { id: "groups-body" },
+      groups.list.map(function (g) {
+        return groupRow(name, g, now);
+      }),
+    );
+    const table = h(
+      "table",
+      null,
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          ["Group", "Weight", "Concurrency", "Rate", "Pending", "Leased", "Held", ""].map(
+            function (title, i) {
+              return h("th", { class: i === 0 || i === 6 ? "l" : null, text: title || null });
+            },
+          ),
+        ),
+      ),
+      body,
+    );
+    const foot = h(
+      "div",
+      { class: "foot" },
+      h("span", {
+        id: "groups-count",
+        text: "Showing " + int(groups.list.length) + (groups.next !== null ? " (more after)" : ""),
+      }),
+    );
+    if (groups.next !== null) {
+      foot.appendChild(h("span", { class: "spacer" }));
+      foot.appendChild(actionButton("Load more", "groups-more", function () {
+        return loadGroups(name, true);
+      }));
+    }
+    view.replaceChildren(h("div", { class: "scroll" }, table), foot);
+  }
+
+  /**
+   * @param {string} queue
+   * @param {GroupState} g
+   * @param {number} now
+   */
+  function groupRow(queue, g, now) {
+    const st = g.settings;
+    const edit = h("button", {
+      type: "button",
+      class: "group-edit",
+      text: "Edit",
+      onclick: function () {
+        fillGroupForm(g);
+        field("group-weight").focus();
+      },
+    });
+    const reset = g.configured
+      ? confirmButton("Reset", "Reset?", "group-reset", function () {
+        return resetGroup(queue, g.group);
+      })
+      : null;
+    const held = g.held === null ? h("td", { class: "l muted c-held", text: "—" }) : h("td", {
+      class: "l c-held warn",
+      text: heldWord(g.held) +
+        (g.held === "rate" && g.held_until !== null ? " · " + relative(g.held_until, now) : ""),
+      title: g.held === "rate"
+        ? "Its own rate gives no token yet"
+        : "As many of its jobs leased as its limit (" + int(g.limit) + ")",
+    });
+    return h(
+      "tr",
+      { "data-group": g.group, class: g.configured ? "configured" : null },
+      h(
+        "td",
+        { class: "l" },
+        h("span", { class: "qname", text: clip(g.group, 60), title: g.group }),
+        g.configured ? null : h("span", { class: "muted defaults", text: " defaults" }),
+      ),
+      h("td", { class: "c-weight" + (st.weight === 1 ? " zero" : ""), text: String(st.weight) }),
+      h("td", {
+        class: "c-concurrency" + (st.concurrency === null ? " zero" : ""),
+        text: st.concurrency === null ? "group limit " + int(g.limit) : int(st.concurrency),
+      }),
+      h("td", {
+        class: "c-rate mono" + (st.rate === null ? " zero" : ""),
+        text: st.rate === null ? "—" : st.rate,
+      }),
+      h("td", { class: "c-pending" + (g.pending === 0 ? " zero" : ""), text: int(g.pending) }),
+      h("td", { class: "c-leased" + (g.leased === 0 ? " zero" : ""), text: int(g.leased) }),
+      held,
+      h("td", { class: "actions" }, edit, reset),
+    );
+  }
+
+  /**
+   * Puts a group's settings in the form, to change them.
+   * @param {GroupState} g
+   */
+  function fillGroupForm(g) {
+    field("group-name").value = g.group;
+    field("group-weight").value = String(g.settings.weight);
+    field("group-concurrency").value = g.settings.concurrency === null
+      ? ""
+      : String(g.settings.concurrency);
+    field("group-rate").value = g.settings.rate === null ? "" : g.settings.rate;
+  }
+
+  /**
+   * The settings the form describes: an empty weight is the default 1, an empty concurrency or
+   * rate is none of the group's own. Numbers go as typed; the server says what it refuses.
+   * @returns {{ weight: number, concurrency: number | null, rate: string | null }}
+   */
+  function groupFormSettings() {
+    const weight = field("group-weight").value.trim();
+    const concurrency = field("group-concurrency").value.trim();
+    const rateText = field("group-rate").value.trim();
+    return {
+      weight: weight === "" ? 1 : Number(weight),
+      concurrency: concurrency === "" || concurrency === "none" ? null : Number(concurrency),
+      rate: rateText === "" || rateText === "none" ? null : rateText,
+    };
+  }
+
+  /**
+   * Puts the answer for one group in the list: it joins the list if it was not there, and leaves
+   * it when it has neither settings nor jobs (as the server lists them).
+   * @param {string} queue
+   * @param {GroupState} updated
+   */
+  function showGroup(queue, updated) {
+    if (groups.queue !== queue) return;
+    const listed = updated.configured || updated.pending > 0 || updated.leased > 0;
+    let found = false;
+    groups.list = groups.list.flatMap(function (g) {
+      if (g.group !== updated.group) return [g];
+      found = true;
+      return listed ? [updated] : [];
+    });
+    if (!found && listed) {
+      groups.list = groups.list.concat([updated]).sort(function (a, b) {
+        return compareBytes(a.group, b.group);
+      });
+    }
+    renderGroups();
+  }
+
+  /**
+   * Orders names as the server lists them: by their UTF-8 bytes.
+   * @param {string} a
+   * @param {string} b
+   */
+  function compareBytes(a, b) {
+    const x = new TextEncoder().encode(a);
+    const y = new TextEncoder().encode(b);
+    for (let i = 0; i < Math.min(x.length, y.length); i++) {
+      if (x[i] !== y[i]) return x[i] - y[i];
+    }
+    return x.length - y.length;
+  }
+
+  /**
+   * @param {string} queue
+   * @param {string} group
+   */
+  function resetGroup(queue, group) {
+    return api("DELETE", groupPath(queue, group)).then(function (/** @type {GroupState} */ out) {
+      toast("Group " + clip(group, 40) + " of " + queue + " is back to the defaults");
+      showGroup(queue, out);
+      return out;
+    });
+  }
+
+  $("group-form").addEventListener("submit", function (event) {
+    event.preventDefault();
+    const queue = groups.queue;
+    const group = field("group-name").value;
+    if (!queue) return;
+    if (group === "") {
+      toast("Name the group first.", "error");
+      return;
+    }
+    const settings = groupFormSettings();
+    runFrom(/** @type {HTMLButtonElement} */ ($("group-save")), function () {
+      return api("PUT", groupPath(queue, group), settings).then(
+        function (/** @type {GroupState} */ out) {
+          toast("Saved group " + clip(group, 40) + " of " + queue);
+          fillGroupForm(out);
+          showGroup(queue, out);
+        },
+      );
+    });
+  });
+  $("group-form-reset").addEventListener("click", function () {
+    const queue = groups.queue;
+    const group = field("group-name").value;
+    if (!queue || group === "") return;
+    runFrom(/** @type {HTMLButtonElement} */ ($("group-form-reset")), function () {
+      return resetGroup(queue, group).then(fillGroupForm);
+    });
+  });
+  // Naming a group shows its settings, to change them from there (a read-change-write).
+  $("group-name").addEventListener("change", function () {
+    const queue = groups.queue;
+    const group = field("group-name").value;
+    if (!queue || group === "") return;
+    api("GET", groupPath(queue, group)).then(function (/** @type {GroupState} */ g) {
+      if (groups.queue === queue && field("group-name").value === group) fillGroupForm(g);
+    }, fail);
+  });
+  $("groups-queue").addEventListener("change", function () {
+    loadGroups(field("groups-queue").value, false);
+  });
+  $("groups-refresh").addEventListener("click", function () {
+    loadGroups(groups.queue, false);
+  });
+  startGroups();
 
   connect();
 })();
