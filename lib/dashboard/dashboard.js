@@ -3290,7 +3290,7 @@
       function (/** @type {ApiError} */ error) {
         if (groups.queue !== name) return;
         groups.error = error.status === 403
-          ? "This token may not read the queue's groups: that takes the scope that reads its settings."
+          ? "This token may not see the groups of " + name + "."
           : error.message;
       },
     ).then(function () {
@@ -3627,13 +3627,21 @@
       return resetGroup(queue, group).then(fillGroupForm);
     });
   });
-  // Naming a group shows its settings, to change them from there (a read-change-write).
+  /** The form's fields as typed, to tell whether the user changed them meanwhile. */
+  function groupFormText() {
+    return ["group-name", "group-weight", "group-concurrency", "group-rate"].map(function (id) {
+      return field(id).value;
+    }).join("\n");
+  }
+  // Naming a group shows its settings, to change them from there (a read-change-write); an
+  // answer that comes after the user typed into the form changes nothing.
   $("group-name").addEventListener("change", function () {
     const queue = groups.queue;
     const group = field("group-name").value;
     if (!queue || group === "") return;
+    const typed = groupFormText();
     api("GET", groupPath(queue, group)).then(function (/** @type {GroupState} */ g) {
-      if (groups.queue === queue && field("group-name").value === group) fillGroupForm(g);
+      if (groups.queue === queue && groupFormText() === typed) fillGroupForm(g);
     }, fail);
   });
   $("groups-queue").addEventListener("change", function () {
