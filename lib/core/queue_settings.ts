@@ -162,7 +162,7 @@ export function formatRate(rate: Rate): string {
 }
 
 /** An optional integer member in [min, max]; absent or null answers null. */
-function optionalInteger(
+export function optionalInteger(
   body: Record<string, unknown>,
   name: string,
   min: number,
@@ -180,7 +180,8 @@ function optionalInteger(
   return value;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+/** Whether `value` is a JSON object (not null, not an array). */
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 

@@ -53,7 +53,7 @@ export function queueCounts(name: string, facts: QueueFacts): QueueCounts {
     // Shared, not copied: stored settings are replaced, never changed in place, and a stats call
     // over tens of thousands of queues should not copy them all.
     settings: facts.settings ?? DEFAULT_QUEUE_SETTINGS,
-    groups: facts.groups ?? { waiting: 0, leased: 0, full: 0 },
+    groups: facts.groups ?? { waiting: 0, leased: 0, full: 0, rate_held: 0, top_held: [] },
     rate_held: facts.rate_held,
   };
 }

@@ -23,6 +23,7 @@ import type { Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
 import type { FoundJobs, JobFilter } from "../core/job_filter.ts";
 import type { HandOvers, NackRequest } from "../core/lifecycle.ts";
 import type { QueueSettings } from "../core/queue_settings.ts";
+import type { GroupSettings, GroupState } from "../core/group_settings.ts";
 import type { Schedule, ScheduleDefinition } from "../core/schedule.ts";
 
 /** One consumer's share of a {@linkcode Store.claimFair}. */
@@ -42,8 +43,29 @@ export interface GroupCounts {
   waiting: number;
   /** Groups with jobs leased. */
   leased: number;
-  /** Groups with jobs pending that are at the queue's `group_limit`: waiting for a slot. */
+  /**
+   * Groups with jobs pending that have as many leased as they may (their own `concurrency`, else
+   * the queue's `group_limit`): waiting for a slot.
+   */
   full: number;
+  /** Groups with jobs pending that their own rate holds back: waiting for a token. */
+  rate_held: number;
+  /** The held groups (full or rate held) with the most jobs pending, at most 5, most first. */
+  top_held: HeldGroup[];
+}
+
+/** A group whose pending jobs wait because of its own limits (see {@linkcode GroupCounts}). */
+export interface HeldGroup {
+  /** The group's name. */
+  group: string;
+  /** Why: no free slot, or no rate token. */
+  held: "concurrency" | "rate";
+  /** Its jobs pending. */
+  pending: number;
+  /** Its jobs leased. */
+  leased: number;
+  /** Most of its jobs leased at once. */
+  limit: number;
 }
 
 /** A queue's numbers as the store knows them. */
@@ -437,10 +459,37 @@ export interface Store {
    */
   putSettings(queue: string, settings: QueueSettings, now: number): Promise<QueueSettings>;
   /**
-   * Counts for one queue (zeros if unknown), or for all known queues (with jobs or settings), by
-   * name in byte order (the lists' pages rely on it).
+   * One ordering group of `queue` at `now`: its settings (the defaults when it has none), its
+   * jobs pending and leased, its limit, and what holds it back (core/group_settings.ts).
    */
-  stats(queue?: string): Promise<QueueCounts[]>;
+  getGroup(queue: string, group: string, now: number): Promise<GroupState>;
+  /**
+   * The groups of `queue` that have settings of their own or jobs pending or leased, by name
+   * (byte order) after `after` (null: from the first), at most `limit`, as {@linkcode getGroup}.
+   */
+  listGroups(
+    queue: string,
+    after: string | null,
+    limit: number,
+    now: number,
+  ): Promise<GroupState[]>;
+  /**
+   * Replaces a group's settings (null or the defaults remove them; `now` is recorded as when
+   * they changed) and answers the group as {@linkcode getGroup}. The claim applies them from the
+   * commit on, on every server sharing the database.
+   */
+  putGroupSettings(
+    queue: string,
+    group: string,
+    settings: GroupSettings | null,
+    now: number,
+  ): Promise<GroupState>;
+  /**
+   * Counts for one queue (zeros if unknown), or for all known queues (with jobs or settings), by
+   * name in byte order (the lists' pages rely on it). `now` tells which groups' rates hold them
+   * (without it: those their rates held at their last claim).
+   */
+  stats(queue?: string, now?: number): Promise<QueueCounts[]>;
   /** A page of a queue's jobs in one state, ordered by id (the job browser). */
   listJobs(queue: string, page: JobPage): Promise<Job[]>;
   /**

@@ -116,7 +116,7 @@ Deno.test("LiveFeed shows a subscriber the busiest of the queues it may see, and
     counts: { ...zeroCounts(), pending },
     oldest_pending_at: null,
     settings: DEFAULT_QUEUE_SETTINGS,
-    groups: { waiting: 0, leased: 0, full: 0 },
+    groups: { waiting: 0, leased: 0, full: 0, rate_held: 0, top_held: [] },
     rate_held: false,
   });
   const stats = [queue("a1", 5), queue("a2", 1), queue("b1", 100), queue("b2", 50)];

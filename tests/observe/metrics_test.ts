@@ -160,7 +160,7 @@ Deno.test("/metrics shows how long enqueues waited at the intake gate, per queue
       counts: zeroCounts(),
       oldest_pending_at: null,
       settings: DEFAULT_QUEUE_SETTINGS,
-      groups: { waiting: 0, leased: 0, full: 0 },
+      groups: { waiting: 0, leased: 0, full: 0, rate_held: 0, top_held: [] },
       rate_held: false,
     }],
     consumers: () => 0,

@@ -25,6 +25,7 @@ import { crossServerCases } from "./suite/cross_server.ts";
 import { deadLetterCases } from "./suite/dead_letters.ts";
 import { dedupCases } from "./suite/dedup.ts";
 import { enqueueCases } from "./suite/enqueue.ts";
+import { fairShareCases } from "./suite/fair_shares.ts";
 import { findJobsCases } from "./suite/find_jobs.ts";
 import { flowCases } from "./suite/flows.ts";
 import { groupCases } from "./suite/groups.ts";
@@ -110,6 +111,7 @@ export function exerciseStore(name: string, open: OpenStore, options: ExerciseOp
   tickReleaseCases(cases);
   sweepCases(cases);
   groupCases(cases);
+  fairShareCases(cases);
   limitCases(cases);
   commitCloseCases(cases);
   crossServerCases(cases);

@@ -30,6 +30,7 @@ import migrationSqsAttributesTags from "./migrations/012_sqs_attributes_tags.sql
   type: "text",
 };
 import migrationFlows from "./migrations/013_flows.sql" with { type: "text" };
+import migrationGroupSettings from "./migrations/014_group_settings.sql" with { type: "text" };
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const PG_MIGRATIONS: readonly string[] = [
@@ -46,6 +47,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   migrationDeadLetterQueue,
   migrationSqsAttributesTags,
   migrationFlows,
+  migrationGroupSettings,
 ];
 
 /** A schema name tegami accepts: a plain lowercase-or-not identifier, no quoting needed. */

@@ -133,6 +133,19 @@ import {
 } from "../../core/flow.ts";
 import { migratePg } from "./pg_schema.ts";
 import { readAllQueueSettings, readQueueSettings, writeQueueSettings } from "./pg_settings.ts";
+import {
+  groupCounts,
+  groupedCandidates,
+  groupNames,
+  groupStates,
+  nextGroupToken,
+  readCandidates,
+  writeGroupBuckets,
+  writeGroupSettings,
+} from "./pg_groups.ts";
+import type { GroupSettings, GroupState } from "../../core/group_settings.ts";
+import { claimOrder } from "../claim_order.ts";
+import { firstOfEach, GroupRooms } from "../group_row.ts";
 import type { QueueSettings } from "../../core/queue_settings.ts";
 import * as schedules from "./pg_schedules.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
@@ -208,6 +221,8 @@ export class PgStore implements Store {
   readonly #grouped = new Set<string>();
   /** Queues whose last claim its rate held back, and when their next token comes. */
   readonly #heldUntil = new Map<string, number>();
+  /** Queues whose last claim left groups held by their rates, and when the first gets a token. */
+  readonly #groupsHeldUntil = new Map<string, number>();
   /** Told what a commit released (see `Store.onReleased`). */
   #onReleased: ((released: Released) => void) | null = null;
   #closed = false;
@@ -461,7 +476,10 @@ export class PgStore implements Store {
 
   /** When the last claim of `queue` was held back by its rate, when the next token comes. */
   claimHeldUntil(queue: string): number | null {
-    return this.#heldUntil.get(queue) ?? null;
+    const own = this.#heldUntil.get(queue);
+    const groups = this.#groupsHeldUntil.get(queue);
+    if (groups === undefined) return own ?? null;
+    return own === undefined ? groups : Math.min(own, groups);
   }
 
   /**
@@ -523,19 +541,18 @@ export class PgStore implements Store {
     guarded: boolean,
   ): Promise<Delivery[][] | "limited"> {
     if (!this.#grouped.has(queue)) {
-      const plain = await this.#claimStatement(tx, queue, wants, total, now, guarded, false);
+      const plain = await this.#claimStatement(tx, queue, wants, total, now, guarded);
       if (plain.out === "limited" || !plain.grouped) return plain.out;
       this.#grouped.add(queue);
     }
-    const full = await this.#claimStatement(tx, queue, wants, total, now, guarded, true);
+    const full = await this.#claimGrouped(tx, queue, wants, total, now, guarded);
     if (!full.grouped) this.#grouped.delete(queue);
     return full.out;
   }
 
   /**
-   * One claim statement. `grouped` false: the plain one, which takes ungrouped jobs only and
-   * claims nothing if the queue has groups (answering `grouped`); true: the one that also takes
-   * jobs through their groups.
+   * The plain claim statement, which takes ungrouped jobs only and claims nothing if the queue
+   * has groups (answering `grouped`).
    */
   async #claimStatement(
     tx: TxSql,
@@ -544,7 +561,6 @@ export class PgStore implements Store {
     total: number,
     now: number,
     guarded: boolean,
-    grouped: boolean,
   ): Promise<{ out: Delivery[][] | "limited"; grouped: boolean }> {
     // Which want each claimed job goes to, by claim position: fixed before the claim, so one
     // statement can write each job's own token and lease length.
@@ -562,9 +578,7 @@ export class PgStore implements Store {
     };
     const rows = await inIndexOrder(
       tx,
-      grouped
-        ? this.#claimGroupedSql(tx, queue, total, now, guarded, tokens, leases, fallback, count)
-        : tx<Claimed[]>`
+      tx<Claimed[]>`
       WITH s AS (
         SELECT ${guarded}::boolean AND EXISTS (SELECT 1 FROM queue_settings WHERE name = ${queue}
             AND (concurrency IS NOT NULL OR rate_limit IS NOT NULL)) AS limited,
@@ -595,68 +609,64 @@ export class PgStore implements Store {
     return { out, grouped: rows[0].grouped };
   }
 
-  /** The grouped claim statement (see {@linkcode PgStore.claimFair}'s #claimStatement). */
-  #claimGroupedSql(
+  /**
+   * The grouped claim: its candidates read and locked (pg_groups.ts), put in claim order with
+   * each group giving no more than its room (claimOrder and GroupRooms, as on SQLite), then
+   * leased by one statement; the buckets of groups with a rate are settled and the queue's next
+   * group token noted. `guarded`: as {@linkcode PgStore.claimFair}'s #claim.
+   */
+  async #claimGrouped(
     tx: TxSql,
     queue: string,
+    wants: ClaimWant[],
     total: number,
     now: number,
     guarded: boolean,
-    tokens: string[],
-    leases: (number | null)[],
-    fallback: number,
-    count: number,
-  ) {
-    // The claim order (the same as SQLite's groupCandidates, which explains it): ungrouped
-    // jobs from jobs_pending; for each group with pending jobs and room, served longest ago
-    // first, its first jobs, as many as its room. Locking the groups' rows (SKIP LOCKED: a
-    // group another server is claiming from waits for the next claim) is what keeps servers
-    // claiming at once within a group's limit. A queue without groups finds no group rows.
-    return tx<
-      (JobRow & { k: number | null; limited: boolean; grouped: boolean; pending: number })[]
-    >`
-      WITH s AS (
-        SELECT coalesce((SELECT group_limit FROM queue_settings WHERE name = ${queue}), 1)
-            AS group_limit,
-          ${guarded}::boolean AND EXISTS (SELECT 1 FROM queue_settings WHERE name = ${queue}
-            AND (concurrency IS NOT NULL OR rate_limit IS NOT NULL)) AS limited,
-          EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused) AS paused,
-          EXISTS (SELECT 1 FROM job_groups WHERE queue = ${queue}) AS grouped,
-          ${countPending(tx, queue, count)} AS pending
-      ), g AS (
-        SELECT grp, turn, (SELECT group_limit FROM s) - leased AS room FROM job_groups
-        WHERE queue = ${queue} AND pending > 0 AND leased < (SELECT group_limit FROM s)
-          AND NOT (SELECT limited OR paused FROM s)
-        ORDER BY turn LIMIT ${total}
-        FOR UPDATE SKIP LOCKED
-      ), gc AS (
-        SELECT x.id, x.priority, x.rank, g.turn FROM g CROSS JOIN LATERAL (
-          SELECT y.id, y.priority, row_number() OVER (ORDER BY y.priority DESC, y.id) AS rank
-          FROM (
-            SELECT id, priority FROM jobs
-            WHERE queue = ${queue} AND state = 'pending' AND grp = g.grp
-            ORDER BY priority DESC, id
-            LIMIT least(g.room, ${total}::int)
-            FOR UPDATE SKIP LOCKED
-          ) y
-        ) x
-      ), uc AS (
-        SELECT id, priority, row_number() OVER (ORDER BY priority DESC, id) AS rank,
-          -1::bigint AS turn
-        FROM (
-          SELECT id, priority FROM jobs
-          WHERE queue = ${queue} AND state = 'pending' AND grp IS NULL
-            AND NOT (SELECT limited OR paused FROM s)
-          ORDER BY priority DESC, id
-          LIMIT ${total}
-          FOR UPDATE SKIP LOCKED
-        ) u
-      ), c AS (
-        SELECT * FROM gc UNION ALL SELECT * FROM uc
-        ORDER BY priority DESC, rank, turn, id LIMIT ${total}
-      ), n AS (
-        SELECT id, row_number() OVER (ORDER BY priority DESC, rank, turn, id) AS k FROM c
-      ), ${leaseClaimed(tx, tokens, leases, fallback, now)}`;
+  ): Promise<{ out: Delivery[][] | "limited"; grouped: boolean }> {
+    const count = this.#peers.countLimit(queue, total);
+    const read = readCandidates(
+      await inIndexOrder(tx, groupedCandidates(tx, queue, total, now, guarded, count)),
+    );
+    if (read.limited) return { out: "limited", grouped: read.grouped };
+    const rooms = new GroupRooms(firstOfEach(read.grouped_), read.groupLimit, total, now);
+    for (const c of read.grouped_) {
+      c.room = rooms.room(c.grp);
+      c.stride = rooms.stride(c.grp);
+    }
+    const ids = claimOrder(read.grouped_, read.ungrouped, total, read.front);
+    const out: Delivery[][] = wants.map(() => []);
+    const claimed: (JobRow & { k: number })[] = [];
+    if (ids.length > 0) {
+      const positions = dealRoundRobin(total, wants);
+      const tokens = ids.map(() => newLeaseToken());
+      const leases = ids.map((_, k) => wants[positions[k]].lease_ms);
+      const rows = await tx<(JobRow & { k: number | null })[]>`
+        WITH s AS (SELECT false AS limited, true AS grouped, 0 AS pending),
+        n AS (SELECT * FROM unnest(${ids}::bigint[]) WITH ORDINALITY AS n(id, k)),
+        ${leaseClaimed(tx, tokens, leases, this.#policy.defaultLeaseMs, now)}`;
+      for (const row of rows) if (row.k !== null) claimed.push(row as JobRow & { k: number });
+      claimed.sort((a, b) => a.k - b.k);
+      for (const row of claimed) {
+        out[positions[Number(row.k) - 1]].push({
+          job: rowToJob(row),
+          lease: { token: row.lease_token as string, expires_at: row.lease_expires_at as number },
+        });
+      }
+    }
+    if (count > 0) this.#peers.counted(queue, read.pending, claimed.length);
+    if (read.rated) {
+      const taken = new Map<string, number>();
+      for (const row of claimed) {
+        if (row.grp !== null) taken.set(row.grp, (taken.get(row.grp) ?? 0) + 1);
+      }
+      await writeGroupBuckets(tx, queue, rooms.buckets(taken, now), now);
+      const next = await nextGroupToken(tx, queue, now);
+      if (next === null) this.#groupsHeldUntil.delete(queue);
+      else this.#groupsHeldUntil.set(queue, next);
+    } else {
+      this.#groupsHeldUntil.delete(queue);
+    }
+    return { out, grouped: read.grouped };
   }
 
   ack(
@@ -808,7 +818,40 @@ export class PgStore implements Store {
     });
   }
 
-  stats(queue?: string): Promise<QueueCounts[]> {
+  getGroup(queue: string, group: string, now: number): Promise<GroupState> {
+    return this.#read("read the group", async (sql) => {
+      const [state] = await groupStates(sql, queue, [group], now);
+      return state;
+    });
+  }
+
+  listGroups(
+    queue: string,
+    after: string | null,
+    limit: number,
+    now: number,
+  ): Promise<GroupState[]> {
+    return this.#read("list the groups", async (sql) => {
+      return await groupStates(sql, queue, await groupNames(sql, queue, after, limit), now);
+    });
+  }
+
+  putGroupSettings(
+    queue: string,
+    group: string,
+    settings: GroupSettings | null,
+    now: number,
+  ): Promise<GroupState> {
+    return this.#write(async (tx, news) => {
+      await writeGroupSettings(tx, queue, group, settings, now);
+      // A limit may have been raised or removed: every server looks at the queue again.
+      news.ready.add(queue);
+      const [state] = await groupStates(tx, queue, [group], now);
+      return state;
+    });
+  }
+
+  stats(queue?: string, now = 0): Promise<QueueCounts[]> {
     return this.#read("read the stats", async (sql) => {
       const [counts, queues, oldest, settings, groups] = await Promise.all([
         queue === undefined
@@ -828,14 +871,7 @@ export class PgStore implements Store {
             SELECT queue, min(run_at) AS at FROM jobs WHERE state = 'pending'
               AND queue = ${queue} GROUP BY queue`,
         readAllQueueSettings(sql, queue),
-        sql<{ queue: string; waiting: number; leased: number; full: number }[]>`
-          SELECT g.queue, count(*) FILTER (WHERE g.pending > 0)::int AS waiting,
-            count(*) FILTER (WHERE g.leased > 0)::int AS leased,
-            count(*) FILTER (WHERE g.pending > 0
-              AND g.leased >= coalesce(s.group_limit, 1))::int AS full
-          FROM job_groups g LEFT JOIN queue_settings s ON s.name = g.queue
-          WHERE ${queue === undefined} OR g.queue = ${queue ?? ""}
-          GROUP BY g.queue`,
+        groupCounts(sql, queue, now),
       ]);
       const countsOf = new Map<string, StateCounts>();
       for (const row of counts) {
@@ -845,14 +881,13 @@ export class PgStore implements Store {
       }
       const paused = new Set(queues.flatMap((row) => row.paused ? [row.name] : []));
       const oldestOf = new Map(oldest.map((row) => [row.queue, row.at]));
-      const groupsOf = new Map(groups.map(({ queue, ...counted }) => [queue, counted]));
       return statsNames(queue, countsOf.keys(), paused, settings.keys()).map((name) =>
         queueCounts(name, {
           counts: countsOf.get(name),
           paused: paused.has(name),
           oldest_pending_at: () => oldestOf.get(name) ?? null,
           settings: settings.get(name),
-          groups: groupsOf.get(name),
+          groups: groups.get(name),
           rate_held: this.#heldUntil.has(name),
         })
       );

@@ -17,25 +17,33 @@ import {
 } from "../../core/lifecycle.ts";
 import { type JobRow, rowToJob } from "../job_row.ts";
 import type { ClaimWant } from "../store.ts";
-import { type Candidate, claimOrder } from "./claim_order.ts";
+import { type Candidate, claimOrder } from "../claim_order.ts";
+import { type CandidateGroup, firstOfEach, GroupRooms } from "../group_row.ts";
+import type { SqliteGroups } from "./sqlite_groups.ts";
 import type { QueueMirror } from "./queue_mirror.ts";
 import type { SqliteStatements } from "./sqlite_statements.ts";
 
 /** The claims of one SQLite store. */
 export class SqliteClaims {
   readonly #s: SqliteStatements;
+  readonly #groups: SqliteGroups;
   readonly #queues: QueueMirror;
   readonly #policy: LifecyclePolicy;
   readonly #leased: (id: number, queue: string) => void;
 
-  /** Claims through `statements`, staging each lease in `queues` and telling `leased`. */
+  /**
+   * Claims through `statements` and `groups`, staging each lease in `queues` and telling
+   * `leased`.
+   */
   constructor(
     statements: SqliteStatements,
+    groups: SqliteGroups,
     queues: QueueMirror,
     policy: LifecyclePolicy,
     leased: (id: number, queue: string) => void,
   ) {
     this.#s = statements;
+    this.#groups = groups;
     this.#queues = queues;
     this.#policy = policy;
     this.#leased = leased;
@@ -96,34 +104,56 @@ export class SqliteClaims {
 
   /**
    * The claim of a queue that may hold grouped jobs: the candidates in claim order (see
-   * {@linkcode claimOrder}), then each leased. Runs inside the claim's transaction.
+   * {@linkcode claimOrder}), each group giving no more than its room (core/group_settings.ts),
+   * then each leased and the buckets of groups with a rate settled. Runs inside the claim's
+   * transaction.
    */
   grouped(queue: string, wants: ClaimWant[], total: number, now: number): Delivery[][] {
     const out: Delivery[][] = wants.map(() => []);
     const limit = this.#queues.settingsOf(queue).group_limit;
     const s = this.#s;
+    const summary = this.#groups.summary(queue);
+    const most = Math.min(Math.max(limit, summary.most), total);
+    const grouped = s.groupCandidates.all(
+      queue,
+      total,
+      limit,
+      most,
+      now,
+    ) as unknown as (Candidate & CandidateGroup)[];
+    const rooms = new GroupRooms(firstOfEach(grouped), limit, total, now);
+    for (const c of grouped) {
+      c.room = rooms.room(c.grp);
+      c.stride = rooms.stride(c.grp);
+    }
+    const front = (s.groupFront.get(queue) as { front: number }).front;
     const ids = claimOrder(
-      s.groupCandidates.all(queue, total, limit, Math.min(limit, total)) as unknown as Candidate[],
+      grouped,
       s.ungroupedCandidates.all(queue, total) as unknown as Candidate[],
       total,
+      front,
     );
     if (ids.length === 0) return out;
     const order = new Map(ids.map((id, i) => [id, i]));
     const byOrder = (a: JobRow, b: JobRow) => order.get(a.id)! - order.get(b.id)!;
     const wanted = wants[0].lease_ms;
+    let rows: JobRow[];
     if (!wants.every((want) => want.lease_ms === wanted)) {
-      const rows = s.jobsByIds.all(JSON.stringify(ids));
-      this.#leaseEach(queue, rows.sort(byOrder), wants, out, now);
-      return out;
+      rows = s.jobsByIds.all(JSON.stringify(ids)).sort(byOrder);
+      this.#leaseEach(queue, rows, wants, out, now);
+    } else {
+      // One statement leases them all, as on the fast path; the deal follows the claim order.
+      rows = s.claimIds.all(wanted, now, this.#policy.defaultLeaseMs, JSON.stringify(ids))
+        .sort(byOrder);
+      this.#deal(queue, rows, wants, out);
     }
-    // One statement leases them all, as on the fast path; the deal follows the claim order.
-    const leased = s.claimIds.all(
-      wanted,
-      now,
-      this.#policy.defaultLeaseMs,
-      JSON.stringify(ids),
-    );
-    this.#deal(queue, leased.sort(byOrder), wants, out);
+    if (summary.rated) {
+      const taken = new Map<string, number>();
+      for (const row of rows) {
+        if (row.grp !== null) taken.set(row.grp, (taken.get(row.grp) ?? 0) + 1);
+      }
+      this.#groups.writeBuckets(queue, rooms.buckets(taken, now), now);
+    }
     return out;
   }
 

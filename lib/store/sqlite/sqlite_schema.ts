@@ -9,6 +9,7 @@
  */
 
 import type { DatabaseSync } from "node:sqlite";
+import { TURN_UNIT } from "../../core/group_settings.ts";
 
 /** The migrations in order; index i brings the schema to version i + 1. */
 export const MIGRATIONS: readonly string[] = [
@@ -213,7 +214,41 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX flow_edges_job ON flow_edges (job_id, ord);
   `,
+  // Fair shares (core/group_settings.ts): a group's own weight (kept as the stride its turn
+  // moves by per lease), concurrency and rate; the buckets of groups with a rate, with when a
+  // group left without a token gets its next (the grouped claim skips it until then). Turns
+  // become strides of TURN_UNIT: served groups keep their order, one unit apart, and the update
+  // trigger is dropped for GROUP_TRACKING to make again (migrate()).
+  `
+  CREATE TABLE group_settings (
+    queue       TEXT    NOT NULL,
+    grp         TEXT    NOT NULL,
+    weight      REAL    NOT NULL,
+    stride      INTEGER NOT NULL,
+    concurrency INTEGER,
+    rate_limit  INTEGER,
+    rate_per_ms INTEGER,
+    updated_at  INTEGER NOT NULL,
+    PRIMARY KEY (queue, grp)
+  ) WITHOUT ROWID;
+  CREATE TABLE group_buckets (
+    queue      TEXT    NOT NULL,
+    grp        TEXT    NOT NULL,
+    tokens     REAL    NOT NULL,
+    at         INTEGER NOT NULL,
+    held_until INTEGER,
+    PRIMARY KEY (queue, grp)
+  ) WITHOUT ROWID;
+  UPDATE job_groups SET turn = r.k * ${TURN_UNIT}
+    FROM (SELECT queue, grp, dense_rank() OVER (PARTITION BY queue ORDER BY turn) AS k
+          FROM job_groups WHERE turn > 0) AS r
+    WHERE job_groups.queue = r.queue AND job_groups.grp = r.grp;
+  DROP TRIGGER IF EXISTS jobs_group_update;
+  `,
 ];
+
+/** The migration that remade the group update trigger (GROUP_TRACKING makes it again). */
+const TURNS_MIGRATION = 15;
 
 /**
  * What keeps ordering groups exact: the index the grouped claim reads, and the triggers that keep
@@ -246,8 +281,14 @@ export const GROUP_TRACKING: string = `
         (NEW.state = 'leased') - (OLD.state = 'leased'))
     ON CONFLICT (queue, grp) DO UPDATE SET pending = pending + excluded.pending,
       leased = leased + excluded.leased,
+      -- A lease moves the group's turn on by its stride (claim_order.ts), from no lower than
+      -- the queue's front less one unit.
       turn = CASE WHEN NEW.state = 'leased'
-        THEN (SELECT max(turn) FROM job_groups WHERE queue = NEW.queue) + 1 ELSE turn END;
+        THEN max(turn, coalesce((SELECT max(turn) FROM job_groups WHERE queue = NEW.queue), 0)
+            - ${TURN_UNIT})
+          + coalesce((SELECT stride FROM group_settings WHERE queue = NEW.queue AND grp = NEW.grp),
+            ${TURN_UNIT})
+        ELSE turn END;
     -- A group with nothing pending or leased is forgotten (its name may never come again);
     -- only a job leaving pending and leased can make it so (a constant test, checked once).
     DELETE FROM job_groups
@@ -266,6 +307,13 @@ export const GROUP_TRACKING: string = `
   END;
 `;
 
+/** Whether the database counts its groups (GROUP_TRACKING ran in it). */
+function hasGroupTracking(db: DatabaseSync): boolean {
+  return db.prepare(
+    "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'jobs_group_insert'",
+  ).get() !== undefined;
+}
+
 /** Runs the migrations the database has not seen yet; answers the resulting version. */
 export function migrate(db: DatabaseSync): number {
   const row = db.prepare("PRAGMA user_version").get() as { user_version: number };
@@ -281,6 +329,7 @@ export function migrate(db: DatabaseSync): number {
     try {
       db.exec(MIGRATIONS[version]);
       version++;
+      if (version === TURNS_MIGRATION && hasGroupTracking(db)) db.exec(GROUP_TRACKING);
       db.exec(`PRAGMA user_version = ${version}`);
       db.exec("COMMIT");
     } catch (error) {

@@ -108,22 +108,30 @@ export function prepareStatements(db: DatabaseSync, count: StatementCount) {
       `SELECT * FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL
        ORDER BY priority DESC, id LIMIT ? + 0`,
     ),
-    // The claim order of a queue with groups (see claimOrder in #claimGrouped): each group
-    // with pending jobs and room (fewer than ?3 leased), served longest ago first, at most ?2
-    // of them, with its first ?4 pending jobs by priority then id; and the first ?2 ungrouped
-    // jobs. Ids and sort keys only: the lease returns the rows.
+    // The candidates of a queue with groups (see claimOrder, lib/store/claim_order.ts): each
+    // group with pending jobs and a free slot (fewer leased than its own concurrency, else ?3,
+    // the queue's group_limit) and not held by its rate at ?5, served longest ago first, at most
+    // ?2 of them, with its settings and bucket, and its first ?4 pending jobs by priority then
+    // id. Ids and sort keys only: the lease returns the rows.
     groupCandidates: p(
       `WITH g AS (
-         SELECT grp, turn, ?3 - leased AS room FROM job_groups
-         WHERE queue = ?1 AND pending > 0 AND leased < ?3
-         ORDER BY turn LIMIT ?2 + 0
+         SELECT j.grp, j.turn, j.leased, s.weight, s.stride, s.concurrency, s.rate_limit,
+           s.rate_per_ms, b.tokens, b.at
+         FROM job_groups j
+         LEFT JOIN group_settings s ON s.queue = j.queue AND s.grp = j.grp
+         LEFT JOIN group_buckets b ON b.queue = j.queue AND b.grp = j.grp
+         WHERE j.queue = ?1 AND j.pending > 0 AND j.leased < coalesce(s.concurrency, ?3)
+           AND coalesce(b.held_until, 0) <= ?5
+         ORDER BY j.turn LIMIT ?2 + 0
        )
-       SELECT j.id, j.priority, g.grp, g.turn, g.room FROM g JOIN jobs j ON j.id IN (
-         SELECT k.id FROM jobs k
-         WHERE k.queue = ?1 AND k.state = 'pending' AND k.grp = g.grp
-         ORDER BY k.priority DESC, k.id LIMIT ?4 + 0)
-       ORDER BY g.turn, g.grp, j.priority DESC, j.id`,
+       SELECT k.id, k.priority, g.* FROM g JOIN jobs k ON k.id IN (
+         SELECT x.id FROM jobs x
+         WHERE x.queue = ?1 AND x.state = 'pending' AND x.grp = g.grp
+         ORDER BY x.priority DESC, x.id LIMIT ?4 + 0)
+       ORDER BY g.turn, g.grp, k.priority DESC, k.id`,
     ),
+    // The queue's front: its groups' largest turn.
+    groupFront: p("SELECT coalesce(max(turn), 0) AS front FROM job_groups WHERE queue = ?"),
     ungroupedCandidates: p(
       `SELECT id, priority FROM jobs WHERE queue = ? AND state = 'pending' AND grp IS NULL
        ORDER BY priority DESC, id LIMIT ? + 0`,
@@ -293,11 +301,6 @@ export function prepareStatements(db: DatabaseSync, count: StatementCount) {
     ),
     deleteSettings: p("DELETE FROM queue_settings WHERE name = ?"),
     probe: p("INSERT OR REPLACE INTO probe (id, at, room) VALUES (1, ?, zeroblob(8192))"),
-    groupCounts: p(
-      `SELECT coalesce(sum(pending > 0), 0) AS waiting, coalesce(sum(leased > 0), 0) AS leased,
-         coalesce(sum(pending > 0 AND leased >= ?2), 0) AS full
-       FROM job_groups WHERE queue = ?1`,
-    ),
     readBucket: p("SELECT tokens, at FROM queue_buckets WHERE queue = ?"),
     writeBucket: p("INSERT OR REPLACE INTO queue_buckets (queue, tokens, at) VALUES (?, ?, ?)"),
   };

@@ -51,6 +51,8 @@ import {
   type PlannedInsert,
 } from "../../core/dedup.ts";
 import { GROUP_TRACKING } from "./sqlite_schema.ts";
+import { SqliteGroups } from "./sqlite_groups.ts";
+import type { GroupSettings, GroupState } from "../../core/group_settings.ts";
 import { DEFAULT_PAGE_SIZE, openDatabase } from "./sqlite_open.ts";
 import {
   isDefaultSettings,
@@ -255,6 +257,10 @@ export class SqliteStore implements Store {
   readonly #schedules: SqliteSchedules;
   /** Flows: their jobs, edges and releases. */
   readonly #flows: SqliteFlows;
+  /** Per-group settings and rate buckets. */
+  readonly #groups: SqliteGroups;
+  /** Queues whose last claim left groups held by their rates, and when the first gets a token. */
+  readonly #groupsHeldUntil = new Map<string, number>();
   /** Told what a commit released (see `Store.onReleased`). */
   #onReleased: ((released: Released) => void) | null = null;
   /** SQL statements run so far (the store's own; SQLite's internal ones are not counted). */
@@ -286,8 +292,10 @@ export class SqliteStore implements Store {
       return 0; // SQLITE_OK: the store only counts
     });
     this.#statements = prepareStatements(db, this.#statementsRun);
+    this.#groups = new SqliteGroups(db, this.#statementsRun);
     this.#claims = new SqliteClaims(
       this.#statements,
+      this.#groups,
       this.#queues,
       this.#policy,
       (id, queue) => this.#rememberLeased(id, queue),
@@ -370,6 +378,7 @@ export class SqliteStore implements Store {
       },
       rollback: () => {
         this.#queues.rollback();
+        this.#groups.forget();
         this.#flows.dropNews();
         this.#groupsTrackedNow = false;
         if (!this.#db.isTransaction) return;
@@ -390,6 +399,7 @@ export class SqliteStore implements Store {
         s.releaseSavepoint.run();
         this.#queues.undo();
         this.#flows.undo();
+        this.#groups.forget();
         // The undone operation may have been the one that created the group tracking.
         this.#groupsTrackedNow = false;
       },
@@ -560,7 +570,7 @@ export class SqliteStore implements Store {
       }
       this.#heldUntil.delete(queue);
       const lists = this.#grouped.has(queue)
-        ? this.#claims.grouped(queue, wants, total, now)
+        ? this.#claimGrouped(queue, wants, total, now)
         : this.#claims.plain(queue, wants, total, now);
       this.#flows.attach(lists);
       return lists;
@@ -569,7 +579,22 @@ export class SqliteStore implements Store {
 
   /** When the last claim of `queue` was held back by its rate, when the next token comes. */
   claimHeldUntil(queue: string): number | null {
-    return this.#heldUntil.get(queue) ?? null;
+    const own = this.#heldUntil.get(queue);
+    const groups = this.#groupsHeldUntil.get(queue);
+    if (groups === undefined) return own ?? null;
+    return own === undefined ? groups : Math.min(own, groups);
+  }
+
+  /**
+   * The grouped claim, then when the first of the queue's groups that their rates hold gets its
+   * next token (the broker offers the queue again then).
+   */
+  #claimGrouped(queue: string, wants: ClaimWant[], total: number, now: number): Delivery[][] {
+    const lists = this.#claims.grouped(queue, wants, total, now);
+    const next = this.#groups.summary(queue).rated ? this.#groups.nextToken(queue, now) : null;
+    if (next === null) this.#groupsHeldUntil.delete(queue);
+    else this.#groupsHeldUntil.set(queue, next);
+    return lists;
   }
 
   /**
@@ -591,20 +616,18 @@ export class SqliteStore implements Store {
     else this.#heldUntil.set(queue, heldUntil);
     if (cap <= 0) return wants.map(() => []);
     const out = this.#grouped.has(queue)
-      ? this.#claims.grouped(queue, wants, cap, now)
+      ? this.#claimGrouped(queue, wants, cap, now)
       : this.#claims.plain(queue, wants, cap, now);
     if (tokens !== null) s.writeBucket.run(queue, tokens - claimedCount(out), now);
     return out;
   }
 
   /** The queue's groups, counted (no query for a queue that never had any). */
-  #groupCounts(queue: string): GroupCounts {
-    if (!this.#grouped.has(queue)) return { waiting: 0, leased: 0, full: 0 };
-    const row = this.#statements.groupCounts.get(
-      queue,
-      this.#groupLimit(queue),
-    ) as unknown as GroupCounts;
-    return { waiting: row.waiting, leased: row.leased, full: row.full };
+  #groupCounts(queue: string, now: number): GroupCounts {
+    if (!this.#grouped.has(queue)) {
+      return { waiting: 0, leased: 0, full: 0, rate_held: 0, top_held: [] };
+    }
+    return this.#groups.counts(queue, this.#groupLimit(queue), now);
   }
 
   /** The most jobs of one group leased at once in `queue`. */
@@ -814,7 +837,35 @@ export class SqliteStore implements Store {
     });
   }
 
-  stats(queue?: string): Promise<QueueCounts[]> {
+  getGroup(queue: string, group: string, now: number): Promise<GroupState> {
+    return this.#read(() => this.#groups.states(queue, [group], this.#groupLimit(queue), now)[0]);
+  }
+
+  listGroups(
+    queue: string,
+    after: string | null,
+    limit: number,
+    now: number,
+  ): Promise<GroupState[]> {
+    return this.#read(() => {
+      const names = this.#groups.names(queue, after, limit);
+      return this.#groups.states(queue, names, this.#groupLimit(queue), now);
+    });
+  }
+
+  putGroupSettings(
+    queue: string,
+    group: string,
+    settings: GroupSettings | null,
+    now: number,
+  ): Promise<GroupState> {
+    return this.#write(() => {
+      this.#groups.put(queue, group, settings, now);
+      return this.#groups.states(queue, [group], this.#groupLimit(queue), now)[0];
+    });
+  }
+
+  stats(queue?: string, now = 0): Promise<QueueCounts[]> {
     const names = this.#queues.statsNames(queue);
     return this.#read(() => {
       // With many queues, one grouped scan of the pending index beats a query per queue.
@@ -833,7 +884,7 @@ export class SqliteStore implements Store {
           paused: this.#queues.isPaused(name),
           oldest_pending_at: () => oldest(name),
           settings: this.#queues.settingsOf(name),
-          groups: this.#groupCounts(name),
+          groups: this.#groupCounts(name, now),
           rate_held: this.#heldUntil.has(name),
         })
       );

@@ -187,7 +187,13 @@ Deno.test({
         assert.equal((await store.tick(at, HANDED_ALL, 5_000)).more, false);
         return performance.now() - started;
       });
-      assert.deepEqual((await store.stats("one0"))[0].groups, { waiting: 1, leased: 0, full: 0 });
+      assert.deepEqual((await store.stats("one0"))[0].groups, {
+        waiting: 1,
+        leased: 0,
+        full: 0,
+        rate_held: 0,
+        top_held: [],
+      });
     }),
 });
 
@@ -207,7 +213,13 @@ Deno.test({
       await enqueue("warm", null);
       await assertGroupedNearPlain((round, group) => enqueue(`${group ?? "plain"}${round}`, group));
       const [stats] = await store.stats("one0");
-      assert.deepEqual(stats.groups, { waiting: 1, leased: 0, full: 0 });
+      assert.deepEqual(stats.groups, {
+        waiting: 1,
+        leased: 0,
+        full: 0,
+        rate_held: 0,
+        top_held: [],
+      });
       assert.equal(stats.counts.pending, 2000);
     }),
 });

@@ -692,7 +692,8 @@ Deno.test("once open, the store sorts only a bounded few rows (its scratch space
   const bounded = [
     /^SELECT queue, state, count\(\*\)/, // the startup count, run before the switch
     /INDEXED BY jobs_leased .* LIMIT \? \+ 0$/, // a page of leased jobs: LIMIT keeps a page
-    /^WITH g AS \( SELECT grp, turn/, // a grouped claim: its groups' first jobs, LIMITed
+    /^WITH g AS \( SELECT j\.grp, j\.turn/, // a grouped claim: its groups' first jobs, LIMITed
+    /ORDER BY j\.pending DESC, j\.grp LIMIT 5$/, // the held groups of the stats: five
   ];
   const sorting: string[] = [];
   for (const text of sql) {
@@ -703,7 +704,7 @@ Deno.test("once open, the store sorts only a bounded few rows (its scratch space
     assert.ok(bounded.some((known) => known.test(flat)), `${flat}\n${steps.join("; ")}`);
   }
   assert.ok(sql.size > 50, `${sql.size} statements recorded`);
-  assert.equal(sorting.length, 4, sorting.join("\n"));
+  assert.equal(sorting.length, 5, sorting.join("\n"));
 });
 
 Deno.test("a transaction that changed nothing is answered without an fsync of its own", async () => {
@@ -773,7 +774,13 @@ Deno.test("the group tracking is created with the first grouped job and counts i
     const [first] = await store.claim("q", 10, null, T0);
     assert.deepEqual(await store.claim("q", 10, null, T0), [], "the group's limit holds");
     const [stats] = await store.stats("q");
-    assert.deepEqual(stats.groups, { waiting: 1, leased: 1, full: 1 });
+    assert.deepEqual(stats.groups, {
+      waiting: 1,
+      leased: 1,
+      full: 1,
+      rate_held: 0,
+      top_held: [{ group: "g", held: "concurrency", pending: 1, leased: 1, limit: 1 }],
+    });
     await store.ack(first.job.id, first.lease.token, null, T0);
     assert.equal((await store.claim("q", 10, null, T0)).length, 1);
   } finally {
@@ -792,7 +799,11 @@ Deno.test("the group tracking is made again when the transaction that made it is
     await enqueued;
     await refused;
     const [stats] = await store.stats("q");
-    assert.deepEqual(stats.groups, { waiting: 1, leased: 0, full: 0 }, "the job is counted");
+    assert.deepEqual(
+      stats.groups,
+      { waiting: 1, leased: 0, full: 0, rate_held: 0, top_held: [] },
+      "the job is counted",
+    );
     assert.equal((await store.claim("q", 10, null, T0)).length, 1);
   } finally {
     await store.close();
@@ -859,4 +870,26 @@ Deno.test("a run of acks writes the write-ahead log and nothing else", async (t)
   } finally {
     await store.close();
   }
+});
+
+Deno.test("the fair-shares migration keeps served groups' order and remakes the group trigger", () => {
+  // A database as the version before it left it: counting groups with the old trigger, turns
+  // from the old counter.
+  const db = new DatabaseSync(":memory:");
+  for (const migration of MIGRATIONS.slice(0, 14)) db.exec(migration);
+  db.exec(GROUP_TRACKING);
+  db.exec(`DROP TRIGGER jobs_group_update;
+    CREATE TRIGGER jobs_group_update AFTER UPDATE OF state ON jobs BEGIN SELECT 1; END;
+    PRAGMA user_version = 14;
+    INSERT INTO job_groups (queue, grp, pending, turn) VALUES
+      ('q', 'late', 1, 9), ('q', 'early', 1, 5), ('q', 'new', 1, 0), ('r', 'other', 1, 3);`);
+  assert.equal(migrate(db), MIGRATIONS.length);
+  const turns = db.prepare("SELECT queue, grp, turn FROM job_groups ORDER BY queue, turn").all()
+    .map((row) => `${row.queue}/${row.grp}=${row.turn}`);
+  assert.deepEqual(turns, ["q/new=0", "q/early=1000000", "q/late=2000000", "r/other=1000000"]);
+  const trigger = db.prepare(
+    "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'jobs_group_update'",
+  ).get() as { sql: string };
+  assert.match(trigger.sql, /group_settings/, "the trigger moves turns by the group's stride");
+  db.close();
 });

@@ -174,20 +174,47 @@ export function groupCases({ test, sharedTest }: SuiteCases): void {
       (_, i) => newJob({ run_at: T0 + 1_000, group: i % 10 === 0 ? "b" : "a" }),
     );
     await store.enqueue("q", delayed, T0);
-    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 0, leased: 0, full: 0 });
+    assert.deepEqual((await store.stats("q"))[0].groups, {
+      waiting: 0,
+      leased: 0,
+      full: 0,
+      rate_held: 0,
+      top_held: [],
+    });
     while ((await store.tick(T0 + 1_000, HANDED_ALL)).more) {
       // a store may promote them over several ticks
     }
-    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 0, full: 0 });
+    assert.deepEqual((await store.stats("q"))[0].groups, {
+      waiting: 2,
+      leased: 0,
+      full: 0,
+      rate_held: 0,
+      top_held: [],
+    });
     // group_limit 1: one job of each group at a time, a's first job first.
     const leased = await store.claim("q", 50, null, T0 + 1_000);
     assert.deepEqual(leased.map((d) => d.job.group).sort(), ["a", "b"]);
-    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 2, full: 2 });
+    assert.deepEqual((await store.stats("q"))[0].groups, {
+      waiting: 2,
+      leased: 2,
+      full: 2,
+      rate_held: 0,
+      top_held: [
+        { group: "a", held: "concurrency", pending: 269, leased: 1, limit: 1 },
+        { group: "b", held: "concurrency", pending: 29, leased: 1, limit: 1 },
+      ],
+    });
     for (const d of leased) {
       await store.nack(d.job.id, d.lease.token, { error: "x", delay_ms: null, dead: true }, T0);
     }
     assert.equal((await store.requeueDead("q", { after: 0 }, T0 + 2_000, 1_000)).requeued, 2);
-    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 0, full: 0 });
+    assert.deepEqual((await store.stats("q"))[0].groups, {
+      waiting: 2,
+      leased: 0,
+      full: 0,
+      rate_held: 0,
+      top_held: [],
+    });
     const [stats] = await store.stats("q");
     assert.equal(stats.counts.pending, 300);
     assert.equal((await store.claim("q", 50, null, T0 + 2_000)).length, 2);
@@ -198,11 +225,23 @@ export function groupCases({ test, sharedTest }: SuiteCases): void {
     await enqueueOne(store, "q", { group: "a" });
     await enqueueOne(store, "q", { group: "b" });
     await enqueueOne(store, "q");
-    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 2, leased: 0, full: 0 });
+    assert.deepEqual((await store.stats("q"))[0].groups, {
+      waiting: 2,
+      leased: 0,
+      full: 0,
+      rate_held: 0,
+      top_held: [],
+    });
     assert.equal((await store.claim("q", 5, null, T0)).length, 3);
     // a and b each have a job leased; a has another waiting for its slot.
     const [stats] = await store.stats("q");
-    assert.deepEqual(stats.groups, { waiting: 1, leased: 2, full: 1 });
+    assert.deepEqual(stats.groups, {
+      waiting: 1,
+      leased: 2,
+      full: 1,
+      rate_held: 0,
+      top_held: [{ group: "a", held: "concurrency", pending: 1, leased: 1, limit: 1 }],
+    });
     assert.equal(stats.rate_held, false);
   });
 }

@@ -32,7 +32,7 @@ export function settingsStatsCases({ test, sharedTest }: SuiteCases): void {
         counts: counts(),
         oldest_pending_at: null,
         settings: defaultQueueSettings(),
-        groups: { waiting: 0, leased: 0, full: 0 },
+        groups: { waiting: 0, leased: 0, full: 0, rate_held: 0, top_held: [] },
         rate_held: false,
       },
     ]);

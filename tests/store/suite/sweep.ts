@@ -133,7 +133,13 @@ export function sweepCases({ test }: SuiteCases): void {
     assert.equal(await stateOf(store, leased), "leased", "a leased job is not waiting");
     assert.equal(await stateOf(store, kept), "pending", "without retain_pending_ms jobs wait");
     assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1, delayed: 1 }));
-    assert.deepEqual((await store.stats("q"))[0].groups, { waiting: 0, leased: 0, full: 0 });
+    assert.deepEqual((await store.stats("q"))[0].groups, {
+      waiting: 0,
+      leased: 0,
+      full: 0,
+      rate_held: 0,
+      top_held: [],
+    });
     // The group's count went with its job: a new job of the group is claimed as usual.
     await store.enqueue("q", [newJob({ run_at: T0 + 200, group: "g" })], T0 + 200);
     const claimed = await store.claim("q", 5, null, T0 + 200);
