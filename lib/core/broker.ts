@@ -12,6 +12,7 @@
  */
 
 import { checkDeadLetterQueue, isDefaultSettings, type QueueSettings } from "./queue_settings.ts";
+import type { GroupSettings, GroupState } from "./group_settings.ts";
 import { type Clock, EarliestTimer, type TimerHandle } from "./clock.ts";
 import { IntakeGate } from "./intake_gate.ts";
 import { BulkActions } from "./bulk_actions.ts";
@@ -626,9 +627,37 @@ export class Broker {
     return stored;
   }
 
+  /** One ordering group of a queue: its settings, its jobs and what holds it back now. */
+  group(queue: string, group: string): Promise<GroupState> {
+    return this.#store.getGroup(queue, group, this.#clock.now());
+  }
+
+  /**
+   * A queue's groups that have settings of their own or jobs pending or leased, by name after
+   * `after` (null: from the first), at most `limit`.
+   */
+  listGroups(queue: string, after: string | null, limit: number): Promise<GroupState[]> {
+    return this.#store.listGroups(queue, after, limit, this.#clock.now());
+  }
+
+  /**
+   * Replaces a group's settings (null or the defaults: removes them) and offers the queue again
+   * (a limit may have been raised, a weight changed).
+   */
+  async putGroupSettings(
+    queue: string,
+    group: string,
+    settings: GroupSettings | null,
+  ): Promise<GroupState> {
+    this.#refuseIfClosed();
+    const state = await this.#store.putGroupSettings(queue, group, settings, this.#clock.now());
+    this.wake(queue);
+    return state;
+  }
+
   /** Store counts for one queue or all. */
   stats(queue?: string): Promise<QueueCounts[]> {
-    return this.#store.stats(queue);
+    return this.#store.stats(queue, this.#clock.now());
   }
 
   /** Dead jobs of a queue, by id after a cursor (the dead-letter listing). */
