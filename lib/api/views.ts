@@ -6,6 +6,7 @@
  */
 
 import type { FlowCreated } from "../core/flow.ts";
+import { groupSettingsView, type GroupState } from "../core/group_settings.ts";
 import { type Job, jobJson } from "../core/job.ts";
 import { settingsView } from "../core/queue_settings.ts";
 import type { QueueCounts } from "../store/store.ts";
@@ -39,6 +40,24 @@ export function statsView(stats: QueueCounts, now: number, consumers: number): u
     settings: settingsView(stats.settings),
     groups: stats.groups,
     held: heldBy(stats, consumers),
+  };
+}
+
+/**
+ * An ordering group as the API shows it (`GET /v1/queues/{queue}/groups/{group}`): its name, its
+ * settings (the rate as its canonical text), whether it has settings of its own, its jobs pending
+ * and leased, its limit, and what holds it back.
+ */
+export function groupStateView(state: Readonly<GroupState>): Record<string, unknown> {
+  return {
+    group: state.group,
+    settings: groupSettingsView(state.settings),
+    configured: state.configured,
+    pending: state.pending,
+    leased: state.leased,
+    limit: state.limit,
+    held: state.held,
+    held_until: state.held_until,
   };
 }
 

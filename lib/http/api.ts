@@ -47,6 +47,7 @@ import type { BackupStatus } from "../store/sqlite/sqlite_backup.ts";
 import { statsView, waitedEnqueueJson } from "../api/views.ts";
 import { hasEnded } from "../core/flow.ts";
 import { flowRoutes } from "./flow_routes.ts";
+import { groupRoutes } from "./group_routes.ts";
 import type { Context, Route } from "./route.ts";
 import { type BulkTask, bulkTaskId, parseBulkRequest } from "../core/bulk_actions.ts";
 import { parseQueueSettings, settingsView } from "../core/queue_settings.ts";
@@ -389,6 +390,7 @@ export function createApi(options: ApiOptions): (request: HttpRequest) => Promis
         return json(200, stored);
       },
     },
+    ...groupRoutes({ broker, log, body }),
     {
       method: "GET",
       path: ["v1", "queues", ":queue", "dead"],

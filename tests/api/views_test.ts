@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { heldBy, statsView } from "../../lib/api/views.ts";
+import { groupStateView, heldBy, statsView } from "../../lib/api/views.ts";
+import type { GroupState } from "../../lib/core/group_settings.ts";
 import { defaultQueueSettings, settingsView } from "../../lib/core/queue_settings.ts";
 import type { QueueCounts } from "../../lib/store/store.ts";
 
@@ -11,7 +12,16 @@ function stats(fields: Partial<QueueCounts> = {}): QueueCounts {
     counts: { blocked: 0, pending: 3, delayed: 1, leased: 2, done: 4, dead: 0, cancelled: 0 },
     oldest_pending_at: 1_000,
     settings: defaultQueueSettings(),
-    groups: { waiting: 1, leased: 1, full: 0 },
+    groups: {
+      waiting: 2,
+      leased: 1,
+      full: 1,
+      rate_held: 1,
+      top_held: [
+        { group: "acme", held: "rate", pending: 7, leased: 0, limit: 2 },
+        { group: "globex", held: "concurrency", pending: 3, leased: 1, limit: 1 },
+      ],
+    },
     rate_held: false,
     ...fields,
   };
@@ -49,9 +59,53 @@ Deno.test("statsView() shows a queue's stats with the age of its oldest pending 
     oldest_pending_age_ms: 4_000,
     consumers: 1,
     settings: settingsView(settings),
-    groups: { waiting: 1, leased: 1, full: 0 },
+    groups: {
+      waiting: 2,
+      leased: 1,
+      full: 1,
+      rate_held: 1,
+      top_held: [
+        { group: "acme", held: "rate", pending: 7, leased: 0, limit: 2 },
+        { group: "globex", held: "concurrency", pending: 3, leased: 1, limit: 1 },
+      ],
+    },
     held: "concurrency",
   });
+});
+
+Deno.test("groupStateView() shows a group's settings with its rate as canonical text", () => {
+  const state: GroupState = {
+    group: "tenant/eu 7",
+    settings: { weight: 3, concurrency: 2, rate: { limit: 10, per_ms: 60_000 } },
+    configured: true,
+    pending: 4,
+    leased: 1,
+    limit: 2,
+    held: "rate",
+    held_until: 9_000,
+  };
+  const view = groupStateView(state);
+  assert.deepEqual(view, {
+    group: "tenant/eu 7",
+    settings: { weight: 3, concurrency: 2, rate: "10/1m" },
+    configured: true,
+    pending: 4,
+    leased: 1,
+    limit: 2,
+    held: "rate",
+    held_until: 9_000,
+  });
+  // The members in the documented order, and nothing else.
+  assert.deepEqual(Object.keys(view), [
+    "group",
+    "settings",
+    "configured",
+    "pending",
+    "leased",
+    "limit",
+    "held",
+    "held_until",
+  ]);
 });
 
 Deno.test("statsView() shows age 0 without a pending job, and for a clock behind the store", () => {

@@ -1,11 +1,10 @@
 /**
  * End-to-end traffic for the contract run: every documented operation called the way a worker
  * and an operator call it (produce, dedup modes, lease, checkpoint, progress, extend, nack, ack,
- * flows, browse, run now, cancel, requeue, pause, settings, stats, health, metrics, the
- * documents), and
- * its refusals that a valid request can still get (404, 409 and, with auth, 401 and 403). Sent
- * through Prism's validating proxy: every request here is valid by the document, so any Prism
- * error is a violation of the answer.
+ * flows, browse, run now, cancel, requeue, pause, settings, group settings, stats, health,
+ * metrics, the documents), and its refusals that a valid request can still get (404, 409 and,
+ * with auth, 401 and 403). Sent through Prism's validating proxy: every request here is valid by
+ * the document, so any Prism error is a violation of the answer.
  *
  * @module
  */
@@ -338,6 +337,28 @@ export async function driveTraffic(
   });
   await call("/v1/queues/{queue}/settings", "GET", `/v1/queues/${q}/settings`);
   await call("/v1/queues/{queue}/settings", "PUT", `/v1/queues/${q}/settings`, {});
+  // Fair shares: a group's settings put, read, listed a page at a time and reset, for a group
+  // with jobs pending and leased, held by its rate.
+  const gq = "contract.groups";
+  const group = (name: string) => `/v1/queues/${gq}/groups/${encodeURIComponent(name)}`;
+  await call("/v1/queues/{queue}/groups/{group}", "PUT", group("acme/eu 1"), {
+    weight: 3,
+    concurrency: 2,
+    rate: "1/1m",
+  });
+  await call("/v1/queues/{queue}/groups/{group}", "PUT", group("globex"), { weight: 0.5 });
+  await call("/v1/queues/{queue}/jobs", "POST", `/v1/queues/${gq}/jobs`, {
+    jobs: [{ payload: 1, group: "acme/eu 1" }, { payload: 2, group: "acme/eu 1" }],
+  });
+  await call("/v1/queues/{queue}/leases", "POST", `/v1/queues/${gq}/leases`, { max: 10 });
+  await call("/v1/queues/{queue}/groups/{group}", "GET", group("acme/eu 1"));
+  await call("/v1/queues/{queue}/groups/{group}", "GET", group("nobody"));
+  await call("/v1/queues/{queue}/groups", "GET", `/v1/queues/${gq}/groups`);
+  await call("/v1/queues/{queue}/groups", "GET", `/v1/queues/${gq}/groups?limit=1`);
+  await call("/v1/queues/{queue}/groups", "GET", `/v1/queues/${gq}/groups?limit=1&after=acme`);
+  await call("/v1/queues/{queue}", "GET", `/v1/queues/${gq}`);
+  await call("/v1/queues/{queue}/groups/{group}", "PUT", group("globex"), {});
+  await call("/v1/queues/{queue}/groups/{group}", "DELETE", group("acme/eu 1"));
   // Schedules: define, replace, read, list, pause, resume, delete; refused definitions.
   const sched = (name: string) => `/v1/schedules/${name}`;
   const definition = {

@@ -38,7 +38,7 @@ Deno.test("every documented operation is a route, and a wrong method of it answe
   let operations = 0;
   for (const [template, item] of Object.entries(openapi.paths)) {
     const path = template.replace("{queue}", "q").replace("{id}", "999999")
-      .replace("{name}", "nightly");
+      .replace("{name}", "nightly").replace("{group}", "acme");
     for (const method of methods) {
       const documented = method in item;
       if (path === "/v1/ws" || path === "/v1/events") continue; // not plain request/response

@@ -113,7 +113,13 @@ Deno.test("GET /v1/queues/{q} shows the groups and the limit holding consumers b
   await enqueue(server, "q", { payload: 3, group: "b" });
   await lease(server, "q", { max: 5 });
   const idle = (await server.request("GET", "/v1/queues/q")).body;
-  assert.deepEqual(idle.groups, { waiting: 2, leased: 1, full: 1 });
+  assert.deepEqual(idle.groups, {
+    waiting: 2,
+    leased: 1,
+    full: 1,
+    rate_held: 0,
+    top_held: [{ group: "a", held: "concurrency", pending: 1, leased: 1, limit: 1 }],
+  });
   assert.equal(idle.held, null, "nobody consumes: nothing is held back");
   const waiting = server.request("POST", "/v1/queues/q/leases", { max: 5, wait_ms: 5_000 });
   await settle();

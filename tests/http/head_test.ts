@@ -12,6 +12,7 @@ const GET_PATHS = Object.entries(openapi.paths as Record<string, Record<string, 
   .filter(([, item]) => "get" in item)
   .map(([template]) =>
     template.replace("{queue}", "q").replace("{id}", "1").replace("{name}", "nightly")
+      .replace("{group}", "acme")
   );
 
 Deno.test("RFC 9110 §9.3.2: openapi.json documents a HEAD for every GET", () => {

@@ -330,7 +330,7 @@ Deno.test("GET /v1/queues/{q} counts jobs per state", async () => {
     oldest_pending_age_ms: 0,
     consumers: 0,
     settings: DEFAULT_SETTINGS_JSON,
-    groups: { waiting: 0, leased: 0, full: 0 },
+    groups: { waiting: 0, leased: 0, full: 0, rate_held: 0, top_held: [] },
     held: null,
   });
 });
@@ -346,7 +346,7 @@ Deno.test("GET /v1/queues/{q} of an unknown queue answers zeros", async () => {
     oldest_pending_age_ms: 0,
     consumers: 0,
     settings: DEFAULT_SETTINGS_JSON,
-    groups: { waiting: 0, leased: 0, full: 0 },
+    groups: { waiting: 0, leased: 0, full: 0, rate_held: 0, top_held: [] },
     held: null,
   });
 });
@@ -381,7 +381,7 @@ Deno.test("GET /v1/queues lists every known queue's stats", async () => {
     oldest_pending_age_ms: 0,
     consumers: 0,
     settings: DEFAULT_SETTINGS_JSON,
-    groups: { waiting: 0, leased: 0, full: 0 },
+    groups: { waiting: 0, leased: 0, full: 0, rate_held: 0, top_held: [] },
     held: null,
   });
   assert.equal((byName.get("c") as { paused: boolean }).paused, true);
