@@ -17,6 +17,7 @@ import { flowHelp, scheduleHelp, topLevelHelp } from "./lib/config/help.ts";
 import { serveCommand } from "./lib/cli/serve_command.ts";
 import { CLIENT_COMMANDS, runClientCommand } from "./lib/cli/client_commands.ts";
 import { bulkHelp } from "./lib/cli/bulk_command.ts";
+import { groupHelp } from "./lib/cli/group_command.ts";
 
 /** The program's version (from deno.json, embedded at build time). */
 export const VERSION: string = meta.version;
@@ -78,6 +79,8 @@ async function main(args: string[]): Promise<number> {
             ? bulkHelp()
             : client === "flow"
             ? flowHelp()
+            : client === "group"
+            ? groupHelp()
             : topLevelHelp(VERSION),
         );
         return 0;

@@ -27,11 +27,14 @@ export const OPERATIONS = {
   readJob: "job",
   /** Cancel or remove one job (`DELETE /v1/jobs/:id`). */
   cancelJob: "admin",
-  /** Read queue counts and the live feed (`GET /v1/queues…`, `GET /v1/events`). */
+  /** Read queue counts, settings, groups and the live feed (`GET /v1/queues…`, `GET /v1/events`). */
   readQueues: "read",
   /** Pause or resume a queue. */
   pauseQueue: "admin",
-  /** Change a queue's settings (`PUT /v1/queues/:queue/settings`); reading them is `readQueues`. */
+  /**
+   * Change a queue's settings or its groups' (`PUT /v1/queues/:queue/settings`, `PUT` and
+   * `DELETE /v1/queues/:queue/groups/:group`); reading them is `readQueues`.
+   */
   queueSettings: "admin",
   /** List and requeue dead jobs. */
   deadLetters: "admin",

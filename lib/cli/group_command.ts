@@ -167,7 +167,7 @@ async function listGroups(
     query.set("limit", text);
   }
   if (after !== undefined) query.set("after", String(after));
-  const page = await call<{ groups: GroupAnswer[]; next: string | null }>(
+  const page = await call<{ groups: GroupAnswer[]; next_after: string | null }>(
     "GET",
     `/v1/queues/${encodeURIComponent(queue)}/groups${query.size === 0 ? "" : `?${query}`}`,
   );
@@ -177,7 +177,7 @@ async function listGroups(
     if (page.groups.length === 0) io.err(`no groups in ${queue}\n`);
   } else if (page.groups.length === 0) io.out(`(no groups in ${queue})\n`);
   else io.out(listTable(page.groups));
-  if (page.next !== null) io.err(`more: --after ${shellWord(page.next)}\n`);
+  if (page.next_after !== null) io.err(`more: --after ${shellWord(page.next_after)}\n`);
   return 0;
 }
 

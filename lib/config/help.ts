@@ -152,6 +152,12 @@ export function topLevelHelp(version: string): string {
     ["", "  {key, nodes}, - for stdin (see tegami flow --help)"],
     ["flow show|cancel ID", "show a flow's nodes and their states; cancel what has not ended"],
     ["flow list", "list flows with their counts (--limit N --after ID --newest; --json)"],
+    ["group list QUEUE", "list a queue's ordering groups: settings, jobs, limit, what holds"],
+    ["", "  each back (--limit N --after NAME; --json)"],
+    ["group show QUEUE GROUP", "show one group's settings and jobs"],
+    ["group set QUEUE GROUP", "change a group's fair share and keep the rest: --weight W"],
+    ["", "  --concurrency N|none --rate 10/1s|none (see tegami group --help)"],
+    ["group reset QUEUE GROUP", "remove a group's settings (back to the defaults)"],
     ["help", "show this help"],
   ];
   return [
@@ -163,7 +169,7 @@ export function topLevelHelp(version: string): string {
     ...commands.map(([usage, what]) => `  ${usage.padEnd(26)}${what}`),
     "",
     "Flags of the client commands (enqueue, stats, job, dead, queue, consume, schedule, backup)",
-    "and of bulk and flow:",
+    "and of bulk, flow and group:",
     flagHelp(CLIENT_FLAGS),
     "",
     "Other flags:",

@@ -93,12 +93,17 @@ export function parseGroupSettings(value: unknown): GroupSettings {
   };
 }
 
-/** Checks a group name given apart from a job (a path segment): 1 to 512 bytes of UTF-8. */
+/**
+ * Checks a group name given apart from a job (a path segment): 1 to 512 bytes of UTF-8 and no
+ * NUL, which a job's `group` cannot hold either (SQLite would read the name back cut at it, and
+ * PostgreSQL refuses it), so no group could be the one named.
+ */
 export function checkGroupName(group: string): void {
   const bytes = new TextEncoder().encode(group).length;
   if (bytes < 1 || bytes > MAX_GROUP_BYTES) {
     throw invalid("group", `expected 1 to ${MAX_GROUP_BYTES} bytes of UTF-8, got ${bytes}`);
   }
+  if (group.includes("\u0000")) throw invalid("group", "expected no NUL (U+0000) characters");
 }
 
 /** The settings as the API shows them: every member, the rate as its canonical text. */

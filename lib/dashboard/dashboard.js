@@ -3281,10 +3281,10 @@
     if (!more && groups.list.length === 0) renderGroups();
     const after = more && groups.next !== null ? "&after=" + encodeURIComponent(groups.next) : "";
     return api("GET", queuePath(name) + "/groups?limit=" + GROUPS_PAGE + after).then(
-      function (/** @type {{ groups: GroupState[], next: string | null }} */ data) {
+      function (/** @type {{ groups: GroupState[], next_after: string | null }} */ data) {
         if (groups.queue !== name) return;
         groups.list = more ? groups.list.concat(data.groups) : data.groups;
-        groups.next = data.next;
+        groups.next = data.next_after;
         groups.error = "";
       },
       function (/** @type {ApiError} */ error) {

@@ -64,7 +64,7 @@ export function groupRoutes(needs: GroupRouteNeeds): Route[] {
           : Math.min(page.limit, MAX_GROUP_PAGE);
         const groups = await broker.listGroups(ctx.params[0], page.after, limit);
         const next = groups.length === limit ? groups[groups.length - 1].group : null;
-        return json(200, { groups: groups.map(groupStateView), next });
+        return json(200, { groups: groups.map(groupStateView), next_after: next });
       },
     },
     {
@@ -101,14 +101,9 @@ export function groupRoutes(needs: GroupRouteNeeds): Route[] {
   ];
 }
 
-/**
- * A group name from the path (percent-decoded by the router): 1 to 512 bytes of UTF-8 and no NUL,
- * which a job's `group` cannot hold either (SQLite would read the name back cut at it, and
- * PostgreSQL refuses it), so no group could be the one named.
- */
+/** A group name from the path (percent-decoded by the router), checked as a job's group. */
 function pathGroup(segment: string): string {
   checkGroupName(segment);
-  if (segment.includes("\u0000")) throw invalid("group", "expected no NUL (U+0000) characters");
   return segment;
 }
 

@@ -125,7 +125,7 @@ for (const store of STORES) {
           configured,
           { ...fresh, group: "busy", pending: 2 },
         ],
-        next: null,
+        next_after: null,
       });
       // The queue's group_limit is the limit of a group without a concurrency of its own.
       const settings = await server.request("PUT", "/v1/queues/mail/settings", { group_limit: 4 });
@@ -206,8 +206,8 @@ for (const store of STORES) {
         assert.equal(page.status, 200, JSON.stringify(page.body));
         const got = page.body.groups.map((g: { group: string }) => g.group);
         seen.push(...got);
-        assert.equal(page.body.next, got.length === 3 ? got[2] : null);
-        after = page.body.next;
+        assert.equal(page.body.next_after, got.length === 3 ? got[2] : null);
+        after = page.body.next_after;
         if (after === null) break;
       }
       assert.deepEqual(seen, order);
@@ -216,7 +216,7 @@ for (const store of STORES) {
       assert.deepEqual(between.body.groups.map((g: { group: string }) => g.group), ["a-b", "a_b"]);
       // Another queue's groups are its own.
       const other = await server.request("GET", "/v1/queues/other/groups");
-      assert.deepEqual(other.body, { groups: [], next: null });
+      assert.deepEqual(other.body, { groups: [], next_after: null });
     },
   });
 
