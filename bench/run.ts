@@ -12,6 +12,9 @@
  * - W4 batch enqueue, 100 jobs per request (tegami)
  * - W5 idle push latency: one consumer, one job at a time
  * - W1g: W1 with its jobs spread over 1 000 ordering groups (group_limit 1); compare with W1
+ * - W1w: W1g with 100 of the groups at weight 5; compare with W1 and W1g. Then, on fresh
+ *   servers, every group with a backlog of 100 jobs: the deliveries per group of weight 5
+ *   against weight 1 while all wait, at group_limit 1 and 8
  * - W6: a queue with `rate` 500/s and a deep backlog; the deliveries of 10 s against the rate
  * - W7 batches of ten, as SQS clients run: send 10, receive up to 10 with a long poll, settle
  *   the 10 in one call; tegami's own API against its SQS API (`--peers sqs`)
@@ -57,6 +60,7 @@ import { rateLimit } from "./workloads/rate_limit.ts";
 import { scaling } from "./workloads/scaling.ts";
 import { batchesOfTen } from "./workloads/batches_of_ten.ts";
 import { flowFan } from "./workloads/flow_fan.ts";
+import { putWeights, weightShares } from "./workloads/weighted_groups.ts";
 import { nativeBatchDoor } from "./peers/native_batches.ts";
 import { sqsPeer, SqsTarget } from "./peers/sqs.ts";
 
@@ -64,6 +68,7 @@ const WORKLOADS = [
   "RSS",
   "W1",
   "W1g",
+  "W1w",
   "W2",
   "W3",
   "W3b",
@@ -395,6 +400,8 @@ async function main(): Promise<number> {
   const timings: Record<string, number> = {};
   // The PostgreSQL floor measures W2 only (bench/peers/pg_floor.ts).
   const everyone = [tegami, ...peers.filter((p) => p.key !== "pgfloor")];
+  // The groups workloads run on PostgreSQL (one server) too when that peer is asked for.
+  const onPg = peers.filter((p) => p.key === "pg");
   // W2's backlog, filled before the server's figures are snapshotted, for the drain that follows.
   const w2 = { queue: "w2", backlog: o.backlog };
   let filled: Filled | undefined;
@@ -413,7 +420,7 @@ async function main(): Promise<number> {
       label: "W1 end to end",
       run: (t) => either(t, "W1", "w1", o.jobs, () => endToEnd(t, { queue: "w1", jobs: o.jobs })),
     }],
-    ["W1g", [tegami], {
+    ["W1g", [tegami, ...onPg], {
       label: "W1g end to end over 1000 groups",
       run: (t) =>
         endToEnd(t, {
@@ -422,6 +429,27 @@ async function main(): Promise<number> {
           producer: (q) => asTegami(t).groupedProducer(q, 1000),
         }),
     }],
+    ["W1w", [tegami, ...onPg], {
+      label: "W1w end to end over 1000 weighted groups",
+      prepare: (t) => putWeights(asTegami(t), { queue: "w1w" }),
+      run: (t) =>
+        endToEnd(t, {
+          queue: "w1w",
+          jobs: o.jobs,
+          producer: (q) => asTegami(t).groupedProducer(q, 1000),
+        }),
+    }],
+    ...[1, 8].map((groupLimit) =>
+      [
+        "W1w" as const,
+        [tegami, ...onPg],
+        {
+          // jobs/s: the deliveries until the first group ran dry, a drain over 1 000 groups.
+          label: `W1w shares of weighted groups, group_limit ${groupLimit}`,
+          run: (t: Target) => weightShares(asTegami(t), { queue: "w1w-shares", groupLimit }),
+        },
+      ] as [Exclude<WorkloadKey, "scale">, Peer[], Workload]
+    ),
     ["W2", [tegami, ...peers], {
       label: "W2 drain",
       prepare: async (t) => {
@@ -475,7 +503,7 @@ async function main(): Promise<number> {
     if (!o.only.has(key)) continue;
     const partAt = performance.now();
     await runner.run(workload, systems, key === "RSS" ? 1 : o.repeat);
-    timings[key] = (performance.now() - partAt) / 1000;
+    timings[key] = (timings[key] ?? 0) + (performance.now() - partAt) / 1000;
   }
   const rows: Row[] = runner.rows;
 
