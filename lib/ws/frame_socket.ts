@@ -90,6 +90,11 @@ export interface Handover {
 export const CLOSE_WAIT_MS = 1000;
 /** The read buffer of a connection with small frames (a WebSocket holds only it while idle). */
 const READ_BUFFER_MIN = 2 * 1024;
+/**
+ * Rounds of microtasks a write waits for after the first frame of a turn is sent, so that frames
+ * a few promise hops behind it share its write (see `FrameSocket.#flushAfter`).
+ */
+const FLUSH_HOPS = 12;
 /** Frames joined into one write up to this many bytes; a larger frame is written on its own. */
 const WRITE_BATCH = 64 * 1024;
 /** The first buffer of a fragmented message; it at least doubles as the message grows. */
@@ -584,9 +589,21 @@ export class FrameSocket implements SocketLike {
     this.#queued += headLength(payload.length, false) + payload.length;
     if (!this.#flushing && this.#conn !== null) {
       this.#flushing = true;
-      // Frames sent in the same turn go in one write.
-      queueMicrotask(() => this.#flush());
+      this.#flushAfter(FLUSH_HOPS);
     }
+  }
+
+  /**
+   * Writes what waits once `hops` more rounds of microtasks have run. A commit's fsync releases
+   * a consumer's push and its batch's reply through promise chains of different lengths: the
+   * push is sent a few hops after the fsync, the reply several hops later. A write at the first
+   * frame's own microtask would carry the push alone and the reply would take a second write
+   * (and wake the client twice); waiting these hops lets both go in one, at no cost but the hops,
+   * since nothing else runs between them.
+   */
+  #flushAfter(hops: number): void {
+    if (hops === 0) void this.#flush();
+    else queueMicrotask(() => this.#flushAfter(hops - 1));
   }
 
   async #flush(): Promise<void> {
