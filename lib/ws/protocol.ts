@@ -94,7 +94,10 @@ export interface ClientFrame {
   queue: string;
   /** The other fields, for the shared request parsers. */
   body: Record<string, unknown>;
-  /** The frame as received, so an enqueued payload is stored as its text. */
+  /**
+   * The frame as received, so an enqueued payload is stored as its text; inside a `batch`, only
+   * for the operations that read it (enqueue, flow, add_nodes), else empty.
+   */
   text: string;
 }
 
@@ -169,13 +172,20 @@ export function batchItems(batch: ClientFrame): BatchItem[] {
   if (frames.length > MAX_BATCH_FRAMES) {
     throw invalid("frames", `${frames.length} frames is over the limit of ${MAX_BATCH_FRAMES}`);
   }
-  // Each frame's own text, so that an enqueued payload is stored as the text received.
+  // Each frame's own text, so that an enqueued payload is stored as the text received: found
+  // (a scan of the batch's text) only if a frame needs it, which acks and nacks do not.
   const source = batch.text;
-  const span = memberSpan(source, "frames");
-  const spans = span === undefined ? null : elementSpans(source, span.start);
+  let spans: ReturnType<typeof elementSpans> | null | undefined;
   return frames.map((value, i): BatchItem => {
-    const at = spans?.[i];
-    const text = at === undefined ? JSON.stringify(value) : source.slice(at.start, at.end);
+    let text = "";
+    if (carriesText(value)) {
+      if (spans === undefined) {
+        const span = memberSpan(source, "frames");
+        spans = span === undefined ? null : elementSpans(source, span.start);
+      }
+      const at = spans?.[i];
+      text = at === undefined ? JSON.stringify(value) : source.slice(at.start, at.end);
+    }
     try {
       const frame = decodeValue(value, text);
       if (frame.op === "batch" || frame.op === "auth") {
@@ -186,6 +196,15 @@ export function batchItems(batch: ClientFrame): BatchItem[] {
       return { error: toTegamiError(error), ref: refOf(value) };
     }
   });
+}
+
+/** The operations whose handling reads the frame's own text (`ClientFrame.text`). */
+const TEXT_OPS: ReadonlySet<unknown> = new Set(["enqueue", "flow", "add_nodes"]);
+
+/** Whether `value`, a frame of a batch, is of an operation that reads its text. */
+function carriesText(value: unknown): boolean {
+  return typeof value === "object" && value !== null &&
+    TEXT_OPS.has((value as Record<string, unknown>).op);
 }
 
 /** The reply to a `batch`: `{op:"ok", ref?, replies:[…]}`, `replies` being encoded frames. */
@@ -241,18 +260,29 @@ export function* jobsFrames(
   const head = `{"op":"jobs","queue":${JSON.stringify(queue)},"jobs":[`;
   const empty = utf8Length(head) + 2; // and the closing "]}"
   let text = head;
+  // The frame's UTF-8 size so far, or a bound above it while `exact` is false: a UTF-16 unit is
+  // at most 3 bytes, so while the bound fits nothing needs counting (the usual case, far below
+  // `maxBytes`); near it, the sizes are counted, and the split falls where exact sizes put it.
   let bytes = empty;
+  let exact = true;
   let count = 0;
   for (const delivery of deliveries) {
     const item = `{${deliveryMembers(delivery)}}`;
-    const room = maxBytes - bytes - (count > 0 ? 1 : 0);
-    const size = utf8Length(item);
-    if (count > 0 && size > room) {
-      yield { frame: text + "]}", count };
-      text = head;
-      bytes = empty;
-      count = 0;
-    }
+    const comma = count > 0 ? 1 : 0;
+    let size = 3 * item.length;
+    if (bytes + comma + size > maxBytes) {
+      if (!exact) {
+        bytes = utf8Length(text) + 2;
+        exact = true;
+      }
+      size = utf8Length(item);
+      if (count > 0 && bytes + comma + size > maxBytes) {
+        yield { frame: text + "]}", count };
+        text = head;
+        bytes = empty;
+        count = 0;
+      }
+    } else exact = false;
     text += count > 0 ? "," + item : item;
     bytes += size + (count > 0 ? 1 : 0);
     count++;
