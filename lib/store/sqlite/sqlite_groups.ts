@@ -35,10 +35,10 @@ function prepare(db: DatabaseSync, count: StatementCount) {
        LEFT JOIN group_buckets b ON b.queue = ?1 AND b.grp = n.value`,
     ),
     liveNames: p(
-      "SELECT grp FROM job_groups WHERE queue = ? AND grp > ? ORDER BY grp LIMIT ?",
+      "SELECT grp FROM job_groups WHERE queue = ? AND grp > ? ORDER BY grp LIMIT ? + 0",
     ),
     configuredNames: p(
-      "SELECT grp FROM group_settings WHERE queue = ? AND grp > ? ORDER BY grp LIMIT ?",
+      "SELECT grp FROM group_settings WHERE queue = ? AND grp > ? ORDER BY grp LIMIT ? + 0",
     ),
     put: p(
       `INSERT OR REPLACE INTO group_settings
