@@ -54,13 +54,15 @@ export async function groupNames(
   limit: number,
 ): Promise<string[]> {
   const from = after ?? "";
+  // Byte order ("C", as SQLite's), whatever the database's collation: a listing is rare, and
+  // the tables keep the collation of jobs.grp for the claim's joins.
   const [live, configured] = await Promise.all([
     sql<{ grp: string }[]>`
-      SELECT grp FROM job_groups WHERE queue = ${queue} AND grp > ${from}
-      ORDER BY grp LIMIT ${limit}`,
+      SELECT grp FROM job_groups WHERE queue = ${queue} AND grp COLLATE "C" > ${from}
+      ORDER BY grp COLLATE "C" LIMIT ${limit}`,
     sql<{ grp: string }[]>`
-      SELECT grp FROM group_settings WHERE queue = ${queue} AND grp > ${from}
-      ORDER BY grp LIMIT ${limit}`,
+      SELECT grp FROM group_settings WHERE queue = ${queue} AND grp COLLATE "C" > ${from}
+      ORDER BY grp COLLATE "C" LIMIT ${limit}`,
   ]);
   const names = new Set([...live, ...configured].map((row) => row.grp));
   return [...names].sort(byCodePoint).slice(0, limit);

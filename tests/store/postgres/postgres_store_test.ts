@@ -167,6 +167,44 @@ Deno.test({
 });
 
 Deno.test({
+  name: "postgres: a grouped claim reads each group's first jobs, whatever the queue's backlog",
+  ignore: db === null,
+  fn: () =>
+    onFreshStore(async (store) => {
+      // 30,000 jobs waiting in 100 groups against 30 in 10: each claim takes its groups' first
+      // jobs through the groups' index, so both cost about the same. Reading the queue's pending
+      // jobs for each group instead (a collation the index does not have, say) costs 100 times.
+      const jobs = (groups: number, each: number) =>
+        Array.from({ length: groups * each }, (_, i) =>
+          newJob({ group: `g${i % groups}`, run_at: 1_000 }));
+      for (let i = 0; i < 10; i++) {
+        await store.enqueue("deep", jobs(100, 30), 1_000);
+      }
+      await store.enqueue("few", jobs(10, 3), 1_000);
+      const took = { deep: [] as number[], few: [] as number[] };
+      const claimed = async (queue: string, times: number[]) => {
+        const started = performance.now();
+        const got = await store.claim(queue, 10, 60_000, 1_000);
+        times.push(performance.now() - started);
+        assert.equal(got.length, 10);
+        await Promise.all(got.map((d) =>
+          store.ack(d.job.id, d.lease.token, null, 1_000)
+        ));
+      };
+      for (let i = 0; i < 3; i++) {
+        await claimed("deep", took.deep);
+        await claimed("few", took.few);
+      }
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1];
+      const shown = (xs: number[]) => xs.map((t) => t.toFixed(1)).join(", ");
+      assert.ok(
+        median(took.deep) < 3 * median(took.few) + 10,
+        `claims from 30,000 took ${shown(took.deep)} ms, from 30 ${shown(took.few)} ms`,
+      );
+    }),
+});
+
+Deno.test({
   name: "postgres: promoting many due jobs of one group costs about what ungrouped ones cost",
   ignore: db === null,
   fn: () =>

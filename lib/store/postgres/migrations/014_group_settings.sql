@@ -1,12 +1,12 @@
 -- Fair shares (core/group_settings.ts): a group's own weight (kept as the stride its turn moves
 -- by per lease, TURN_UNIT / weight with TURN_UNIT = 1000000), concurrency and rate; the buckets of
 -- groups with a rate, with when a group left without a token gets its next (the grouped claim
--- skips it until then). Group names sort by byte order ("C"), as on SQLite, so a listing pages
--- through both tables by their primary keys.
+-- skips it until then). Group names keep the database's collation, as jobs.grp has it, so that
+-- every join and lookup between the three tables and jobs can use their indexes.
 
 CREATE TABLE group_settings (
   queue       text             NOT NULL,
-  grp         text COLLATE "C" NOT NULL,
+  grp         text             NOT NULL,
   weight      double precision NOT NULL,
   stride      bigint           NOT NULL,
   concurrency integer,
@@ -20,14 +20,12 @@ CREATE INDEX group_settings_rated ON group_settings (queue) WHERE rate_limit IS 
 
 CREATE TABLE group_buckets (
   queue      text             NOT NULL,
-  grp        text COLLATE "C" NOT NULL,
+  grp        text             NOT NULL,
   tokens     double precision NOT NULL,
   at         bigint           NOT NULL,
   held_until bigint,
   PRIMARY KEY (queue, grp)
 );
-
-ALTER TABLE job_groups ALTER COLUMN grp TYPE text COLLATE "C";
 
 -- Turns become strides of TURN_UNIT: served groups keep their order, one unit apart. The turn
 -- index covers every group (the front is the largest turn of any).
