@@ -55,17 +55,37 @@ export function queueOfPath(path: string, identity: SqsIdentity): string | null 
   return QUEUE_NAME.test(name) ? name : null;
 }
 
+/** Queue URLs already read, with the queue each names (null: none), per identity. */
+const readUrls = new WeakMap<SqsIdentity, Map<string, string | null>>();
+/** The most queue URLs remembered per identity before starting over. */
+const READ_URLS_CAP = 1024;
+/** The longest text remembered (a queue URL is far shorter; a longer text is parsed each time). */
+const READ_URL_MOST = 512;
+
 /** The queue a `QueueUrl` names, or `QueueDoesNotExist`. Only its path is read. */
 export function queueOfUrl(text: string, identity: SqsIdentity): string {
-  let path: string;
-  try {
-    path = new URL(text).pathname;
-  } catch {
-    throw noSuchQueue();
+  // A client sends its queue's URL with every call: each text is parsed once.
+  let read = readUrls.get(identity);
+  if (read === undefined) {
+    read = new Map();
+    readUrls.set(identity, read);
   }
-  return queueOfPath(path, identity) ?? (() => {
-    throw noSuchQueue();
-  })();
+  let queue = read.get(text);
+  if (queue === undefined) {
+    let path: string | null;
+    try {
+      path = new URL(text).pathname;
+    } catch {
+      path = null;
+    }
+    queue = path === null ? null : queueOfPath(path, identity);
+    if (text.length <= READ_URL_MOST) {
+      if (read.size >= READ_URLS_CAP) read.clear();
+      read.set(text, queue);
+    }
+  }
+  if (queue === null) throw noSuchQueue();
+  return queue;
 }
 
 /** A queue name given to `CreateQueue` or `GetQueueUrl`, checked. */

@@ -133,6 +133,20 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
     return lastPrefix;
   };
 
+  // A client calls the same URL again and again (`/`, or its queue's URL): the last one without a
+  // query is parsed once. A URL with a query (a presigned request) is parsed each time.
+  let lastUrlText = "";
+  let lastUrl: URL | null = null;
+  const urlOf = (text: string): URL => {
+    if (text === lastUrlText && lastUrl !== null) return lastUrl;
+    const url = new URL(text);
+    if (url.search === "") {
+      lastUrlText = text;
+      lastUrl = url;
+    }
+    return url;
+  };
+
   const matches = (request: HttpRequest): boolean => {
     if (request.method !== "POST") return false;
     const path = pathOf(request.url);
@@ -225,7 +239,7 @@ export function createSqsApi(options: SqsApiOptions): SqsApi {
     try {
       let url: URL;
       try {
-        url = new URL(request.url);
+        url = urlOf(request.url);
       } catch {
         throw new SqsError("InvalidParameterValue", "The Host header is not a valid host name");
       }
