@@ -5,6 +5,14 @@
  * `SQSClient` (its own connections). Each queue is made with CreateQueue first, as an SQS user
  * would.
  *
+ * With `client: "raw"`, W7's senders and receivers put the SDK's requests on the wire themselves
+ * instead (the same headers and JSON bodies, over a lean keep-alive connection like the `tegami`
+ * row's): the server does the same work per request, but the driver spends a small part of the
+ * SDK's CPU, so its requests come as close together as the `tegami` row's. The SDK's CPU per call
+ * in the bench's process spaces its calls out on a small machine, and a server answering calls
+ * that come one at a time spends more per call, whatever the door (each call wakes it, and its
+ * writes commit alone): the raw row shows what the SQS door itself costs.
+ *
  * @module
  */
 
@@ -25,6 +33,11 @@ import { type TegamiOptions, TegamiTarget } from "./tegami.ts";
 
 /** The name in the table. */
 export const SQS_NAME = "tegami via SQS (@aws-sdk/client-sqs)";
+/** The name in the table of the SDK's requests sent without the SDK. */
+export const SQS_RAW_NAME = "tegami via SQS (the SDK's requests, lean client)";
+
+/** Who sends the SQS requests of W7: the SDK, or the bench writing the SDK's requests itself. */
+export type SqsClientKind = "sdk" | "raw";
 
 /** The fill's requests in flight. */
 const FILL_IN_FLIGHT = 8;
@@ -39,17 +52,125 @@ function sqsClient(url: string): SQSClient {
   });
 }
 
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The SDK version whose requests {@linkcode RawSqsConnection} writes. */
+const SDK_AGENT = "aws-sdk-js/3.1178.0";
+
+/**
+ * One keep-alive connection writing SQS JSON-protocol requests as `@aws-sdk/client-sqs` writes
+ * them: its headers, in its order, of its sizes. The body's SHA-256 and the signature have the
+ * right shape but are not computed: a server without `--tokens` checks only their shape.
+ */
+class RawSqsConnection {
+  readonly #conn: Deno.TcpConn;
+  readonly #host: string;
+  #buffer = new Uint8Array(64 * 1024);
+  #end = 0;
+
+  private constructor(conn: Deno.TcpConn, host: string) {
+    this.#conn = conn;
+    this.#host = host;
+    conn.setNoDelay(true);
+  }
+
+  /** A connection to the server at `url`. */
+  static async open(url: string): Promise<RawSqsConnection> {
+    const { hostname, port, host } = new URL(url);
+    return new RawSqsConnection(await Deno.connect({ hostname, port: Number(port) }), host);
+  }
+
+  /** Calls `action` with `input`; answers the output, or throws the error the server answered. */
+  async call(action: string, input: unknown): Promise<Record<string, unknown>> {
+    const body = encoder.encode(JSON.stringify(input));
+    const date = new Date().toISOString().replace(/[-:]|\.\d+/g, "");
+    const head = "POST / HTTP/1.1\r\ncontent-type: application/x-amz-json-1.0\r\n" +
+      `x-amz-target: AmazonSQS.${action}\r\nx-amzn-query-mode: true\r\n` +
+      `content-length: ${body.length}\r\nx-amz-user-agent: ${SDK_AGENT}\r\n` +
+      `user-agent: ${SDK_AGENT} ua/2.1 os/linux lang/js md/deno#${Deno.version.deno} ` +
+      `api/sqs#3.1178.0 m/N,E,e\r\nhost: ${this.#host}\r\n` +
+      `amz-sdk-invocation-id: ${crypto.randomUUID()}\r\namz-sdk-request: attempt=1; max=1\r\n` +
+      `x-amz-date: ${date}\r\nx-amz-content-sha256: ${"0".repeat(64)}\r\n` +
+      `authorization: AWS4-HMAC-SHA256 Credential=bench/${date.slice(0, 8)}/us-east-1/sqs/` +
+      "aws4_request, SignedHeaders=amz-sdk-invocation-id;amz-sdk-request;content-length;" +
+      "content-type;host;x-amz-content-sha256;x-amz-date;x-amz-target;x-amz-user-agent;" +
+      `x-amzn-query-mode, Signature=${"0".repeat(64)}\r\nConnection: keep-alive\r\n\r\n`;
+    const headBytes = encoder.encode(head);
+    const out = new Uint8Array(headBytes.length + body.length);
+    out.set(headBytes, 0);
+    out.set(body, headBytes.length);
+    for (let at = 0; at < out.length;) at += await this.#conn.write(out.subarray(at));
+    const { status, text } = await this.#answer();
+    if (status !== 200) throw new Error(`${action} answered ${status}: ${text.slice(0, 300)}`);
+    return JSON.parse(text);
+  }
+
+  /** Reads one answer (tegami's SQS answers carry `content-length`). */
+  async #answer(): Promise<{ status: number; text: string }> {
+    let headEnd;
+    while ((headEnd = this.#indexOfBlankLine()) < 0) await this.#fill();
+    const head = decoder.decode(this.#buffer.subarray(0, headEnd)).toLowerCase();
+    const length = head.match(/\r\ncontent-length:\s*(\d+)/);
+    if (length === null) throw new Error(`Cannot read the answer: no content-length:\n${head}`);
+    const end = headEnd + 4 + Number(length[1]);
+    while (this.#end < end) await this.#fill();
+    const text = decoder.decode(this.#buffer.subarray(headEnd + 4, end));
+    this.#buffer.copyWithin(0, end, this.#end);
+    this.#end -= end;
+    return { status: Number(head.slice(9, 12)), text };
+  }
+
+  #indexOfBlankLine(): number {
+    const b = this.#buffer;
+    for (let i = 0; i + 3 < this.#end; i++) {
+      if (b[i] === 13 && b[i + 1] === 10 && b[i + 2] === 13 && b[i + 3] === 10) return i;
+    }
+    return -1;
+  }
+
+  async #fill(): Promise<void> {
+    if (this.#end === this.#buffer.length) {
+      const bigger = new Uint8Array(this.#buffer.length * 2);
+      bigger.set(this.#buffer);
+      this.#buffer = bigger;
+    }
+    const n = await this.#conn.read(this.#buffer.subarray(this.#end));
+    if (n === null) throw new Error("Connection closed by the server");
+    this.#end += n;
+  }
+
+  close(): void {
+    try {
+      this.#conn.close();
+    } catch {
+      // already closed
+    }
+  }
+}
+
+/** Throws when a batch answer lists failed entries. */
+function allSucceeded(what: string, out: { Failed?: unknown[] }): void {
+  if ((out.Failed ?? []).length > 0) {
+    throw new Error(`Cannot ${what} a batch: ${JSON.stringify(out.Failed)}`);
+  }
+}
+
 /** A tegami server driven through its SQS API. */
 export class SqsTarget implements Target, BatchDoor {
-  readonly name = SQS_NAME;
+  readonly name: string;
   readonly singleThreaded = true;
   readonly #server: TegamiTarget;
   readonly #urls = new Map<string, Promise<string>>();
   readonly #admin: SQSClient;
+  readonly #client: SqsClientKind;
 
-  constructor(server: TegamiTarget) {
+  /** `server` driven by `client`: the SDK, or (W7's senders and receivers only) raw requests. */
+  constructor(server: TegamiTarget, client: SqsClientKind = "sdk") {
     this.#server = server;
     this.#admin = sqsClient(server.url);
+    this.#client = client;
+    this.name = client === "sdk" ? SQS_NAME : SQS_RAW_NAME;
   }
 
   /** The tegami server behind the SQS API (its metrics are the runner's). */
@@ -86,6 +207,16 @@ export class SqsTarget implements Target, BatchDoor {
 
   async batchSender(queue: string): Promise<BatchSender> {
     const QueueUrl = await this.queueUrl(queue);
+    if (this.#client === "raw") {
+      const conn = await RawSqsConnection.open(this.#server.url);
+      return {
+        send: async (payloads) => {
+          const Entries = payloads.map((MessageBody, i) => ({ Id: String(i), MessageBody }));
+          allSucceeded("send", await conn.call("SendMessageBatch", { QueueUrl, Entries }));
+        },
+        close: () => Promise.resolve(conn.close()),
+      };
+    }
     const client = sqsClient(this.#server.url);
     return {
       send: async (payloads) => {
@@ -105,6 +236,7 @@ export class SqsTarget implements Target, BatchDoor {
 
   async batchReceiver(queue: string): Promise<BatchReceiver> {
     const QueueUrl = await this.queueUrl(queue);
+    if (this.#client === "raw") return await this.#rawReceiver(QueueUrl);
     const client = sqsClient(this.#server.url);
     const closing = new AbortController();
     return {
@@ -141,6 +273,33 @@ export class SqsTarget implements Target, BatchDoor {
         client.destroy();
         return Promise.resolve();
       },
+    };
+  }
+
+  async #rawReceiver(QueueUrl: string): Promise<BatchReceiver> {
+    const conn = await RawSqsConnection.open(this.#server.url);
+    return {
+      receive: async (waitMs) => {
+        const out = await conn.call("ReceiveMessage", {
+          QueueUrl,
+          MaxNumberOfMessages: BATCH,
+          WaitTimeSeconds: Math.round(waitMs / 1000),
+        });
+        const messages = (out.Messages ?? []) as { Body: string; ReceiptHandle: string }[];
+        return messages.map((m) => ({
+          payload: JSON.parse(m.Body) as Stamp,
+          handle: m.ReceiptHandle,
+        }));
+      },
+      settle: async (received) => {
+        const Entries = received.map(({ handle }, i) => ({
+          Id: String(i),
+          ReceiptHandle: handle as string,
+        }));
+        allSucceeded("delete", await conn.call("DeleteMessageBatch", { QueueUrl, Entries }));
+      },
+      // A receive waiting in its long poll ends with its connection.
+      close: () => Promise.resolve(conn.close()),
     };
   }
 
@@ -197,11 +356,15 @@ export class SqsTarget implements Target, BatchDoor {
   }
 }
 
-/** Starts fresh tegami servers driven through their SQS API. */
-export function sqsPeer(options: TegamiOptions = {}): Peer {
+/**
+ * Starts fresh tegami servers driven through their SQS API: by the SDK (`sqs`), or with `client:
+ * "raw"` by the bench writing the SDK's requests itself (`sqsraw`, W7 only).
+ */
+export function sqsPeer(options: TegamiOptions & { client?: SqsClientKind } = {}): Peer {
+  const { client = "sdk", ...tegami } = options;
   return {
-    key: "sqs",
-    name: SQS_NAME,
-    start: async () => new SqsTarget(await TegamiTarget.start(options)),
+    key: client === "sdk" ? "sqs" : "sqsraw",
+    name: client === "sdk" ? SQS_NAME : SQS_RAW_NAME,
+    start: async () => new SqsTarget(await TegamiTarget.start(tegami), client),
   };
 }
