@@ -60,7 +60,7 @@ const SDK_AGENT = "aws-sdk-js/3.1178.0";
 
 /**
  * One keep-alive connection writing SQS JSON-protocol requests as `@aws-sdk/client-sqs` writes
- * them: its headers, in its order, of its sizes. The body's SHA-256 and the signature have the
+ * them, one call at a time: its headers, in its order, of its sizes. The body's SHA-256 and the signature have the
  * right shape but are not computed: a server without `--tokens` checks only their shape.
  */
 class RawSqsConnection {
@@ -149,6 +149,42 @@ class RawSqsConnection {
   }
 }
 
+/**
+ * SQS calls on keep-alive connections, a connection per call in flight (as the SDK's agent keeps
+ * them): a sender with two batches in flight uses two.
+ */
+class RawSqsClient {
+  readonly #url: string;
+  readonly #idle: RawSqsConnection[] = [];
+  readonly #all = new Set<RawSqsConnection>();
+
+  constructor(url: string) {
+    this.#url = url;
+  }
+
+  /** Calls `action` with `input` on an idle connection, or a new one. */
+  async call(action: string, input: unknown): Promise<Record<string, unknown>> {
+    const conn = this.#idle.pop() ?? await RawSqsConnection.open(this.#url);
+    this.#all.add(conn);
+    try {
+      const out = await conn.call(action, input);
+      this.#idle.push(conn);
+      return out;
+    } catch (error) {
+      this.#all.delete(conn);
+      conn.close();
+      throw error;
+    }
+  }
+
+  /** Closes every connection (a call waiting in a long poll then fails). */
+  close(): void {
+    for (const conn of this.#all) conn.close();
+    this.#all.clear();
+    this.#idle.length = 0;
+  }
+}
+
 /** Throws when a batch answer lists failed entries. */
 function allSucceeded(what: string, out: { Failed?: unknown[] }): void {
   if ((out.Failed ?? []).length > 0) {
@@ -208,7 +244,7 @@ export class SqsTarget implements Target, BatchDoor {
   async batchSender(queue: string): Promise<BatchSender> {
     const QueueUrl = await this.queueUrl(queue);
     if (this.#client === "raw") {
-      const conn = await RawSqsConnection.open(this.#server.url);
+      const conn = new RawSqsClient(this.#server.url);
       return {
         send: async (payloads) => {
           const Entries = payloads.map((MessageBody, i) => ({ Id: String(i), MessageBody }));
@@ -236,7 +272,7 @@ export class SqsTarget implements Target, BatchDoor {
 
   async batchReceiver(queue: string): Promise<BatchReceiver> {
     const QueueUrl = await this.queueUrl(queue);
-    if (this.#client === "raw") return await this.#rawReceiver(QueueUrl);
+    if (this.#client === "raw") return this.#rawReceiver(QueueUrl);
     const client = sqsClient(this.#server.url);
     const closing = new AbortController();
     return {
@@ -276,8 +312,8 @@ export class SqsTarget implements Target, BatchDoor {
     };
   }
 
-  async #rawReceiver(QueueUrl: string): Promise<BatchReceiver> {
-    const conn = await RawSqsConnection.open(this.#server.url);
+  #rawReceiver(QueueUrl: string): BatchReceiver {
+    const conn = new RawSqsClient(this.#server.url);
     return {
       receive: async (waitMs) => {
         const out = await conn.call("ReceiveMessage", {

@@ -1,6 +1,7 @@
 /**
  * The SDK's requests written without the SDK (bench/peers/sqs.ts, `client: "raw"`): the server
- * takes them as the SDK's own, and W7 through them settles every job once, the queue left empty.
+ * takes them as the SDK's own, and W7 through them settles every job once, the queue left empty;
+ * calls in flight together each have a connection.
  */
 
 import assert from "node:assert/strict";
@@ -22,11 +23,13 @@ Deno.test("W7 through the SDK's requests from a lean client settles every job on
     assert.equal(counts.done, 300);
     assert.equal(counts.pending + counts.leased + counts.delayed, 0);
     // A receipt handle from another queue fails its entry, as it would for the SDK.
+    // Two sends in flight on one sender, as W7's producers have them.
     const sender = await target.batchSender("other");
-    await sender.send([`{"n":0}`]);
+    await Promise.all([sender.send([`{"n":0}`]), sender.send([`{"n":1}`, `{"n":2}`])]);
     await sender.close();
     const receiver = await target.batchReceiver("other");
-    const [got] = await receiver.receive(1000);
+    const [got, ...more] = await receiver.receive(1000);
+    assert.equal(more.length, 2);
     await receiver.close();
     const w7 = await target.batchReceiver("w7");
     await assert.rejects(() => w7.settle([got]), /Cannot delete a batch: .*ReceiptHandleIsInvalid/);
