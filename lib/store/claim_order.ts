@@ -7,7 +7,8 @@
  * Each group's row keeps a `turn`: every lease of one of its jobs moves it on by the group's
  * stride (`TURN_UNIT / weight`, core/group_settings.ts), from no lower than the queue's front
  * (its largest turn) less one unit, so that a group away for a while comes back at the current
- * round rather than with credit for its absence. The row triggers of both stores do that.
+ * round rather than with credit for its absence. Both stores' grouped claims write the turns
+ * {@linkcode servedTurns} answers, in the claim's transaction.
  *
  * @module
  */
@@ -68,4 +69,24 @@ export function claimOrder(
     b.priority - a.priority || a.at - b.at || a.rank - b.rank || a.turn - b.turn || a.id - b.id
   );
   return ranked.slice(0, total).map((c) => c.id);
+}
+
+/**
+ * The turns of the groups a claim served, by name: each group's turn moved on by its stride for
+ * each of its `candidates` among the `claimed` ids, from no lower than `front - TURN_UNIT`.
+ */
+export function servedTurns(
+  candidates: Candidate[],
+  claimed: number[],
+  front: number,
+): Map<string, number> {
+  const taken = new Set(claimed);
+  const turns = new Map<string, number>();
+  const base = front - TURN_UNIT;
+  for (const c of candidates) {
+    if (c.grp === undefined || !taken.has(c.id)) continue;
+    const turn = turns.get(c.grp) ?? Math.max(c.turn!, base);
+    turns.set(c.grp, turn + c.stride!);
+  }
+  return turns;
 }

@@ -144,7 +144,7 @@ import {
   writeGroupSettings,
 } from "./pg_groups.ts";
 import type { GroupSettings, GroupState } from "../../core/group_settings.ts";
-import { claimOrder } from "../claim_order.ts";
+import { claimOrder, servedTurns } from "../claim_order.ts";
 import { firstOfEach, GroupRooms } from "../group_row.ts";
 import type { QueueSettings } from "../../core/queue_settings.ts";
 import * as schedules from "./pg_schedules.ts";
@@ -640,9 +640,16 @@ export class PgStore implements Store {
       const positions = dealRoundRobin(total, wants);
       const tokens = ids.map(() => newLeaseToken());
       const leases = ids.map((_, k) => wants[positions[k]].lease_ms);
+      const turns = servedTurns(read.grouped_, ids, read.front);
       const rows = await tx<(JobRow & { k: number | null })[]>`
         WITH s AS (SELECT false AS limited, true AS grouped, 0 AS pending),
         n AS (SELECT * FROM unnest(${ids}::bigint[]) WITH ORDINALITY AS n(id, k)),
+        t AS (
+          UPDATE job_groups g SET turn = x.turn
+          FROM unnest(${[...turns.keys()]}::text[], ${[...turns.values()]}::bigint[])
+            AS x(grp, turn)
+          WHERE g.queue = ${queue} AND g.grp = x.grp
+        ),
         ${leaseClaimed(tx, tokens, leases, this.#policy.defaultLeaseMs, now)}`;
       for (const row of rows) if (row.k !== null) claimed.push(row as JobRow & { k: number });
       claimed.sort((a, b) => a.k - b.k);

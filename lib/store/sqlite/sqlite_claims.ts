@@ -17,7 +17,7 @@ import {
 } from "../../core/lifecycle.ts";
 import { type JobRow, rowToJob } from "../job_row.ts";
 import type { ClaimWant } from "../store.ts";
-import { type Candidate, claimOrder } from "../claim_order.ts";
+import { type Candidate, claimOrder, servedTurns } from "../claim_order.ts";
 import { type CandidateGroup, firstOfEach, GroupRooms } from "../group_row.ts";
 import type { SqliteGroups } from "./sqlite_groups.ts";
 import type { QueueMirror } from "./queue_mirror.ts";
@@ -147,6 +147,7 @@ export class SqliteClaims {
         .sort(byOrder);
       this.#deal(queue, rows, wants, out);
     }
+    this.#groups.writeTurns(queue, servedTurns(grouped, rows.map((row) => row.id), front));
     if (summary.rated) {
       const taken = new Map<string, number>();
       for (const row of rows) {

@@ -51,6 +51,7 @@ function prepare(db: DatabaseSync, count: StatementCount) {
       `SELECT count(*) AS configured, max(concurrency) AS most, count(rate_limit) AS rated
        FROM group_settings WHERE queue = ?`,
     ),
+    writeTurn: p("UPDATE job_groups SET turn = ? WHERE queue = ? AND grp = ?"),
     writeBucket: p(
       `INSERT OR REPLACE INTO group_buckets (queue, grp, tokens, at, held_until)
        VALUES (?, ?, ?, ?, ?)`,
@@ -155,6 +156,11 @@ export class SqliteGroups {
       this.#summaries.set(queue, summary);
     }
     return summary;
+  }
+
+  /** Writes the turns of the groups a claim of `queue` served (see servedTurns). */
+  writeTurns(queue: string, turns: Map<string, number>): void {
+    for (const [grp, turn] of turns) this.#s.writeTurn.run(turn, queue, grp);
   }
 
   /** Writes the buckets a claim of `queue` left at `now`. */

@@ -217,8 +217,9 @@ export const MIGRATIONS: readonly string[] = [
   // Fair shares (core/group_settings.ts): a group's own weight (kept as the stride its turn
   // moves by per lease), concurrency and rate; the buckets of groups with a rate, with when a
   // group left without a token gets its next (the grouped claim skips it until then). Turns
-  // become strides of TURN_UNIT: served groups keep their order, one unit apart, and the update
-  // trigger is dropped for GROUP_TRACKING to make again (migrate()).
+  // become strides of TURN_UNIT: served groups keep their order, one unit apart; the claim
+  // moves them now, so the update trigger is dropped for GROUP_TRACKING to make again without
+  // (migrate()).
   `
   CREATE TABLE group_settings (
     queue       TEXT    NOT NULL,
@@ -280,15 +281,8 @@ export const GROUP_TRACKING: string = `
       VALUES (NEW.queue, NEW.grp, (NEW.state = 'pending') - (OLD.state = 'pending'),
         (NEW.state = 'leased') - (OLD.state = 'leased'))
     ON CONFLICT (queue, grp) DO UPDATE SET pending = pending + excluded.pending,
-      leased = leased + excluded.leased,
-      -- A lease moves the group's turn on by its stride (claim_order.ts), from no lower than
-      -- the queue's front less one unit.
-      turn = CASE WHEN NEW.state = 'leased'
-        THEN max(turn, coalesce((SELECT max(turn) FROM job_groups WHERE queue = NEW.queue), 0)
-            - ${TURN_UNIT})
-          + coalesce((SELECT stride FROM group_settings WHERE queue = NEW.queue AND grp = NEW.grp),
-            ${TURN_UNIT})
-        ELSE turn END;
+      leased = leased + excluded.leased;
+    -- The claim moves the turns of the groups it served (lib/store/claim_order.ts).
     -- A group with nothing pending or leased is forgotten (its name may never come again);
     -- only a job leaving pending and leased can make it so (a constant test, checked once).
     DELETE FROM job_groups

@@ -27,8 +27,9 @@ CREATE TABLE group_buckets (
   PRIMARY KEY (queue, grp)
 );
 
--- Turns become strides of TURN_UNIT: served groups keep their order, one unit apart. The turn
--- index covers every group (the front is the largest turn of any).
+-- Turns become strides of TURN_UNIT: served groups keep their order, one unit apart; the claim
+-- moves them now, not the trigger. The turn index covers every group (the front is the largest
+-- turn of any).
 UPDATE job_groups j SET turn = r.k * 1000000
   FROM (SELECT queue, grp, dense_rank() OVER (PARTITION BY queue ORDER BY turn) AS k
         FROM job_groups WHERE turn > 0) r
@@ -60,15 +61,8 @@ BEGIN
     RETURN NULL;
   END IF;
   -- Usually the group's row is there: one UPDATE; an INSERT only for a group new to the queue.
-  -- A lease moves the group's turn on by its stride (lib/store/claim_order.ts), from no lower
-  -- than the queue's front less one unit.
-  UPDATE job_groups SET pending = pending + d_pending, leased = leased + d_leased,
-    turn = CASE WHEN d_leased > 0
-      THEN greatest(turn,
-          (SELECT coalesce(max(f.turn), 0) FROM job_groups f WHERE f.queue = q) - 1000000)
-        + coalesce((SELECT s.stride FROM group_settings s WHERE s.queue = q AND s.grp = g),
-          1000000)
-      ELSE turn END
+  -- The claim moves the turns of the groups it served (lib/store/claim_order.ts).
+  UPDATE job_groups SET pending = pending + d_pending, leased = leased + d_leased
   WHERE queue = q AND grp = g
   RETURNING pending, leased INTO now_pending, now_leased;
   IF NOT FOUND THEN
