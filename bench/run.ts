@@ -95,6 +95,7 @@ const PEER_KEYS = [
   "rabbitmqnode",
   "bullmqnode",
   "sqs",
+  "sqsraw",
 ] as const;
 /** What `--peers node` selects: the systems driven from Node. */
 const NODE_PEERS = ["sdknode", "rabbitmqnode", "bullmqnode"];
@@ -167,7 +168,11 @@ another build of the client library (deno bundle --platform browser lib/client/m
 "sqs" is tegami again, driven through its SQS API with @aws-sdk/client-sqs, in W7 only (batches
 of ten: SendMessageBatch, ReceiveMessage of 10 with a 20 s long poll, DeleteMessageBatch), beside
 tegami's own API doing the same in batches of ten (a {jobs:[…]} enqueue, a lease of up to 10 with
-wait_ms, and the acks in one WebSocket batch frame); compare their server CPU µs/job.`;
+wait_ms, and the acks in one WebSocket batch frame); compare their server CPU µs/job.
+"sqsraw" is the same SQS door with the SDK's requests written by the bench itself
+(bench/peers/sqs.ts, client "raw"), in W7 only: the server's work per request is the "sqs"
+row's, the driver's CPU about the tegami row's, so it shows the door's own cost apart from the
+SDK client's pacing.`;
 
 /** A command-line mistake: printed with the help hint, exit code 2. */
 class UsageError extends Error {}
@@ -378,14 +383,14 @@ async function main(): Promise<number> {
     peers.push(nodePeer(rabbitmqPeer(amqpUrl), "rabbitmq", "rabbitmqnode", o.node));
   }
   if (o.peers.has("bullmqnode")) peers.push(nodePeer(bullmqPeer(), "bullmq", "bullmqnode", o.node));
-  const sqs = o.peers.has("sqs")
-    ? sqsPeer({
-      sync: o.sync,
-      serveArgs: o.serveArgs,
-      cpuProfileDir: o.cpuProfileDir,
-      v8Flags: o.v8Flags,
-    })
-    : null;
+  const sqsOptions = {
+    sync: o.sync,
+    serveArgs: o.serveArgs,
+    cpuProfileDir: o.cpuProfileDir,
+    v8Flags: o.v8Flags,
+  };
+  const sqs = o.peers.has("sqs") ? sqsPeer(sqsOptions) : null;
+  const sqsRaw = o.peers.has("sqsraw") ? sqsPeer({ ...sqsOptions, client: "raw" }) : null;
   const onNode = (p: Peer) => NODE_PEERS.includes(p.key);
   /** Runs `workload` in the Node driver for a target driven from Node, else `here`. */
   const either = (
@@ -482,7 +487,7 @@ async function main(): Promise<number> {
       label: "W6 rate 500/s for 10 s",
       run: (t) => rateLimit(asTegami(t), { queue: "w6", rate: 500, seconds: 10 }),
     }],
-    ["W7", sqs === null ? [tegami] : [tegami, sqs], {
+    ["W7", [tegami, ...[sqs, sqsRaw].filter((p) => p !== null)], {
       label: "W7 batches of ten",
       run: (t) =>
         batchesOfTen(t instanceof SqsTarget ? t : nativeBatchDoor(asTegami(t)), {
