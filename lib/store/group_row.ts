@@ -131,6 +131,15 @@ export function* firstOfEach<T extends { grp: string }>(rows: T[]): Iterable<T> 
   }
 }
 
+/**
+ * When a queue's held claims may take more: the earlier of when its own rate's next token comes
+ * and when the first of its groups held by their rates gets one (either absent: not held).
+ */
+export function earliest(own: number | undefined, groups: number | undefined): number | null {
+  if (groups === undefined) return own ?? null;
+  return own === undefined ? groups : Math.min(own, groups);
+}
+
 /** A group's bucket as a claim leaves it. */
 export interface BucketWrite {
   /** The group's name. */

@@ -145,7 +145,7 @@ import {
 } from "./pg_groups.ts";
 import type { GroupSettings, GroupState } from "../../core/group_settings.ts";
 import { claimOrder, servedTurns } from "../claim_order.ts";
-import { firstOfEach, GroupRooms } from "../group_row.ts";
+import { earliest, firstOfEach, GroupRooms } from "../group_row.ts";
 import type { QueueSettings } from "../../core/queue_settings.ts";
 import * as schedules from "./pg_schedules.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
@@ -476,10 +476,7 @@ export class PgStore implements Store {
 
   /** When the last claim of `queue` was held back by its rate, when the next token comes. */
   claimHeldUntil(queue: string): number | null {
-    const own = this.#heldUntil.get(queue);
-    const groups = this.#groupsHeldUntil.get(queue);
-    if (groups === undefined) return own ?? null;
-    return own === undefined ? groups : Math.min(own, groups);
+    return earliest(this.#heldUntil.get(queue), this.#groupsHeldUntil.get(queue));
   }
 
   /**

@@ -52,6 +52,7 @@ import {
 } from "../../core/dedup.ts";
 import { GROUP_TRACKING } from "./sqlite_schema.ts";
 import { SqliteGroups } from "./sqlite_groups.ts";
+import { earliest } from "../group_row.ts";
 import type { GroupSettings, GroupState } from "../../core/group_settings.ts";
 import { DEFAULT_PAGE_SIZE, openDatabase } from "./sqlite_open.ts";
 import {
@@ -579,10 +580,7 @@ export class SqliteStore implements Store {
 
   /** When the last claim of `queue` was held back by its rate, when the next token comes. */
   claimHeldUntil(queue: string): number | null {
-    const own = this.#heldUntil.get(queue);
-    const groups = this.#groupsHeldUntil.get(queue);
-    if (groups === undefined) return own ?? null;
-    return own === undefined ? groups : Math.min(own, groups);
+    return earliest(this.#heldUntil.get(queue), this.#groupsHeldUntil.get(queue));
   }
 
   /**
