@@ -35,6 +35,8 @@ export {
   type EnqueueResult,
   type FlowInput,
   type FlowNode,
+  type GroupInfo,
+  type GroupSettings,
   type JobInfo,
   type JobOptions,
   type QueueSettings,

@@ -192,6 +192,60 @@ export interface QueueStats {
   consumers: number;
   /** The queue's settings. */
   settings: QueueSettings;
+  /** Its ordering groups counted, with the held groups that have the most jobs pending. */
+  groups: {
+    /** Groups with jobs pending. */
+    waiting: number;
+    /** Groups with jobs leased. */
+    leased: number;
+    /** Groups with jobs pending and as many leased as they may. */
+    full: number;
+    /** Groups with jobs pending that their own rate holds back. */
+    rate_held: number;
+    /** Up to 5 held groups, most jobs pending first. */
+    top_held: {
+      group: string;
+      held: "concurrency" | "rate";
+      pending: number;
+      leased: number;
+      limit: number;
+    }[];
+  };
+  /** What holds the queue's pending jobs back now, if anything. */
+  held: "concurrency" | "rate" | null;
+}
+
+/**
+ * An ordering group's own settings (fair shares, `PUT /v1/queues/{queue}/groups/{group}`): its
+ * share of turns, its own limit in place of the queue's `group_limit`, its own rate.
+ */
+export interface GroupSettings {
+  /** Its share of the turns among the queue's groups (0.01 to 1000). @default 1 */
+  weight: number;
+  /** Most of its jobs leased at once; null: the queue's `group_limit`. */
+  concurrency: number | null;
+  /** Its own rate, `LIMIT/INTERVAL` such as `"10/1s"`; null: none of its own. */
+  rate: string | null;
+}
+
+/** An ordering group as the API shows it: its settings, its jobs, and what holds it back. */
+export interface GroupInfo {
+  /** The group's name. */
+  group: string;
+  /** Its settings (the defaults when it has none). */
+  settings: GroupSettings;
+  /** Whether it has settings of its own. */
+  configured: boolean;
+  /** Its jobs pending. */
+  pending: number;
+  /** Its jobs leased. */
+  leased: number;
+  /** Most of its jobs leased at once. */
+  limit: number;
+  /** Why its pending jobs wait: no free slot, no rate token, or nothing. */
+  held: "concurrency" | "rate" | null;
+  /** When held by its rate, when its next token comes (ms); else null. */
+  held_until: number | null;
 }
 
 /**
@@ -294,6 +348,17 @@ const DEFAULT_URL = "http://127.0.0.1:7700";
 /** A client's base URL: the one given or the default, without a trailing slash. */
 export function baseUrl(url: string | undefined): string {
   return (url ?? DEFAULT_URL).replace(/\/+$/, "");
+}
+
+/**
+ * The path of one group of a queue. A group named `.` or `..` cannot be named in a path (URL
+ * parsers read them as dot segments, even percent-encoded): refused with `validation_failed`.
+ */
+function groupPath(queue: string, group: string): string {
+  if (group === "." || group === "..") {
+    throw new TegamiError("validation_failed", `A group named "${group}" cannot be read by path`);
+  }
+  return `/v1/queues/${encodeURIComponent(queue)}/groups/${encodeURIComponent(group)}`;
 }
 
 /** Rebuilds an error the server sent (an HTTP error body's `error`, or an `error` frame). */
@@ -691,6 +756,42 @@ export class TegamiClient {
   async updateSettings(queue: string, changes: Partial<QueueSettings>): Promise<QueueSettings> {
     const current = await this.settings(queue);
     return await this.putSettings(queue, { ...current, ...changes });
+  }
+
+  /** One ordering group of a queue (the defaults and zeros for a group nobody has seen). */
+  async group(queue: string, group: string): Promise<GroupInfo> {
+    return await this.request("GET", groupPath(queue, group));
+  }
+
+  /**
+   * A queue's groups with settings of their own or jobs pending or leased, by name, `limit` at a
+   * time after the cursor `after`.
+   */
+  groups(
+    queue: string,
+    options: { limit?: number; after?: string } = {},
+  ): Promise<{ groups: GroupInfo[]; next_after: string | null }> {
+    return this.request(
+      "GET",
+      `/v1/queues/${encodeURIComponent(queue)}/groups${pageQuery(options)}`,
+    );
+  }
+
+  /**
+   * Replaces a group's settings as a whole (what `settings` leaves out takes its default) and
+   * answers the group. Needs the admin scope.
+   */
+  async putGroupSettings(
+    queue: string,
+    group: string,
+    settings: Partial<GroupSettings>,
+  ): Promise<GroupInfo> {
+    return await this.request("PUT", groupPath(queue, group), settings);
+  }
+
+  /** Removes a group's settings (back to the defaults) and answers the group. Needs admin. */
+  async resetGroup(queue: string, group: string): Promise<GroupInfo> {
+    return await this.request("DELETE", groupPath(queue, group));
   }
 
   /**
