@@ -123,14 +123,22 @@ export class Http1Client {
   }
 
   /** POSTs `body` (JSON text) to `path`; answers status and body. */
-  async post(path: string, body: string): Promise<Http1Response> {
+  post(path: string, body: string): Promise<Http1Response> {
+    const head = `POST ${path} HTTP/1.1\r\nHost: ${this.#host}\r\n` +
+      "Content-Type: application/json\r\n";
+    return this.request(head, encoder.encode(body));
+  }
+
+  /**
+   * Sends a request of `head` (its request line and headers, each ending in CRLF, without
+   * `Content-Length`, which is added) and `body` on an idle connection, or a new one.
+   */
+  async request(head: string, body: Uint8Array): Promise<Http1Response> {
     const conn = this.#idle.pop() ??
       new Http1Connection(await Deno.connect({ hostname: this.#hostname, port: this.#port }));
     this.#all.add(conn);
-    const head = `POST ${path} HTTP/1.1\r\nHost: ${this.#host}\r\n` +
-      "Content-Type: application/json\r\n";
     try {
-      const response = await conn.request(head, encoder.encode(body));
+      const response = await conn.request(head, body);
       this.#idle.push(conn);
       return response;
     } catch (error) {

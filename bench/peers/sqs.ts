@@ -26,6 +26,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { Stamp } from "../payload.ts";
 import { range } from "../measurement.ts";
+import { Http1Client } from "./http1_client.ts";
 import type { BatchDoor, BatchReceiver, BatchSender } from "../workloads/batches_of_ten.ts";
 import { BATCH } from "../workloads/batches_of_ten.ts";
 import type { Consumer, Peer, Producer, Target } from "./peer.ts";
@@ -53,32 +54,23 @@ function sqsClient(url: string): SQSClient {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
-/** The SDK version whose requests {@linkcode RawSqsConnection} writes. */
+/** The SDK version whose requests {@linkcode RawSqsClient} writes. */
 const SDK_AGENT = "aws-sdk-js/3.1178.0";
 
 /**
- * One keep-alive connection writing SQS JSON-protocol requests as `@aws-sdk/client-sqs` writes
- * them, one call at a time: its headers, in its order, of its sizes. The body's SHA-256 and the signature have the
- * right shape but are not computed: a server without `--tokens` checks only their shape.
+ * SQS JSON-protocol calls written as `@aws-sdk/client-sqs` writes them: its headers, of its sizes,
+ * on keep-alive connections, a connection per call in flight (as the SDK's agent keeps them). The
+ * body's SHA-256 and the signature have the right shape but are not computed: a server without
+ * `--tokens` checks only their shape.
  */
-class RawSqsConnection {
-  readonly #conn: Deno.TcpConn;
+class RawSqsClient {
+  readonly #http: Http1Client;
   readonly #host: string;
-  #buffer = new Uint8Array(64 * 1024);
-  #end = 0;
 
-  private constructor(conn: Deno.TcpConn, host: string) {
-    this.#conn = conn;
-    this.#host = host;
-    conn.setNoDelay(true);
-  }
-
-  /** A connection to the server at `url`. */
-  static async open(url: string): Promise<RawSqsConnection> {
-    const { hostname, port, host } = new URL(url);
-    return new RawSqsConnection(await Deno.connect({ hostname, port: Number(port) }), host);
+  constructor(url: string) {
+    this.#http = new Http1Client(url);
+    this.#host = new URL(url).host;
   }
 
   /** Calls `action` with `input`; answers the output, or throws the error the server answered. */
@@ -87,7 +79,7 @@ class RawSqsConnection {
     const date = new Date().toISOString().replace(/[-:]|\.\d+/g, "");
     const head = "POST / HTTP/1.1\r\ncontent-type: application/x-amz-json-1.0\r\n" +
       `x-amz-target: AmazonSQS.${action}\r\nx-amzn-query-mode: true\r\n` +
-      `content-length: ${body.length}\r\nx-amz-user-agent: ${SDK_AGENT}\r\n` +
+      `x-amz-user-agent: ${SDK_AGENT}\r\n` +
       `user-agent: ${SDK_AGENT} ua/2.1 os/linux lang/js md/deno#${Deno.version.deno} ` +
       `api/sqs#3.1178.0 m/N,E,e\r\nhost: ${this.#host}\r\n` +
       `amz-sdk-invocation-id: ${crypto.randomUUID()}\r\namz-sdk-request: attempt=1; max=1\r\n` +
@@ -95,93 +87,15 @@ class RawSqsConnection {
       `authorization: AWS4-HMAC-SHA256 Credential=bench/${date.slice(0, 8)}/us-east-1/sqs/` +
       "aws4_request, SignedHeaders=amz-sdk-invocation-id;amz-sdk-request;content-length;" +
       "content-type;host;x-amz-content-sha256;x-amz-date;x-amz-target;x-amz-user-agent;" +
-      `x-amzn-query-mode, Signature=${"0".repeat(64)}\r\nConnection: keep-alive\r\n\r\n`;
-    const headBytes = encoder.encode(head);
-    const out = new Uint8Array(headBytes.length + body.length);
-    out.set(headBytes, 0);
-    out.set(body, headBytes.length);
-    for (let at = 0; at < out.length;) at += await this.#conn.write(out.subarray(at));
-    const { status, text } = await this.#answer();
+      `x-amzn-query-mode, Signature=${"0".repeat(64)}\r\nConnection: keep-alive\r\n`;
+    const { status, body: text } = await this.#http.request(head, body);
     if (status !== 200) throw new Error(`${action} answered ${status}: ${text.slice(0, 300)}`);
     return JSON.parse(text);
   }
 
-  /** Reads one answer (tegami's SQS answers carry `content-length`). */
-  async #answer(): Promise<{ status: number; text: string }> {
-    let headEnd;
-    while ((headEnd = this.#indexOfBlankLine()) < 0) await this.#fill();
-    const head = decoder.decode(this.#buffer.subarray(0, headEnd)).toLowerCase();
-    const length = head.match(/\r\ncontent-length:\s*(\d+)/);
-    if (length === null) throw new Error(`Cannot read the answer: no content-length:\n${head}`);
-    const end = headEnd + 4 + Number(length[1]);
-    while (this.#end < end) await this.#fill();
-    const text = decoder.decode(this.#buffer.subarray(headEnd + 4, end));
-    this.#buffer.copyWithin(0, end, this.#end);
-    this.#end -= end;
-    return { status: Number(head.slice(9, 12)), text };
-  }
-
-  #indexOfBlankLine(): number {
-    const b = this.#buffer;
-    for (let i = 0; i + 3 < this.#end; i++) {
-      if (b[i] === 13 && b[i + 1] === 10 && b[i + 2] === 13 && b[i + 3] === 10) return i;
-    }
-    return -1;
-  }
-
-  async #fill(): Promise<void> {
-    if (this.#end === this.#buffer.length) {
-      const bigger = new Uint8Array(this.#buffer.length * 2);
-      bigger.set(this.#buffer);
-      this.#buffer = bigger;
-    }
-    const n = await this.#conn.read(this.#buffer.subarray(this.#end));
-    if (n === null) throw new Error("Connection closed by the server");
-    this.#end += n;
-  }
-
-  close(): void {
-    try {
-      this.#conn.close();
-    } catch {
-      // already closed
-    }
-  }
-}
-
-/**
- * SQS calls on keep-alive connections, a connection per call in flight (as the SDK's agent keeps
- * them): a sender with two batches in flight uses two.
- */
-class RawSqsClient {
-  readonly #url: string;
-  readonly #idle: RawSqsConnection[] = [];
-  readonly #all = new Set<RawSqsConnection>();
-
-  constructor(url: string) {
-    this.#url = url;
-  }
-
-  /** Calls `action` with `input` on an idle connection, or a new one. */
-  async call(action: string, input: unknown): Promise<Record<string, unknown>> {
-    const conn = this.#idle.pop() ?? await RawSqsConnection.open(this.#url);
-    this.#all.add(conn);
-    try {
-      const out = await conn.call(action, input);
-      this.#idle.push(conn);
-      return out;
-    } catch (error) {
-      this.#all.delete(conn);
-      conn.close();
-      throw error;
-    }
-  }
-
   /** Closes every connection (a call waiting in a long poll then fails). */
   close(): void {
-    for (const conn of this.#all) conn.close();
-    this.#all.clear();
-    this.#idle.length = 0;
+    this.#http.close();
   }
 }
 

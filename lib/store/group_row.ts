@@ -18,6 +18,7 @@ import {
   TURN_UNIT,
 } from "../core/group_settings.ts";
 import { nextTokenAt } from "../core/rate_bucket.ts";
+import { type Candidate, claimOrder, servedTurns } from "./claim_order.ts";
 import type { HeldGroup } from "./store.ts";
 
 /** A `group_settings` row's settings columns. */
@@ -223,4 +224,44 @@ export function byCodePoint(a: string, b: string): number {
     const d = x.value.codePointAt(0)! - y.value.codePointAt(0)!;
     if (d !== 0) return d;
   }
+}
+
+/** What a grouped claim takes, in order, and what it leaves of its groups. */
+export interface GroupedPlan {
+  /** The ids to lease, in claim order. */
+  ids: number[];
+  /** The served groups' turns once these are leased (see servedTurns). */
+  turns: Map<string, number>;
+  /** The candidate groups' rooms, and their buckets to settle (see {@linkcode takenByGroup}). */
+  rooms: GroupRooms;
+}
+
+/**
+ * The plan of a grouped claim of up to `total` jobs at `now`, on the candidates both stores read
+ * (`grouped`: a group's rows together, each with its group's row; `ungrouped`), in a queue whose
+ * `group_limit` is `groupLimit` and whose front is `front`: each group's room, the claim order,
+ * and the turns the served groups move to.
+ */
+export function planGroupedClaim(
+  grouped: (Candidate & CandidateGroup)[],
+  ungrouped: Candidate[],
+  groupLimit: number,
+  total: number,
+  front: number,
+  now: number,
+): GroupedPlan {
+  const rooms = new GroupRooms(firstOfEach(grouped), groupLimit, total, now);
+  for (const c of grouped) {
+    c.room = rooms.room(c.grp);
+    c.stride = rooms.stride(c.grp);
+  }
+  const ids = claimOrder(grouped, ungrouped, total, front);
+  return { ids, turns: servedTurns(grouped, ids, front), rooms };
+}
+
+/** How many of `rows` (leased jobs) each group has. */
+export function takenByGroup(rows: { grp: string | null }[]): Map<string, number> {
+  const taken = new Map<string, number>();
+  for (const row of rows) if (row.grp !== null) taken.set(row.grp, (taken.get(row.grp) ?? 0) + 1);
+  return taken;
 }

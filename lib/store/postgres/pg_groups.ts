@@ -152,7 +152,7 @@ export interface GroupedCandidates {
   /** Its queue's `group_limit`. */
   groupLimit: number;
   /** The groups' candidates, a group's rows together, with their groups. */
-  grouped_: (Candidate & CandidateGroup)[];
+  groupRows: (Candidate & CandidateGroup)[];
   /** The ungrouped candidates, by priority then id. */
   ungrouped: Candidate[];
 }
@@ -269,7 +269,7 @@ export function readCandidates(rows: CandidateRow[]): GroupedCandidates {
     rated: first.rated,
     front: Number(first.front),
     groupLimit: first.group_limit,
-    grouped_: grouped,
+    groupRows: grouped,
     ungrouped,
   };
 }

@@ -144,8 +144,7 @@ import {
   writeGroupSettings,
 } from "./pg_groups.ts";
 import type { GroupSettings, GroupState } from "../../core/group_settings.ts";
-import { claimOrder, servedTurns } from "../claim_order.ts";
-import { earliest, firstOfEach, GroupRooms } from "../group_row.ts";
+import { earliest, planGroupedClaim, takenByGroup } from "../group_row.ts";
 import type { QueueSettings } from "../../core/queue_settings.ts";
 import * as schedules from "./pg_schedules.ts";
 import type { Schedule, ScheduleDefinition } from "../../core/schedule.ts";
@@ -625,19 +624,20 @@ export class PgStore implements Store {
       await inIndexOrder(tx, groupedCandidates(tx, queue, total, now, guarded, count)),
     );
     if (read.limited) return { out: "limited", grouped: read.grouped };
-    const rooms = new GroupRooms(firstOfEach(read.grouped_), read.groupLimit, total, now);
-    for (const c of read.grouped_) {
-      c.room = rooms.room(c.grp);
-      c.stride = rooms.stride(c.grp);
-    }
-    const ids = claimOrder(read.grouped_, read.ungrouped, total, read.front);
+    const { ids, turns, rooms } = planGroupedClaim(
+      read.groupRows,
+      read.ungrouped,
+      read.groupLimit,
+      total,
+      read.front,
+      now,
+    );
     const out: Delivery[][] = wants.map(() => []);
     const claimed: (JobRow & { k: number })[] = [];
     if (ids.length > 0) {
       const positions = dealRoundRobin(total, wants);
       const tokens = ids.map(() => newLeaseToken());
       const leases = ids.map((_, k) => wants[positions[k]].lease_ms);
-      const turns = servedTurns(read.grouped_, ids, read.front);
       const rows = await tx<(JobRow & { k: number | null })[]>`
         WITH s AS (SELECT false AS limited, true AS grouped, 0 AS pending),
         n AS (SELECT * FROM unnest(${ids}::bigint[]) WITH ORDINALITY AS n(id, k)),
@@ -659,11 +659,7 @@ export class PgStore implements Store {
     }
     if (count > 0) this.#peers.counted(queue, read.pending, claimed.length);
     if (read.rated) {
-      const taken = new Map<string, number>();
-      for (const row of claimed) {
-        if (row.grp !== null) taken.set(row.grp, (taken.get(row.grp) ?? 0) + 1);
-      }
-      await writeGroupBuckets(tx, queue, rooms.buckets(taken, now), now);
+      await writeGroupBuckets(tx, queue, rooms.buckets(takenByGroup(claimed), now), now);
       const next = await nextGroupToken(tx, queue, now);
       if (next === null) this.#groupsHeldUntil.delete(queue);
       else this.#groupsHeldUntil.set(queue, next);

@@ -17,8 +17,8 @@ import {
 } from "../../core/lifecycle.ts";
 import { type JobRow, rowToJob } from "../job_row.ts";
 import type { ClaimWant } from "../store.ts";
-import { type Candidate, claimOrder, servedTurns } from "../claim_order.ts";
-import { type CandidateGroup, firstOfEach, GroupRooms } from "../group_row.ts";
+import type { Candidate } from "../claim_order.ts";
+import { type CandidateGroup, planGroupedClaim, takenByGroup } from "../group_row.ts";
 import type { SqliteGroups } from "./sqlite_groups.ts";
 import type { QueueMirror } from "./queue_mirror.ts";
 import type { SqliteStatements } from "./sqlite_statements.ts";
@@ -121,18 +121,9 @@ export class SqliteClaims {
       most,
       now,
     ) as unknown as (Candidate & CandidateGroup)[];
-    const rooms = new GroupRooms(firstOfEach(grouped), limit, total, now);
-    for (const c of grouped) {
-      c.room = rooms.room(c.grp);
-      c.stride = rooms.stride(c.grp);
-    }
     const front = (s.groupFront.get(queue) as { front: number }).front;
-    const ids = claimOrder(
-      grouped,
-      s.ungroupedCandidates.all(queue, total) as unknown as Candidate[],
-      total,
-      front,
-    );
+    const ungrouped = s.ungroupedCandidates.all(queue, total) as unknown as Candidate[];
+    const { ids, turns, rooms } = planGroupedClaim(grouped, ungrouped, limit, total, front, now);
     if (ids.length === 0) return out;
     const order = new Map(ids.map((id, i) => [id, i]));
     const byOrder = (a: JobRow, b: JobRow) => order.get(a.id)! - order.get(b.id)!;
@@ -147,13 +138,9 @@ export class SqliteClaims {
         .sort(byOrder);
       this.#deal(queue, rows, wants, out);
     }
-    this.#groups.writeTurns(queue, servedTurns(grouped, rows.map((row) => row.id), front));
+    this.#groups.writeTurns(queue, turns);
     if (summary.rated) {
-      const taken = new Map<string, number>();
-      for (const row of rows) {
-        if (row.grp !== null) taken.set(row.grp, (taken.get(row.grp) ?? 0) + 1);
-      }
-      this.#groups.writeBuckets(queue, rooms.buckets(taken, now), now);
+      this.#groups.writeBuckets(queue, rooms.buckets(takenByGroup(rows), now), now);
     }
     return out;
   }
