@@ -13,6 +13,7 @@ import { PLACEMENTS } from "./workloads/scaling.ts";
 import { FLOOR_NAME, FLOOR_SDK_NAME, pgName, SDK_NAME } from "./peers/tegami.ts";
 import { PG_FLOOR_NAME } from "./peers/pg_floor.ts";
 import { ON_NODE } from "./peers/node_target.ts";
+import { SQS_NAME } from "./peers/sqs.ts";
 import { cpuPerJob } from "./report.ts";
 
 /** One target and how this run fares. */
@@ -134,6 +135,23 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
           b.server.toFixed(1)
         } µs)`,
       met: a === undefined || b === undefined ? null : a.client <= b.client,
+    });
+  }
+
+  // The SQS door: what the server spends per job behind the SDK's batches, against its own API's.
+  {
+    const ours = findRow(rows, "W7 batches of ten", "tegami");
+    const sqs = findRow(rows, "W7 batches of ten", SQS_NAME);
+    const a = ours === undefined ? undefined : cpuPerJob(ours);
+    const b = sqs === undefined ? undefined : cpuPerJob(sqs);
+    checks.push({
+      target: "W7 through the SQS SDK: server CPU per job ≤ 1.5× tegami's API",
+      measured: a === undefined || b === undefined
+        ? "not measured"
+        : `${(b.server / a.server).toFixed(2)}× (${b.server.toFixed(0)} vs ${
+          a.server.toFixed(0)
+        } µs)`,
+      met: a === undefined || b === undefined ? null : b.server / a.server <= 1.5,
     });
   }
 

@@ -1,11 +1,13 @@
 /**
  * The bench's table and targets for systems driven from Node: CPU per job of server and client,
- * ratios against the SDK on Node, and targets that never mix a Node row with a Deno one.
+ * ratios against the SDK on Node, and targets that never mix a Node row with a Deno one; and the
+ * server's CPU per job behind the SQS SDK against tegami's own API.
  */
 
 import assert from "node:assert/strict";
 import type { Measurement } from "../../bench/measurement.ts";
 import { ON_NODE } from "../../bench/peers/node_target.ts";
+import { SQS_NAME, SQS_RAW_NAME } from "../../bench/peers/sqs.ts";
 import { SDK_NAME } from "../../bench/peers/tegami.ts";
 import { cpuPerJob, markdownTable, ratioOf, type Row } from "../../bench/report.ts";
 import { checkTargets } from "../../bench/targets.ts";
@@ -65,4 +67,19 @@ Deno.test("checkTargets() judges the Node targets on Node rows only", () => {
   // The Deno rows' target still compares the SDK with RabbitMQ driven from Deno.
   const deno = checks.find((c) => c.target === "W1 through the SDK ≥ 2× RabbitMQ")!;
   assert.equal(deno.measured, "2.25×");
+});
+
+Deno.test("checkTargets() compares the server's CPU per job in W7 behind the SQS SDK with tegami's", () => {
+  const sqsTarget = (rows: Row[]) =>
+    checkTargets(rows).find((c) => c.target.startsWith("W7 through the SQS SDK"))!;
+  const w7 = "W7 batches of ten";
+  const ours = row(w7, "tegami", 10_000, 0.5); // 50 µs a job
+  // The lean client's row is not the SDK's: without the SDK's row the target is not measured.
+  const raw = row(w7, SQS_RAW_NAME, 8000, 0.4);
+  assert.equal(sqsTarget([ours, raw]).met, null);
+  assert.equal(sqsTarget([row(w7, SQS_NAME, 5000, 0.4)]).met, null);
+  const missed = sqsTarget([ours, raw, row(w7, SQS_NAME, 5000, 0.4)]); // 80 µs a job
+  assert.deepEqual([missed.measured, missed.met], ["1.60× (80 vs 50 µs)", false]);
+  const met = sqsTarget([ours, row(w7, SQS_NAME, 8000, 0.5)]); // 62.5 µs a job
+  assert.deepEqual([met.measured, met.met], ["1.25× (63 vs 50 µs)", true]);
 });
