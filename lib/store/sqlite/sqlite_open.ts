@@ -11,7 +11,7 @@ import { migrate } from "./sqlite_schema.ts";
 import { forgetValueSamples } from "./sqlite_statements.ts";
 
 /** WAL bytes after which a commit checkpoints (as pages of the file's own size). */
-const CHECKPOINT_BYTES = 15_000 * 1024;
+export const CHECKPOINT_BYTES = 15_000 * 1024;
 
 /**
  * The page size of a database file this store creates unless told otherwise, in bytes: SQLite's
