@@ -1,12 +1,12 @@
 /**
  * Flows and waiting, for the SDK: the shapes of a flow's answers, the outcomes of a job's
- * prerequisites as a handler sees them, and watching one job over a WebSocket (`progressed` and
- * `ended` frames, see docs/protocol.md). The flow request's shape is producer.ts's.
+ * prerequisites as a handler sees them, what a watch is told (`progressed` and `ended` frames, see
+ * docs/protocol.md; job_watcher.ts watches), and the WebSocket class a connection uses. The flow
+ * request's shape is producer.ts's.
  *
  * @module
  */
 
-import { TegamiError } from "../core/errors.ts";
 import { nodelayWebSocket } from "./deno_websocket.ts";
 import { nodeWebSocket } from "./node_websocket.ts";
 
@@ -140,69 +140,4 @@ export function webSocketFor(
     );
   }
   return Socket;
-}
-
-/**
- * Watches job `id` over its own WebSocket to the server at `base`: resolves with how it ended
- * (at once for a job that has already ended), reporting its progress meanwhile; rejects with the
- * server's error (`not_found` for an unknown job) or when the connection is lost.
- */
-export function watchJob(
-  base: string,
-  token: string | undefined,
-  id: number,
-  options: WatchOptions = {},
-): Promise<JobEnd> {
-  const wsUrl = base.replace(/^http/, "ws") + "/v1/ws";
-  const Socket = webSocketFor(wsUrl, options.WebSocket, "watch");
-  return new Promise<JobEnd>((resolve, reject) => {
-    let settled = false;
-    const socket = new Socket(wsUrl, "tegami.v2");
-    const finish = (error: unknown, end?: JobEnd) => {
-      if (settled) return;
-      settled = true;
-      options.signal?.removeEventListener("abort", onAbort);
-      try {
-        socket.close(1000);
-      } catch {
-        // Already closing.
-      }
-      if (end !== undefined) resolve(end);
-      else reject(error);
-    };
-    const onAbort = () => finish(options.signal!.reason);
-    if (options.signal?.aborted) {
-      onAbort();
-      return;
-    }
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    socket.onopen = () => {
-      if (token !== undefined) socket.send(JSON.stringify({ op: "auth", token, ref: 0 }));
-      socket.send(JSON.stringify({ op: "watch", id, ref: 1 }));
-    };
-    socket.onmessage = (event) => {
-      let frame: Record<string, unknown>;
-      try {
-        frame = JSON.parse(String(event.data));
-      } catch {
-        return;
-      }
-      if (frame.op === "error") {
-        finish(
-          new TegamiError(
-            (frame.code as TegamiError["code"] | undefined) ?? "internal",
-            String(frame.message ?? frame.code ?? "The server refused the watch"),
-          ),
-        );
-      } else if (frame.op === "progressed" && frame.id === id) {
-        options.onProgress?.(frame.progress, frame.at as number);
-      } else if (frame.op === "ended" && frame.id === id) {
-        const { op: _op, ...end } = frame;
-        finish(null, end as unknown as JobEnd);
-      }
-    };
-    socket.onerror = () => {}; // the close event follows
-    socket.onclose = () =>
-      finish(new TegamiError("unavailable", `Lost the connection to ${base} while watching`));
-  });
 }

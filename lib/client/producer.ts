@@ -16,19 +16,13 @@
  */
 
 import { type ErrorCode, TegamiError } from "../core/errors.ts";
+import { JobWatcher } from "./job_watcher.ts";
 import { TickBatch } from "./tick_batch.ts";
 import { fetchTransport, nodeTransport, type Transport } from "./node_http.ts";
 import { scheduleBody, type ScheduleDefinition, type ScheduleInfo } from "./schedules.ts";
 import type { JobAttributes } from "./job_attributes.ts";
 import { Tracing, type TracingOptions } from "./tracing.ts";
-import {
-  type FlowCreated,
-  type FlowInfo,
-  type JobEnd,
-  type OnFailure,
-  watchJob,
-  type WatchOptions,
-} from "./flows.ts";
+import type { FlowCreated, FlowInfo, JobEnd, OnFailure, WatchOptions } from "./flows.ts";
 
 /** Options of one job. */
 export interface JobOptions {
@@ -427,6 +421,7 @@ export class TegamiClient {
   readonly #maxCoalesced: number;
   readonly #tracing: Tracing | null;
   readonly #calls = new TickBatch<Call>((calls) => this.#sendCalls(calls));
+  #watcher: JobWatcher | null = null;
 
   /** Makes a client; nothing is sent until the first call. */
   constructor(options: ClientOptions = {}) {
@@ -643,11 +638,14 @@ export class TegamiClient {
   }
 
   /**
-   * Watches a job over a WebSocket of its own: `onProgress` hears each progress report as it is
-   * made, and the promise resolves with how the job ended (at once for one that has).
+   * Watches a job over a WebSocket: `onProgress` hears each progress report as it is made, and
+   * the promise resolves with how the job ended (at once for one that has). Every watch of this
+   * client shares its connections, up to 1000 jobs on each; a connection closes once it watches
+   * nothing.
    */
   watch(id: number, options: WatchOptions = {}): Promise<JobEnd> {
-    return watchJob(this.url, this.#token, id, options);
+    this.#watcher ??= new JobWatcher(this.url, this.#token);
+    return this.#watcher.watch(id, options);
   }
 
   /** Creates a flow: its jobs wait for one another (docs/api.md, "Flows"). */

@@ -174,3 +174,22 @@ test("close() stops taking jobs and waits for running handlers to ack", async ()
   assert.equal(states.filter((s) => s === "pending" || s === "delayed").length, 4);
   assert.equal(worker.running, 0);
 });
+
+test("watch() resolves each of several watches with its own job's end", async () => {
+  const q = queue("watch");
+  const direct = new TegamiClient({ url });
+  const ids = [];
+  for (let n = 0; n < 3; n++) ids.push((await direct.enqueue(q, { n })).id);
+  const watched = ids.map((id) => direct.watch(id));
+  const worker = consume(q, (payload) => payload.n + 100, { url });
+  try {
+    const ends = await Promise.all(watched);
+    assert.deepEqual(ends.map((end) => [end.id, end.state, end.result]), [
+      [ids[0], "done", 100],
+      [ids[1], "done", 101],
+      [ids[2], "done", 102],
+    ]);
+  } finally {
+    await worker.close();
+  }
+});
