@@ -71,7 +71,9 @@ const REQUEST_LINE = /^([A-Z]{1,16}) (\/[\x21\x22\x24-\x7e]*) HTTP\/1\.1$/;
 const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 /** How a request line begins: a method and a space. */
 const REQUEST_LINE_START = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,15} /;
-const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$/;
+const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** What a head may not hold: a byte other than printable ASCII and tab, a CR or LF alone. */
+const NOT_PLAIN = /[^\t\x20-\x7e\r\n]|\r(?!\n)|(?<!\r)\n/;
 const LENGTH = /^[0-9]{1,15}$/;
 /** Methods answered here; the others (HEAD, CONNECT, TRACE, …) go to the relay's server. */
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
@@ -89,28 +91,14 @@ export function parsePlainRequest(
   end: number,
   scanned = start,
 ): Parsed {
-  // Every byte of the head must be printable ASCII, tab, or CR and LF as a pair. Bytes checked by
-  // an earlier call that found the head incomplete (before `scanned`) are not checked again, so
-  // a head sent a byte at a time costs linear time.
+  // Every byte of the head must be printable ASCII, tab, or CR and LF as a pair. A head that has
+  // come whole is found with the runtime's byte search and checked as text by one expression;
+  // one still arriving is checked a byte at a time, each byte once (before `scanned`, checked by
+  // an earlier call), so a head sent a byte at a time costs linear time.
   const limit = Math.min(end, start + PLAIN_HEAD_MAX);
-  let headEnd = -1;
-  for (let i = Math.max(start, scanned); i < limit; i++) {
-    const b = bytes[i];
-    // CR only before LF, LF only after CR: each byte looks back, so checks resume anywhere.
-    const afterCr = i > start && bytes[i - 1] === 0x0d;
-    if (afterCr !== (b === 0x0a)) return OTHER;
-    if (b === 0x0a) {
-      // The head ends at the first CRLFCRLF; what follows is the body, not checked here.
-      if (i - 3 >= start && bytes[i - 2] === 0x0a) {
-        headEnd = i - 3;
-        break;
-      }
-      continue;
-    }
-    if ((b >= 0x20 && b < 0x7f) || b === 0x09 || b === 0x0d) continue;
-    return OTHER; // a control byte or a non-ASCII one
-  }
+  const headEnd = findHeadEnd(bytes, start, Math.max(start, scanned - 3), limit);
   if (headEnd < 0) {
+    if (!plainBytes(bytes, start, Math.max(start, scanned), limit)) return OTHER;
     if (end - start < PLAIN_HEAD_MAX) return { kind: "incomplete", scanned: limit };
     // A request line that has not ended within the limit is too long for any server here to
     // read (RFC 9112 §3: 414); a long head of short lines goes to the relay's server.
@@ -119,7 +107,9 @@ export function parsePlainRequest(
       ? { kind: "refused", refusal: tooLong() }
       : OTHER;
   }
-  const lines = asciiHead(bytes, start, headEnd).split("\r\n");
+  const head = asciiHead(bytes, start, headEnd);
+  if (NOT_PLAIN.test(head)) return OTHER; // a control or non-ASCII byte, a CR or LF alone
+  const lines = head.split("\r\n");
   const line = REQUEST_LINE.exec(lines[0]);
   if (line === null || !METHODS.has(line[1])) return OTHER;
   const headers: [string, string][] = [];
@@ -130,10 +120,13 @@ export function parsePlainRequest(
   let upgrade: string | null = null;
   let connectionUpgrade = false;
   for (let i = 1; i < lines.length; i++) {
-    const field = FIELD.exec(lines[i]);
-    if (field === null) return OTHER; // obs-fold, a space before the colon, an empty name
-    const name = field[1].toLowerCase();
-    const value = field[2];
+    const text = lines[i];
+    const colon = text.indexOf(":");
+    // obs-fold, a space before the colon, an empty name
+    if (colon < 1 || !FIELD_NAME.test(text.slice(0, colon))) return OTHER;
+    const name = text.slice(0, colon).toLowerCase();
+    // The head holds no whitespace but spaces and tabs, the field's optional whitespace.
+    const value = text.slice(colon + 1).trim();
     switch (name) {
       case "host":
         hosts++;
@@ -198,6 +191,41 @@ const ASCII_HEAD = new TextDecoder();
  */
 function asciiHead(bytes: Uint8Array, start: number, end: number): string {
   return ASCII_HEAD.decode(bytes.subarray(start, end));
+}
+
+/**
+ * Where the head in `bytes[start..limit)` ends (the index of its CRLFCRLF), searching from
+ * `from`, or -1 when it has not ended there.
+ */
+function findHeadEnd(bytes: Uint8Array, start: number, from: number, limit: number): number {
+  for (
+    let lf = bytes.indexOf(0x0a, from);
+    lf >= 0 && lf < limit;
+    lf = bytes.indexOf(0x0a, lf + 1)
+  ) {
+    if (
+      lf - 3 >= start && bytes[lf - 1] === 0x0d && bytes[lf - 2] === 0x0a && bytes[lf - 3] === 0x0d
+    ) {
+      return lf - 3;
+    }
+  }
+  return -1;
+}
+
+/**
+ * True when `bytes[from..limit)` of a head starting at `start` are printable ASCII, tabs, and CR
+ * and LF as pairs. Each byte looks back, so a check may resume anywhere.
+ */
+function plainBytes(bytes: Uint8Array, start: number, from: number, limit: number): boolean {
+  for (let i = from; i < limit; i++) {
+    const b = bytes[i];
+    // CR only before LF, LF only after CR.
+    const afterCr = i > start && bytes[i - 1] === 0x0d;
+    if (afterCr !== (b === 0x0a)) return false;
+    if (b === 0x0a || (b >= 0x20 && b < 0x7f) || b === 0x09 || b === 0x0d) continue;
+    return false; // a control byte or a non-ASCII one
+  }
+  return true;
 }
 
 const REASONS: Record<number, string> = {
