@@ -30,7 +30,7 @@
 import type { DatabaseSync as Database } from "node:sqlite";
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
-import { CHECKPOINT_BYTES } from "../lib/store/sqlite/sqlite_open.ts";
+import { configureDatabase } from "../lib/store/sqlite/sqlite_open.ts";
 
 /** How one layout stores, leases and settles jobs. */
 export interface Layout {
@@ -134,12 +134,7 @@ function writtenBytes(): number {
 /** Opens a database as the store does: its pragmas and checkpoint policy. */
 function open(path: string, pageSize: number): Database {
   const db = new DatabaseSync(path);
-  db.exec(`PRAGMA page_size = ${pageSize}`);
-  db.exec("PRAGMA journal_mode = WAL");
-  db.exec("PRAGMA synchronous = NORMAL");
-  db.exec("PRAGMA journal_size_limit = 67108864");
-  db.exec(`PRAGMA wal_autocheckpoint = ${Math.ceil(CHECKPOINT_BYTES / pageSize)}`);
-  db.exec("PRAGMA cache_size = -16384");
+  configureDatabase(db, path, pageSize);
   return db;
 }
 

@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { GroupInfo, GroupSettings } from "../client/mod.ts";
 import { resolveClientConfig } from "../config/client_config.ts";
 import { type ApiCall, apiCaller, ApiRefused } from "./api_call.ts";
 import { textTable } from "./table.ts";
@@ -28,25 +29,6 @@ export class GroupUsageError extends Error {}
 
 /** The subcommands of `tegami group`. */
 export const GROUP_ACTIONS = ["list", "show", "set", "reset"] as const;
-
-/** A group's settings as the API answers them. */
-interface GroupSettingsAnswer {
-  weight: number;
-  concurrency: number | null;
-  rate: string | null;
-}
-
-/** A group as the API answers it (`GET /v1/queues/{queue}/groups/{group}`). */
-interface GroupAnswer {
-  group: string;
-  settings: GroupSettingsAnswer;
-  configured: boolean;
-  pending: number;
-  leased: number;
-  limit: number;
-  held: "concurrency" | "rate" | null;
-  held_until: number | null;
-}
 
 /** The help text of `tegami group`. */
 export function groupHelp(): string {
@@ -129,16 +111,16 @@ export async function groupCommand(args: string[], io: GroupIO): Promise<number>
       return await listGroups(call, io, queue, values.after, values.limit, json);
     }
     const path = groupPath(queue, group);
-    let state: GroupAnswer;
-    if (action === "show") state = await call<GroupAnswer>("GET", path);
-    else if (action === "reset") state = await call<GroupAnswer>("DELETE", path);
+    let state: GroupInfo;
+    if (action === "show") state = await call<GroupInfo>("GET", path);
+    else if (action === "reset") state = await call<GroupInfo>("DELETE", path);
     else {
       if (Object.keys(changes).length === 0) {
         throw new GroupUsageError("set needs --weight, --concurrency or --rate");
       }
-      const current = await call<GroupAnswer>("GET", path);
+      const current = await call<GroupInfo>("GET", path);
       const body = JSON.stringify({ ...current.settings, ...changes });
-      state = await call<GroupAnswer>("PUT", path, body);
+      state = await call<GroupInfo>("PUT", path, body);
     }
     io.out(json ? JSON.stringify(state) + "\n" : groupLines(queue, state));
     return 0;
@@ -167,7 +149,7 @@ async function listGroups(
     query.set("limit", text);
   }
   if (after !== undefined) query.set("after", String(after));
-  const page = await call<{ groups: GroupAnswer[]; next_after: string | null }>(
+  const page = await call<{ groups: GroupInfo[]; next_after: string | null }>(
     "GET",
     `/v1/queues/${encodeURIComponent(queue)}/groups${query.size === 0 ? "" : `?${query}`}`,
   );
@@ -182,8 +164,8 @@ async function listGroups(
 }
 
 /** The settings `set` changes, by member: from the flags given (`none` unsets one). */
-function settingChanges(values: Record<string, unknown>): Partial<GroupSettingsAnswer> {
-  const changes: Partial<GroupSettingsAnswer> = {};
+function settingChanges(values: Record<string, unknown>): Partial<GroupSettings> {
+  const changes: Partial<GroupSettings> = {};
   if (values.weight !== undefined) {
     const text = String(values.weight);
     const weight = Number(text);
@@ -223,7 +205,7 @@ function show(value: unknown): string {
 }
 
 /** What holds a group back, as the command shows it. */
-function heldText(state: GroupAnswer): string {
+function heldText(state: GroupInfo): string {
   if (state.held === null) return "-";
   if (state.held === "rate" && state.held_until !== null) {
     return `rate until ${new Date(state.held_until).toISOString()}`;
@@ -232,7 +214,7 @@ function heldText(state: GroupAnswer): string {
 }
 
 /** One group, a member per line. */
-function groupLines(queue: string, state: GroupAnswer): string {
+function groupLines(queue: string, state: GroupInfo): string {
   const rows: [string, string][] = [
     ["weight", show(state.settings.weight)],
     ["concurrency", show(state.settings.concurrency)],
@@ -251,7 +233,7 @@ function groupLines(queue: string, state: GroupAnswer): string {
 }
 
 /** The groups of a page as a table. */
-function listTable(groups: GroupAnswer[]): string {
+function listTable(groups: GroupInfo[]): string {
   return textTable(
     ["group", "weight", "concurrency", "rate", "pending", "leased", "limit", "held"],
     groups.map((g) => [

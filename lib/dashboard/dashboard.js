@@ -150,6 +150,26 @@
     return el;
   }
   /**
+   * A table's head row: each column a title, or [title, true] for one aligned left.
+   * @param {(string | [string, boolean])[]} columns
+   */
+  function tableHead(columns) {
+    return h(
+      "thead",
+      null,
+      h(
+        "tr",
+        null,
+        columns.map(function (/** @type {string | [string, boolean]} */ column) {
+          const left = Array.isArray(column);
+          const title = left ? column[0] : column;
+          return h("th", { class: left ? "l" : null, text: title || null });
+        }),
+      ),
+    );
+  }
+
+  /**
    * @param {Node} el
    * @param {unknown[]} children
    */
@@ -2564,20 +2584,14 @@
     const table = h(
       "table",
       null,
-      h(
-        "thead",
-        null,
-        h(
-          "tr",
-          null,
-          h("th", { class: "l", text: "Flow" }),
-          h("th", { class: "l", text: "Key" }),
-          h("th", { text: "Created" }),
-          h("th", { text: "Nodes" }),
-          h("th", { class: "l", text: "By state" }),
-          h("th", { text: "Finished" }),
-        ),
-      ),
+      tableHead([
+        ["Flow", true],
+        ["Key", true],
+        "Created",
+        "Nodes",
+        ["By state", true],
+        "Finished",
+      ]),
       body,
     );
     const foot = h(
@@ -3371,19 +3385,7 @@
         h(
           "table",
           { id: "groups-held-table" },
-          h(
-            "thead",
-            null,
-            h(
-              "tr",
-              null,
-              h("th", { class: "l", text: "Held group" }),
-              h("th", { class: "l", text: "Held by" }),
-              h("th", { text: "Pending" }),
-              h("th", { text: "Leased" }),
-              h("th", { text: "Limit" }),
-            ),
-          ),
+          tableHead([["Held group", true], ["Held by", true], "Pending", "Leased", "Limit"]),
           h("tbody", null, rows),
         ),
       ),
@@ -3435,19 +3437,16 @@
     const table = h(
       "table",
       null,
-      h(
-        "thead",
-        null,
-        h(
-          "tr",
-          null,
-          ["Group", "Weight", "Concurrency", "Rate", "Pending", "Leased", "Held", ""].map(
-            function (title, i) {
-              return h("th", { class: i === 0 || i === 6 ? "l" : null, text: title || null });
-            },
-          ),
-        ),
-      ),
+      tableHead([
+        ["Group", true],
+        "Weight",
+        "Concurrency",
+        "Rate",
+        "Pending",
+        "Leased",
+        ["Held", true],
+        "",
+      ]),
       body,
     );
     const foot = h(

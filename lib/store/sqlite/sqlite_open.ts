@@ -11,7 +11,7 @@ import { migrate } from "./sqlite_schema.ts";
 import { forgetValueSamples } from "./sqlite_statements.ts";
 
 /** WAL bytes after which a commit checkpoints (as pages of the file's own size). */
-export const CHECKPOINT_BYTES = 15_000 * 1024;
+const CHECKPOINT_BYTES = 15_000 * 1024;
 
 /**
  * The page size of a database file this store creates unless told otherwise, in bytes: SQLite's
@@ -47,32 +47,7 @@ export function openDatabase(
   let db: DatabaseSync | undefined;
   try {
     db = new DatabaseSync(path);
-    db.exec("PRAGMA busy_timeout = 5000");
-    // Before anything is written: a new file takes this page size for good (a WAL database
-    // keeps the one it was made with, so a file that exists goes on with its own).
-    db.exec(`PRAGMA page_size = ${Math.trunc(pageSize)}`);
-    if (!inMemory) {
-      const mode = db.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode: string };
-      if (mode.journal_mode !== "wal") {
-        throw new Error(`Cannot open database "${path}": WAL mode is not available`);
-      }
-    }
-    // NORMAL: a commit writes the WAL without fsync. With `sync: "full"` (the default) the
-    // store fsyncs the WAL itself, off the event loop, before answering (wal_sync.ts).
-    db.exec("PRAGMA synchronous = NORMAL");
-    // Keep the WAL file from growing without bound: truncated to 64 MiB after checkpoints.
-    db.exec("PRAGMA journal_size_limit = 67108864");
-    // A checkpoint copies each page the WAL holds once, however often it was rewritten: the
-    // hot pages (the tails of the indexes) are rewritten by every commit, so checkpointing
-    // every 15 MiB of WAL rather than every 4 MiB (1 000 pages) writes them to the file less
-    // often.
-    const size = (db.prepare("PRAGMA page_size").get() as { page_size: number }).page_size;
-    db.exec(`PRAGMA wal_autocheckpoint = ${Math.ceil(CHECKPOINT_BYTES / size)}`);
-    // 16 MiB of page cache; while the store opens, sorts (a migration's index build, the
-    // startup count over millions of rows) spill to temp files instead of memory, which keeps
-    // a large file's startup small in memory. The constructor then makes it memory.
-    db.exec("PRAGMA cache_size = -16384");
-    db.exec("PRAGMA temp_store = FILE");
+    configureDatabase(db, path, pageSize);
     migrate(db);
     forgetValueSamples(db);
     return { db, lock };
@@ -81,4 +56,39 @@ export function openDatabase(
     lock?.close();
     throw error;
   }
+}
+
+/**
+ * Sets the pragmas the store runs with on a database just opened at `path`: WAL, the page size
+ * of a new file, NORMAL sync (the store fsyncs itself), the log's size and checkpoint policy, the
+ * page cache. `bench/sqlite_layouts.ts` opens its own tables with them too.
+ */
+export function configureDatabase(db: DatabaseSync, path: string, pageSize: number): void {
+  const inMemory = path === ":memory:";
+  db.exec("PRAGMA busy_timeout = 5000");
+  // Before anything is written: a new file takes this page size for good (a WAL database
+  // keeps the one it was made with, so a file that exists goes on with its own).
+  db.exec(`PRAGMA page_size = ${Math.trunc(pageSize)}`);
+  if (!inMemory) {
+    const mode = db.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode: string };
+    if (mode.journal_mode !== "wal") {
+      throw new Error(`Cannot open database "${path}": WAL mode is not available`);
+    }
+  }
+  // NORMAL: a commit writes the WAL without fsync. With `sync: "full"` (the default) the
+  // store fsyncs the WAL itself, off the event loop, before answering (wal_sync.ts).
+  db.exec("PRAGMA synchronous = NORMAL");
+  // Keep the WAL file from growing without bound: truncated to 64 MiB after checkpoints.
+  db.exec("PRAGMA journal_size_limit = 67108864");
+  // A checkpoint copies each page the WAL holds once, however often it was rewritten: the
+  // hot pages (the tails of the indexes) are rewritten by every commit, so checkpointing
+  // every 15 MiB of WAL rather than every 4 MiB (1 000 pages) writes them to the file less
+  // often.
+  const size = (db.prepare("PRAGMA page_size").get() as { page_size: number }).page_size;
+  db.exec(`PRAGMA wal_autocheckpoint = ${Math.ceil(CHECKPOINT_BYTES / size)}`);
+  // 16 MiB of page cache; while the store opens, sorts (a migration's index build, the
+  // startup count over millions of rows) spill to temp files instead of memory, which keeps
+  // a large file's startup small in memory. The constructor then makes it memory.
+  db.exec("PRAGMA cache_size = -16384");
+  db.exec("PRAGMA temp_store = FILE");
 }
