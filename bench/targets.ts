@@ -138,6 +138,30 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
     });
   }
 
+  {
+    const ours = findRow(rows, "W1 end to end", sdkNode);
+    const theirs = findRow(rows, "W1 end to end", rabbitNode);
+    const a = ours === undefined ? undefined : cpuPerJob(ours);
+    const b = theirs === undefined ? undefined : cpuPerJob(theirs);
+    checks.push({
+      target: "W1: server CPU per job on Node ≤ 0.6× RabbitMQ's",
+      measured: a === undefined || b === undefined
+        ? "not measured"
+        : `${(a.server / b.server).toFixed(2)}× (${a.server.toFixed(1)} vs ${
+          b.server.toFixed(1)
+        } µs)`,
+      met: a === undefined || b === undefined ? null : a.server <= 0.6 * b.server,
+    });
+    const w1 = ours?.measurement;
+    checks.push({
+      target: "W1: disk written per job on Node ≤ 1 KB",
+      measured: w1?.diskBytes === undefined
+        ? "not measured"
+        : `${(w1.diskBytes / w1.jobs / KB).toFixed(2)} KB`,
+      met: w1?.diskBytes === undefined ? null : w1.diskBytes / w1.jobs <= KB,
+    });
+  }
+
   // The SQS door: what the server spends per job behind the SDK's batches, against its own API's.
   {
     const ours = findRow(rows, "W7 batches of ten", "tegami");

@@ -127,7 +127,7 @@ export const SERVE_FLAGS = {
   retainDoneMs: flag.duration(
     "retain-done",
     DAY,
-    "how long done and cancelled jobs (and their keys) are kept",
+    "how long done and cancelled jobs (and their keys) are kept; 0: an ack deletes its job",
     { min: 0, max: 365 * DAY },
   ),
   /** Server default lease length in ms. */

@@ -533,7 +533,10 @@ export class Broker {
 
   /** Completes a leased job. */
   async ack(id: number, token: string, result: string | null): Promise<{ id: number }> {
-    const out = await this.#store.ack(id, token, result, this.#clock.now());
+    const out = await this.#store.ack(id, token, result, this.#clock.now(), {
+      retainDoneMs: this.#retainDoneMs,
+      watched: this.#watchers.has(id),
+    });
     this.#ended(id);
     // A lease this server did not hand out is held, if at all, through another one.
     if (!this.#live.has(token)) this.#store.peers.announce(id, token, "settled");

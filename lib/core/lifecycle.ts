@@ -237,6 +237,26 @@ export function afterLeaseEnd(row: AttemptedRow, cause: LeaseEndCause, now: numb
   return { state: "pending", run_at: now, error: row.last_error, attempts: row.attempts };
 }
 
+/** What an ack needs to know, beside the job's queue, to tell whether it deletes the job. */
+export interface DoneRetention {
+  /** The server's retention of done jobs (`--retain-done`), for a queue without its own, ms. */
+  retainDoneMs: number;
+  /** Whether someone waits to read how the job ended (a watch, a `GET` with `wait_ms`). */
+  watched: boolean;
+}
+
+/**
+ * Whether an ack deletes its job in the ack's own commit rather than keeping it done for the
+ * retention sweep: when its queue keeps done jobs for no time (its `retain_done_ms`, else the
+ * server's) and nobody waits to read the job's end. Kept, such a job would be deleted by the
+ * next sweep anyway; deleted at once, it never writes its done row, its indexes' entries, nor
+ * the sweep's delete. A job of a flow is kept whatever this says (its flow is swept as a whole
+ * once it has ended); the store checks that on the row.
+ */
+export function deletedAtAck(queueRetainDoneMs: number | null, retention: DoneRetention): boolean {
+  return !retention.watched && (queueRetainDoneMs ?? retention.retainDoneMs) === 0;
+}
+
 /** Whether a cancel removes the job (it had finished) rather than cancelling it. */
 export function cancelRemoves(state: JobState): boolean {
   return state === "done" || state === "dead" || state === "cancelled";

@@ -21,7 +21,7 @@
 import type { Flow, FlowCreated, FlowSummary, NewFlow, NewFlowNode } from "../core/flow.ts";
 import type { Delivery, Enqueued, Job, JobState, NewJob } from "../core/job.ts";
 import type { FoundJobs, JobFilter } from "../core/job_filter.ts";
-import type { HandOvers, NackRequest } from "../core/lifecycle.ts";
+import type { DoneRetention, HandOvers, NackRequest } from "../core/lifecycle.ts";
 import type { QueueSettings } from "../core/queue_settings.ts";
 import type { GroupSettings, GroupState } from "../core/group_settings.ts";
 import type { Schedule, ScheduleDefinition } from "../core/schedule.ts";
@@ -385,12 +385,17 @@ export interface Store {
    * fewer jobs than the total credit is spread evenly. Answers one list per want.
    */
   claimFair(queue: string, wants: ClaimWant[], now: number): Promise<Delivery[][]>;
-  /** Completes a leased job; repeating the same token's ack answers the same. */
+  /**
+   * Completes a leased job; repeating the same token's ack answers the same while the job is
+   * stored. Given `retention`, the ack deletes the job instead when core/lifecycle.ts's
+   * `deletedAtAck` says so and the job is in no flow; without it, the job is kept done.
+   */
   ack(
     id: number,
     token: string,
     result: string | null,
     now: number,
+    retention?: DoneRetention,
   ): Promise<AckResult>;
   /** Gives a leased job back for a retry later, or to dead. */
   nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult>;

@@ -83,3 +83,22 @@ Deno.test("checkTargets() compares the server's CPU per job in W7 behind the SQS
   const met = sqsTarget([ours, row(w7, SQS_NAME, 8000, 0.5)]); // 62.5 µs a job
   assert.deepEqual([met.measured, met.met], ["1.25× (63 vs 50 µs)", true]);
 });
+
+Deno.test("checkTargets() judges W1's server CPU and disk written per job on Node", () => {
+  const target = (rows: Row[], start: string) =>
+    checkTargets(rows).find((c) => c.target.startsWith(start))!;
+  const cpu = target(rows, "W1: server CPU per job on Node");
+  // 50 µs a job against RabbitMQ's 100: within 0.6×.
+  assert.deepEqual([cpu.measured, cpu.met], ["0.50× (50.0 vs 100.0 µs)", true]);
+  const dear = [...rows.slice(0, 3), row("W1 end to end", SDK_NAME + ON_NODE, 6000), rows[4]];
+  assert.equal(target(dear, "W1: server CPU per job on Node").met, false); // 83 against 100 µs
+  assert.equal(target(rows, "W1: disk written per job on Node").met, null, "no disk measured");
+  const written = (kb: number): Row => {
+    const r = row("W1 end to end", SDK_NAME + ON_NODE, 10_000);
+    r.measurement!.diskBytes = kb * 1024 * 10_000;
+    return r;
+  };
+  const over = target([written(1.52)], "W1: disk written per job on Node");
+  assert.deepEqual([over.measured, over.met], ["1.52 KB", false]);
+  assert.equal(target([written(0.98)], "W1: disk written per job on Node").met, true);
+});

@@ -564,6 +564,36 @@ Deno.test("a done job is kept for retainDoneMs, then swept", async () => {
   assert.equal(await enqueue(server, "q", { payload: 2, key: "once" }) > id, true, "key freed");
 });
 
+Deno.test("with retainDoneMs 0, an ack deletes its job at once, but one waited on is read first", async () => {
+  await using server = await startTestServer({ config: { retainDoneMs: 0 } });
+  const id = await enqueue(server, "q", { payload: 1, key: "once" });
+  const { lease: { token } } = await leaseOne(server, "q");
+  assert.equal((await server.request("POST", `/v1/jobs/${id}/ack`, { token })).status, 200);
+  // No sweep ran: the clock did not move.
+  assert.equal((await server.request("GET", `/v1/jobs/${id}`)).status, 404);
+  const repeated = await server.request("POST", `/v1/jobs/${id}/ack`, { token });
+  assert.equal(repeated.status, 404);
+  assert.equal(repeated.body.error.code, "not_found");
+  assert.equal(await enqueue(server, "q", { payload: 2, key: "once" }) > id, true, "key freed");
+
+  const waited = await enqueue(server, "q", { payload: 3 });
+  const waiting = server.request("GET", `/v1/jobs/${waited}?wait_ms=5000`);
+  const next = await leaseOne(server, "q");
+  assert.equal(next.id, id + 1, "the job of key once, first in line");
+  const mine = await leaseOne(server, "q");
+  assert.equal(mine.id, waited);
+  await server.request("POST", `/v1/jobs/${waited}/ack`, {
+    token: mine.lease.token,
+    result: { ok: true },
+  });
+  const answer = await waiting;
+  assert.equal(answer.body.state, "done");
+  assert.deepEqual(answer.body.result, { ok: true });
+  // Kept for the waiter, then swept as --retain-done 0 says (the sweep runs every second).
+  for (let i = 0; i < 3; i++) await server.advance(1000);
+  assert.equal((await server.request("GET", `/v1/jobs/${waited}`)).status, 404);
+});
+
 Deno.test("a cancelled job is swept after retainDoneMs like a done one", async () => {
   await using server = await startTestServer({ config: { retainDoneMs: 4000 } });
   const id = await enqueue(server, "q", { payload: 1, key: "k" });

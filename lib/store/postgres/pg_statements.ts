@@ -174,12 +174,20 @@ export interface AckItem {
   result: string | null;
   /** When. */
   now: number;
+  /**
+   * The server's retention of done jobs when nobody waits to read the job's end, else null: the
+   * job is kept done whatever its queue's retention.
+   */
+  retain_ms: number | null;
 }
 
 /**
  * Completes leased jobs, one statement for all: each ack that presents its job's current,
  * unexpired token completes it; a repeated ack of a done job with the token that completed it
- * answers the same; anything else is `lease_lost`, or `not_found` for an unknown id.
+ * answers the same; anything else is `lease_lost`, or `not_found` for an unknown id. A job
+ * outside any flow whose queue keeps done jobs for no time (its `retain_done_ms`, else
+ * `retain_ms`) is deleted rather than kept done, as core/lifecycle.ts's `deletedAtAck` decides
+ * for the SQLite store (here in SQL: the ack reads the queue's settings with the job).
  */
 export async function ackMany(
   tx: TxSql,
@@ -202,24 +210,38 @@ export async function ackMany(
       SELECT * FROM unnest(${items.map((i) => i.id)}::bigint[], ${
     items.map((i) => i.token)
   }::text[],
-        ${items.map((i) => i.result)}::text[], ${items.map((i) => i.now)}::bigint[])
-        WITH ORDINALITY AS a(id, token, result, now, k)
+        ${items.map((i) => i.result)}::text[], ${items.map((i) => i.now)}::bigint[],
+        ${items.map((i) => i.retain_ms)}::bigint[])
+        WITH ORDINALITY AS a(id, token, result, now, retain_ms, k)
     ), j AS (
-      SELECT jobs.id, jobs.queue, jobs.grp, jobs.state, jobs.lease_token, jobs.flow_id,
-        s.concurrency IS NOT NULL AS limited
-      FROM jobs LEFT JOIN queue_settings s ON s.name = jobs.queue
-      WHERE jobs.id IN (SELECT id FROM a)
+      SELECT a.k, jobs.id, jobs.queue, jobs.grp, jobs.state, jobs.lease_token, jobs.flow_id,
+        s.concurrency IS NOT NULL AS limited,
+        a.retain_ms IS NOT NULL AND jobs.flow_id IS NULL
+          AND coalesce(s.retain_done_ms, a.retain_ms) = 0 AS drops
+      FROM a JOIN jobs ON jobs.id = a.id LEFT JOIN queue_settings s ON s.name = jobs.queue
+    ), w AS (
+      -- The first ack of each job that holds its lease: a repeated one changes nothing.
+      SELECT DISTINCT ON (a.id) a.id, a.token, a.result, a.now, j.drops
+      FROM a JOIN j ON j.k = a.k
+      WHERE j.state = 'leased' AND j.lease_token = a.token
+      ORDER BY a.id, a.k
+    ), d AS (
+      DELETE FROM jobs USING w
+      WHERE jobs.id = w.id AND w.drops AND jobs.state = 'leased' AND jobs.lease_token = w.token
+        AND jobs.lease_expires_at > w.now
+      RETURNING jobs.id, w.token
     ), u AS (
-      UPDATE jobs SET state = 'done', result = a.result, finished_at = a.now,
+      UPDATE jobs SET state = 'done', result = w.result, finished_at = w.now,
         lease_expires_at = NULL
-      FROM a
-      WHERE jobs.id = a.id AND jobs.state = 'leased' AND jobs.lease_token = a.token
-        AND jobs.lease_expires_at > a.now
-      RETURNING jobs.id, a.token
+      FROM w
+      WHERE jobs.id = w.id AND NOT w.drops AND jobs.state = 'leased'
+        AND jobs.lease_token = w.token AND jobs.lease_expires_at > w.now
+      RETURNING jobs.id, w.token
     )
     SELECT a.k, j.queue, j.grp, j.limited, j.state, j.lease_token AS token, j.flow_id,
-      EXISTS (SELECT 1 FROM u WHERE u.id = a.id AND u.token = a.token) AS done
-    FROM a LEFT JOIN j ON j.id = a.id
+      EXISTS (SELECT 1 FROM u WHERE u.id = a.id AND u.token = a.token)
+        OR EXISTS (SELECT 1 FROM d WHERE d.id = a.id AND d.token = a.token) AS done
+    FROM a LEFT JOIN j ON j.k = a.k
     ORDER BY a.k`;
   // The statement read the jobs as they were when it began. A job it found leased with the
   // ack's token but did not complete may have been completed meanwhile by a transaction beside
@@ -251,6 +273,8 @@ export async function ackMany(
       if (frees) news.ready.add(row.queue);
       return { id, queue: row.queue, frees };
     }
+    // Read again and gone: a repeated ack deleted it meanwhile.
+    if (again.includes(id) && !current.has(id)) return jobNotFound(id);
     const seen = current.get(id) ?? row;
     if (seen.state === "done" && seen.token === token) {
       return { id, queue: row.queue, frees: false };

@@ -32,6 +32,7 @@ import {
   claimedCount,
   claimTotal,
   dealRoundRobin,
+  type DoneRetention,
   type ExpiringLease,
   extendLeaseMs,
   type HandOvers,
@@ -674,8 +675,18 @@ export class PgStore implements Store {
     token: string,
     result: string | null,
     now: number,
+    retention?: DoneRetention,
   ): Promise<AckResult> {
-    return this.#acks.add({ id, token, result, now });
+    // A job watched on another server is kept too, for that server to read how it ended.
+    const keeps = retention === undefined || retention.watched ||
+      this.#peers.watches.wanted(id);
+    return this.#acks.add({
+      id,
+      token,
+      result,
+      now,
+      retain_ms: keeps ? null : retention.retainDoneMs,
+    });
   }
 
   nack(id: number, token: string, request: NackRequest, now: number): Promise<NackResult> {

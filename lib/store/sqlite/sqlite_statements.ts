@@ -56,6 +56,18 @@ export function ackRunSql(rows: string): string {
       AND +jobs.lease_expires_at > a.now`;
 }
 
+/**
+ * The statement that deletes, at their ack, the jobs of a run of acks that are not to be kept
+ * done (see core/lifecycle.ts's `deletedAtAck`): `rows` is its list of `(id, token, now)`. A job
+ * of a flow stays, for the ack that follows to complete it.
+ */
+export function ackDeleteRunSql(rows: string): string {
+  return `WITH a(id, token, now) AS (VALUES ${rows})
+    DELETE FROM jobs WHERE id IN (SELECT id FROM a) AND +state = 'leased' AND flow_id IS NULL
+      AND EXISTS (SELECT 1 FROM a WHERE a.id = jobs.id AND a.token = jobs.lease_token
+        AND a.now < jobs.lease_expires_at)`;
+}
+
 /** True for a finished job `f` outside any flow, or whose flow has no node left to end. */
 const FLOW_DONE = `(f.flow_id IS NULL OR NOT EXISTS (
   SELECT 1 FROM jobs u WHERE u.flow_id = f.flow_id
@@ -164,6 +176,11 @@ export function prepareStatements(db: DatabaseSync, count: StatementCount) {
        WHERE id = ? AND state = 'leased' AND lease_token = ? AND lease_expires_at > ?`,
     ),
     ackMany: new RowsStatement(p, 4, ackRunSql),
+    ackDelete: p(
+      `DELETE FROM jobs WHERE id = ? AND state = 'leased' AND lease_token = ?
+         AND lease_expires_at > ? AND flow_id IS NULL`,
+    ),
+    ackDeleteMany: new RowsStatement(p, 3, ackDeleteRunSql),
     savepointAcks: p("SAVEPOINT acks"),
     rollbackAcks: p("ROLLBACK TO acks"),
     releaseAcks: p("RELEASE acks"),

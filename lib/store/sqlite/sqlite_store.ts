@@ -12,7 +12,7 @@
  */
 
 import { attempted, type JobRow, rowToJob } from "../job_row.ts";
-import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import type { DatabaseSync, SQLInputValue, StatementResultingChanges } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import type { CountedStatement, StatementCount } from "./counted_statement.ts";
 import { jobNotFound, leaseLost, TegamiError } from "../../core/errors.ts";
@@ -24,6 +24,8 @@ import {
   cancelRemoves,
   claimedCount,
   claimTotal,
+  deletedAtAck,
+  type DoneRetention,
   extendLeaseMs,
   type HandOvers,
   holdsLease,
@@ -147,6 +149,8 @@ interface PendingAck {
   token: string;
   result: string | null;
   now: number;
+  /** Whether the ack deletes the job rather than keep it done (see core's deletedAtAck). */
+  drops: boolean;
 }
 
 /**
@@ -638,6 +642,7 @@ export class SqliteStore implements Store {
     token: string,
     result: string | null,
     now: number,
+    retention?: DoneRetention,
   ): Promise<AckResult> {
     const refused = this.#writeRefusal();
     if (refused !== null) return Promise.reject(refused);
@@ -646,7 +651,11 @@ export class SqliteStore implements Store {
       "ack",
       () => ({ kind: "ack", acks: [], triedIn: -1, settledAll: false, waitingAfter: 0 }),
     );
-    const index = run.acks.push({ id, token, result, now }) - 1;
+    // A job whose lease was not taken here since the start is kept: the sweep deletes it.
+    const queue = retention === undefined ? undefined : this.#leasedQueues.get(id);
+    const drops = queue !== undefined &&
+      deletedAtAck(this.#queues.settingsOf(queue).retain_done_ms, retention!);
+    const index = run.acks.push({ id, token, result, now, drops }) - 1;
     const acked = this.#submit(() => this.#ackOf(run, index));
     run.waitingAfter = this.#commits.waiting;
     return acked;
@@ -662,10 +671,12 @@ export class SqliteStore implements Store {
       run.triedIn = this.#transactions;
       run.settledAll = run.acks.length > 1 && this.#settleAll(run.acks);
     }
-    const { id, token, result, now } = run.acks[index];
-    if (run.settledAll) return this.#acked(id, now);
-    const changed = this.#statements.ack.run(result, now, id, token, now).changes;
-    if (changed === 1) return this.#acked(id, now);
+    const { id, token, result, now, drops } = run.acks[index];
+    const s = this.#statements;
+    if (run.settledAll) return this.#acked(id, now, drops);
+    if (drops && s.ackDelete.run(id, token, now).changes === 1) return this.#acked(id, now, true);
+    const changed = s.ack.run(result, now, id, token, now).changes;
+    if (changed === 1) return this.#acked(id, now, false);
     const job = this.#row(id);
     if (job.state === "done" && job.lease_token === token) {
       return { id, queue: job.queue, frees: false }; // a repeated ack
@@ -673,29 +684,43 @@ export class SqliteStore implements Store {
     throw leaseLost(id, "ack");
   }
 
-  /** Acks every one of `acks` in few statements, or none of them (answers false). */
+  /**
+   * Acks every one of `acks` in few statements, or none of them (answers false): deletes those
+   * that drop their job, then completes the others. A job to drop that stayed (one of a flow)
+   * makes it none, as any ack that fails does.
+   */
   #settleAll(acks: readonly PendingAck[]): boolean {
     const s = this.#statements;
+    const dropped: SQLInputValue[] = [];
     const values: SQLInputValue[] = [];
-    for (const { id, token, result, now } of acks) values.push(id, token, result, now);
+    for (const { id, token, result, now, drops } of acks) {
+      if (drops) dropped.push(id, token, now);
+      else values.push(id, token, result, now);
+    }
     s.savepointAcks.run();
     let all = true;
-    s.ackMany.run(values, (n, info) => {
+    const check = (n: number, info: StatementResultingChanges) => {
       if (info.changes !== n) all = false;
-    });
+    };
+    if (dropped.length > 0) s.ackDeleteMany.run(dropped, check);
+    if (all && values.length > 0) s.ackMany.run(values, check);
     if (!all) s.rollbackAcks.run();
     s.releaseAcks.run();
     return all;
   }
 
-  /** What an ack that changed job `id` from leased to done answers; takes note of the move. */
-  #acked(id: number, now: number): AckResult {
-    this.#flows.ended([{ id, state: "done" }], now);
+  /**
+   * What an ack that completed job `id` answers (`dropped`: by deleting it); takes note of the
+   * move.
+   */
+  #acked(id: number, now: number, dropped: boolean): AckResult {
+    // A dropped job is in no flow.
+    if (!dropped) this.#flows.ended([{ id, state: "done" }], now);
     const queue = this.#queueOf(id);
     // In a queue with groups or a concurrency, the ack may free a slot.
     const frees = this.#grouped.has(queue) || this.#queues.settingsOf(queue).concurrency !== null;
     this.#leasedQueues.delete(id);
-    this.#queues.move(queue, "leased", "done");
+    this.#queues.move(queue, "leased", dropped ? null : "done");
     return { id, queue, frees };
   }
 

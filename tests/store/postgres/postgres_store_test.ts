@@ -5,6 +5,7 @@
 
 import assert from "node:assert/strict";
 import { PgStore } from "../../../lib/store/postgres/pg_store.ts";
+import type { TegamiError } from "../../../lib/core/errors.ts";
 import { dropPgTestDatabaseAfterwards, pgTestDatabase } from "../../helpers/pg.ts";
 import { eventually } from "../../helpers/ws_client.ts";
 import {
@@ -38,50 +39,65 @@ exerciseStore("postgres", async () => {
   };
 }, { capabilities: { shared: true, localFiles: false }, ignore: db === null });
 
-Deno.test({
-  name: "postgres: the same ack through two servers at once answers ok on both",
-  ignore: db === null,
-  fn: async () => {
-    const schema = db!.schema();
-    const open = () =>
-      PgStore.open({ url: db!.url, schema, policy: SUITE_POLICY, poolSize: 4, pollMs: 50 });
-    const a = await open();
-    const b = await open();
-    const admin = await db!.admin.reserve();
-    try {
-      await a.enqueue("q", [newJob({ run_at: 1_000 })], 1_000);
-      const [delivery] = await a.claim("q", 1, 60_000, 1_000);
-      const { id } = delivery.job;
-      const token = delivery.lease.token;
-      // Hold the row so both acks' statements start, and read it leased, before either commits.
-      await admin.unsafe(`BEGIN; SELECT 1 FROM "${schema}".jobs WHERE id = ${id} FOR UPDATE`);
-      const acks = Promise.allSettled([
-        a.ack(id, token, null, 2_000),
-        b.ack(id, token, null, 2_000),
-      ]);
-      for (;;) {
-        const [row] = await db!.admin<{ n: number }[]>`
+for (
+  const [name, retention, outcomes, state] of [
+    ["answers ok on both", undefined, ["fulfilled", "fulfilled"], "done"],
+    [
+      "deleting its job answers ok on one, not_found on the other",
+      { retainDoneMs: 0, watched: false },
+      ["fulfilled", "rejected"],
+      undefined,
+    ],
+  ] as const
+) {
+  Deno.test({
+    name: `postgres: the same ack through two servers at once ${name}`,
+    ignore: db === null,
+    fn: async () => {
+      const schema = db!.schema();
+      const open = () =>
+        PgStore.open({ url: db!.url, schema, policy: SUITE_POLICY, poolSize: 4, pollMs: 50 });
+      const a = await open();
+      const b = await open();
+      const admin = await db!.admin.reserve();
+      try {
+        await a.enqueue("q", [newJob({ run_at: 1_000 })], 1_000);
+        const [delivery] = await a.claim("q", 1, 60_000, 1_000);
+        const { id } = delivery.job;
+        const token = delivery.lease.token;
+        // Hold the row so both acks' statements start, and read it leased, before either commits.
+        await admin.unsafe(`BEGIN; SELECT 1 FROM "${schema}".jobs WHERE id = ${id} FOR UPDATE`);
+        const acks = Promise.allSettled([
+          a.ack(id, token, null, 2_000, retention),
+          b.ack(id, token, null, 2_000, retention),
+        ]);
+        // pg_stat_activity keeps a query's first 1 KiB: the ack statement is known by its start.
+        for (;;) {
+          const [row] = await db!.admin<{ n: number }[]>`
           SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE jobs SET state = ''done''%'`;
-        if (row.n === 2) break;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      await admin.unsafe("COMMIT");
-      for (const outcome of await acks) {
-        assert.equal(
-          outcome.status,
-          "fulfilled",
-          String((outcome as PromiseRejectedResult).reason),
+          WHERE wait_event_type = 'Lock' AND query LIKE '%WITH a AS (%SELECT * FROM unnest(%'`;
+          if (row.n === 2) break;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        await admin.unsafe("COMMIT");
+        const settled = await acks;
+        assert.deepEqual(
+          settled.map((o) => o.status).sort(),
+          [...outcomes],
+          settled.map((o) => String((o as PromiseRejectedResult).reason)).join("; "),
         );
+        for (const o of settled) {
+          if (o.status === "rejected") assert.equal((o.reason as TegamiError).code, "not_found");
+        }
+        assert.equal((await a.get(id))?.state, state);
+      } finally {
+        admin.release();
+        await Promise.all([a.close(), b.close()]);
+        await db!.dropSchema(schema);
       }
-      assert.equal((await a.get(id))?.state, "done");
-    } finally {
-      admin.release();
-      await Promise.all([a.close(), b.close()]);
-      await db!.dropSchema(schema);
-    }
-  },
-});
+    },
+  });
+}
 
 /** Runs `body` on a store over a fresh schema of the run's database (polling once a minute). */
 async function onFreshStore(body: (store: PgStore, schema: string) => Promise<void>) {

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { ackRunSql } from "../../../lib/store/sqlite/sqlite_statements.ts";
+import { ackDeleteRunSql, ackRunSql } from "../../../lib/store/sqlite/sqlite_statements.ts";
 import { DEFAULT_PAGE_SIZE, SqliteStore } from "../../../lib/store/sqlite/sqlite_store.ts";
 import { GroupCommit } from "../../../lib/store/group_commit.ts";
 import { pageSizeOf } from "../../helpers/sqlite_file.ts";
@@ -502,7 +502,7 @@ Deno.test("an ack after a flush starts a run of its own, even in a transaction l
   await store.close();
 });
 
-Deno.test("a run of acks looks each job up by id, even after an ANALYZE", () => {
+Deno.test("a run of acks, completing or deleting, looks each job up by id, even after an ANALYZE", () => {
   const db = new DatabaseSync(":memory:");
   for (const migration of MIGRATIONS) db.exec(migration);
   db.exec("ANALYZE"); // statistics of a near-empty table, then many leased jobs
@@ -513,13 +513,19 @@ Deno.test("a run of acks looks each job up by id, even after an ANALYZE", () => 
   db.exec("BEGIN");
   for (let i = 1; i <= 2000; i++) insert.run(`t${i}`, 1e12 + i);
   db.exec("COMMIT");
-  const plan = db.prepare(`EXPLAIN QUERY PLAN ${ackRunSql("(?, ?, ?, ?), (?, ?, ?, ?)")}`).all()
-    .map((row) => String(row.detail));
-  assert.ok(
-    plan.some((step) => /SEARCH jobs USING INTEGER PRIMARY KEY/.test(step)),
-    plan.join("; "),
-  );
-  assert.ok(!plan.some((step) => /jobs_(leased|browse)/.test(step)), plan.join("; "));
+  for (
+    const sql of [
+      ackRunSql("(?, ?, ?, ?), (?, ?, ?, ?)"),
+      ackDeleteRunSql("(?, ?, ?), (?, ?, ?)"),
+    ]
+  ) {
+    const plan = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((row) => String(row.detail));
+    assert.ok(
+      plan.some((step) => /SEARCH jobs USING INTEGER PRIMARY KEY/.test(step)),
+      plan.join("; "),
+    );
+    assert.ok(!plan.some((step) => /SCAN jobs|jobs_(leased|browse)/.test(step)), plan.join("; "));
+  }
 });
 
 Deno.test("the job browser's pending pages read the claim's indexes, never a scan of the jobs", () => {

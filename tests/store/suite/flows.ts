@@ -29,7 +29,7 @@ import {
 } from "./fixtures.ts";
 
 /** A node of queue `q` (or `queue`) depending on `deps` (`"ref"` or `"ref:rule"`). */
-function node(ref: string, deps: string[] = [], queue = "q", run_at = T0): NewFlowNode {
+export function node(ref: string, deps: string[] = [], queue = "q", run_at = T0): NewFlowNode {
   return {
     ref,
     queue,
@@ -42,7 +42,7 @@ function node(ref: string, deps: string[] = [], queue = "q", run_at = T0): NewFl
 }
 
 /** Creates a flow the way the broker does (checked, in creation order). */
-function create(store: Store, nodes: NewFlowNode[], key: string | null = null, now = T0) {
+export function create(store: Store, nodes: NewFlowNode[], key: string | null = null, now = T0) {
   const flow: NewFlow = { key, nodes };
   return store.createFlow(flow, checkFlowNodes(nodes), now);
 }

@@ -1,12 +1,14 @@
 /**
  * Retention: sweepFinished() removing done, cancelled and dead jobs past the server's or their
- * queue's retention, and pending jobs waiting longer than their queue allows.
+ * queue's retention, and pending jobs waiting longer than their queue allows; an ack deleting
+ * its job at once where done jobs are kept no time.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import type { Store } from "../../../lib/store/store.ts";
+import type { DoneRetention } from "../../../lib/core/lifecycle.ts";
 import {
   claimOne,
   counts,
@@ -15,10 +17,12 @@ import {
   makeDead,
   newJob,
   queueSettings,
+  rejectsWith,
   stateOf,
   type SuiteCases,
   T0,
 } from "./fixtures.ts";
+import { create as createFlow, node as flowNode } from "./flows.ts";
 
 /**
  * When the jobs that each store's retention-sweep check puts in its database behind the store's
@@ -159,5 +163,104 @@ export function sweepCases({ test }: SuiteCases): void {
     assert.deepEqual(await countsOf(store, "q"), counts({ dead: 1 }));
     assert.equal(await store.sweepFinished(T0 + 1_000_000, 0), 1);
     assert.equal(await stateOf(store, kept), "dead");
+  });
+
+  /** The server keeps done jobs no time (`--retain-done 0`); nobody watches. */
+  const NO_TIME: DoneRetention = { retainDoneMs: 0, watched: false };
+  const A_DAY: DoneRetention = { retainDoneMs: 86_400_000, watched: false };
+
+  test("ack() deletes its job when done jobs are kept no time: gone, key free, counts right", async (store) => {
+    const id = await enqueueOne(store, "q", { key: "k" });
+    const other = await enqueueOne(store, "q");
+    const got = await claimOne(store, "q");
+    assert.equal(got.job.id, id);
+    assert.deepEqual(await store.ack(id, got.lease.token, '"r"', T0 + 1, NO_TIME), {
+      id,
+      queue: "q",
+      frees: false,
+    });
+    assert.equal(await store.get(id), null);
+    assert.deepEqual(await countsOf(store, "q"), counts({ pending: 1 }));
+    // A repeated ack finds nothing, as after a sweep; the key is free for a new job.
+    await rejectsWith(store.ack(id, got.lease.token, null, T0 + 2, NO_TIME), "not_found");
+    const [again] = await store.enqueue("q", [newJob({ key: "k" })], T0 + 3);
+    assert.equal(again.deduplicated, false);
+    assert.notEqual(again.id, id);
+    assert.equal(await stateOf(store, other), "pending");
+    assert.equal(await store.sweepFinished(T0 + 10, 0), 0, "nothing left for the sweep");
+  });
+
+  test("ack() with a wrong token deletes nothing, even where done jobs are kept no time", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const got = await claimOne(store, "q");
+    await rejectsWith(store.ack(id, "not-a-token", null, T0 + 1, NO_TIME), "lease_lost");
+    assert.equal(await stateOf(store, id), "leased");
+    await store.ack(id, got.lease.token, null, T0 + 2, NO_TIME);
+    assert.equal(await store.get(id), null);
+  });
+
+  test("ack() keeps its job done by its queue's retain_done_ms over the server's", async (store) => {
+    await store.putSettings("now", queueSettings({ retain_done_ms: 0 }), T0);
+    await store.putSettings("kept", queueSettings({ retain_done_ms: 60_000 }), T0);
+    const gone = await enqueueOne(store, "now");
+    const kept = await enqueueOne(store, "kept");
+    const g = await claimOne(store, "now");
+    const k = await claimOne(store, "kept");
+    await store.ack(gone, g.lease.token, null, T0 + 1, A_DAY);
+    await store.ack(kept, k.lease.token, null, T0 + 1, NO_TIME);
+    assert.equal(await store.get(gone), null, "the queue keeps none, the server a day");
+    assert.equal(await stateOf(store, kept), "done", "the queue keeps a minute, the server none");
+  });
+
+  test("ack() keeps a watched job, a flow's job, and any job without a retention, done", async (store) => {
+    const watched = await enqueueOne(store, "q");
+    const plain = await enqueueOne(store, "q");
+    const w = await claimOne(store, "q");
+    const p = await claimOne(store, "q");
+    await store.ack(watched, w.lease.token, '"seen"', T0 + 1, { retainDoneMs: 0, watched: true });
+    await store.ack(plain, p.lease.token, null, T0 + 1);
+    assert.equal((await store.get(watched))?.result, '"seen"');
+    assert.equal(await stateOf(store, plain), "done");
+
+    const created = await createFlow(store, [flowNode("a", [], "f"), flowNode("b", ["a"], "f")]);
+    const a = await claimOne(store, "f", T0 + 2);
+    await store.ack(a.job.id, a.lease.token, '"a"', T0 + 3, NO_TIME);
+    assert.equal(await stateOf(store, a.job.id), "done", "its dependents read it");
+    const b = await claimOne(store, "f", T0 + 4);
+    assert.equal(b.job.flow?.id, created.id);
+    await store.ack(b.job.id, b.lease.token, null, T0 + 5, NO_TIME);
+    assert.equal(await stateOf(store, b.job.id), "done", "swept with its flow");
+  });
+
+  test("ack() runs of many, some deleting, some keeping, one in a flow, all settle right", async (store) => {
+    const created = await createFlow(store, [flowNode("solo")]);
+    for (let i = 0; i < 7; i++) await enqueueOne(store, "q");
+    const got = await store.claim("q", 8, null, T0 + 1);
+    assert.equal(got.length, 8);
+    // Submitted together, so each store settles them as one run.
+    const acks = got.map((d, i) =>
+      store.ack(d.job.id, d.lease.token, null, T0 + 2, i % 2 === 0 ? NO_TIME : A_DAY)
+    );
+    assert.deepEqual((await Promise.all(acks)).map((a) => a.id), got.map((d) => d.job.id));
+    const states = await Promise.all(got.map((d) => stateOf(store, d.job.id)));
+    assert.deepEqual(
+      states,
+      got.map((d, i) => i % 2 === 0 && d.job.flow?.id !== created.id ? null : "done"),
+    );
+    const flowJob = got.findIndex((d) => d.job.flow?.id === created.id);
+    assert.notEqual(flowJob, -1);
+    const kept = got.filter((_, i) => i % 2 === 1 || i === flowJob).length;
+    assert.deepEqual(await countsOf(store, "q"), counts({ done: kept }));
+  });
+
+  test("ack() deleting a job of a group frees its group's slot", async (store) => {
+    const first = await enqueueOne(store, "q", { group: "g" });
+    const second = await enqueueOne(store, "q", { group: "g" });
+    const got = await claimOne(store, "q");
+    assert.equal(got.job.id, first);
+    assert.deepEqual(await store.claim("q", 1, null, T0), [], "the group's one slot is taken");
+    await store.ack(first, got.lease.token, null, T0 + 1, NO_TIME);
+    assert.equal(await store.get(first), null);
+    assert.equal((await claimOne(store, "q", T0 + 2)).job.id, second);
   });
 }
