@@ -23,7 +23,7 @@
 
 import { OUTCOME_UNKNOWN } from "../../lib/core/errors.ts";
 import { finalRead, Fleet } from "./fleet.ts";
-import { check, type CheckReport } from "./checker.ts";
+import { check, type CheckOptions, type CheckReport } from "./checker.ts";
 import { type Event, History, payloadFor, payloadIntact, type SentJob } from "./history.ts";
 import type { Fault } from "./faulty_store.ts";
 
@@ -62,6 +62,8 @@ export interface CampaignOptions {
   fault?: Fault | null;
   /** More `serve` flags. @default [] */
   serverArgs?: string[];
+  /** How the history is checked (`deletedAtAck` for a server run with `--retain-done 0`). */
+  check?: CheckOptions;
   /** Seed of the random choices (timings still vary). @default Date.now() */
   seed?: number;
   /** The database: a SQLite file (a temp dir is made and removed when absent) or a `postgres://` URL. */
@@ -631,7 +633,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     await fleet.dispose();
     if (ownDir !== null) await Deno.remove(ownDir, { recursive: true });
   }
-  const report = check(history.events);
+  const report = check(history.events, options.check);
   return {
     history: history.events,
     report,

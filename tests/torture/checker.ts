@@ -145,6 +145,12 @@ export interface CheckReport {
 export interface CheckOptions {
   /** Slack when comparing a time with a lease's `expires_at`, ms. @default 5 */
   toleranceMs?: number;
+  /**
+   * The server deletes a job at its ack (`--retain-done 0`): a job absent from the final
+   * database is not lost if an ack of it was sent with a token it was delivered with and not
+   * refused (answered ok, or never answered). Any other absence still is. @default false
+   */
+  deletedAtAck?: boolean;
 }
 
 interface Delivery {
@@ -561,8 +567,16 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
     figures.final_jobs = final.jobs.length;
     if (final.integrity !== "ok") find("integrity", `integrity_check said: ${final.integrity}`);
     const rows = new Map(final.jobs.map((row) => [row.id, row]));
+    /** Whether job `id` may have been deleted by one of its acks. */
+    const ackedAway = (id: number) =>
+      options.deletedAtAck === true &&
+      (settlesByJob.get(id) ?? []).some((s) =>
+        s.kind === "ack" && !s.forged && s.outcome !== "fail" &&
+        (deliveries.get(id) ?? []).some((d) => d.token === s.token)
+      );
     for (const [id, uid] of acknowledged.values()) {
       const row = rows.get(id);
+      if (row === undefined && ackedAway(id)) continue;
       if (row === undefined) {
         find("lost", `acknowledged enqueue of ${uid} (job ${id}) is not in the database`, id, uid);
       } else if (row.uid !== uid) {
@@ -576,6 +590,7 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
     }
     for (const id of completed.keys()) {
       const row = rows.get(id);
+      if (row === undefined && options.deletedAtAck === true) continue;
       if (row === undefined || row.state !== "done") {
         find(
           "lost",

@@ -132,6 +132,24 @@ Deno.test("check() reports a confirmed ack whose job is not done at the end as l
   assert.deepEqual(kinds(events), ["lost", "not drained"]);
 });
 
+Deno.test("check() with deletedAtAck takes a job gone after an ack not refused as acked, others as lost", () => {
+  const events = new Script().start().connect(1)
+    .enqueue("a", 1).enqueue("b", 2).enqueue("c", 3).enqueue("d", 4).enqueue("e", 5)
+    .deliver(1, 1, "a", "t1", 1, 5000).settle("ack", 1, 1, "t1", "ok")
+    .deliver(1, 2, "b", "t2", 1, 5000).settle("ack", 1, 2, "t2", "info") // no answer: a kill
+    .deliver(1, 3, "c", "t3", 1, 5000).settle("ack", 1, 3, "t3", "lease_lost")
+    .deliver(1, 4, "d", "t4", 1, 5000).settle("ack", 1, 4, "forged", "lease_lost", true)
+    .deliver(1, 5, "e", "t5", 1, 5000).settle("ack", 1, 5, "t5", "ok")
+    .final([[5, "e"]]); // kept done (its lease was taken before a restart): fine either way
+  const report = check(events, { deletedAtAck: true });
+  assert.deepEqual(report.findings.map((f) => [f.kind, f.id]), [["lost", 3], ["lost", 4]]);
+  // Without the option, every absence is a loss, and a confirmed ack needs its done row.
+  assert.deepEqual(
+    check(events).findings.map((f) => [f.kind, f.id]),
+    [["lost", 1], ["lost", 2], ["lost", 3], ["lost", 4], ["lost", 1]],
+  );
+});
+
 Deno.test("check() reports a job id answered for another uid after a crash as lost and unexpected", () => {
   // The server answered job 1 for "a", lost it in a crash, then gave id 1 to "b".
   const events = new Script().start().enqueue("a", 1).kill().start(2).enqueue("b", 1)

@@ -44,6 +44,43 @@ Deno.test({
 });
 
 Deno.test({
+  name: "a server deleting jobs at their ack (--retain-done 0), SIGKILLed 6 times under load, " +
+    "loses no job it did not see acked",
+  sanitizeResources: false,
+  fn: async () => {
+    const result = await runCampaign({
+      cycles: 6,
+      upMs: [250, 1000],
+      serverArgs: ["--retain-done", "0"],
+      check: { deletedAtAck: true },
+    });
+    const f = result.report.figures;
+    assert.ok(result.report.ok, explain(result));
+    assert.ok(result.cleanExit, explain(result));
+    assert.ok(f.jobs_acknowledged > 100 && f.acks_ok > 100, explain(result));
+    assert.ok(f.acks_unknown > 0 || f.acks_across_restart > 0, explain(result));
+    // Deleted at their acks: of the jobs acknowledged and drained, few rows are left.
+    assert.ok(f.final_jobs < f.jobs_acknowledged / 2, explain(result));
+  },
+});
+
+Deno.test({
+  name: "the checker of a server deleting jobs at their ack still catches writes answered before " +
+    "their commit",
+  sanitizeResources: false,
+  fn: async () => {
+    const result = await runCampaign({
+      cycles: 2,
+      fault: "ack-before-commit",
+      serverArgs: ["--retain-done", "0"],
+      check: { deletedAtAck: true },
+    });
+    assert.equal(result.report.ok, false, explain(result));
+    assert.ok(result.report.counts.lost > 0, explain(result));
+  },
+});
+
+Deno.test({
   name: "a server stopped with SIGTERM under load and restarted keeps every lease and every job",
   sanitizeResources: false,
   fn: async () => {
