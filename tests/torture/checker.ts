@@ -147,7 +147,7 @@ export interface CheckOptions {
   toleranceMs?: number;
   /**
    * The server deletes a job at its ack (`--retain-done 0`): a job absent from the final
-   * database is not lost if an ack of it was sent with a token it was delivered with and not
+   * database is not lost if an ack of it was sent with the token of its last delivery and not
    * refused (answered ok, or never answered). Any other absence still is. @default false
    */
   deletedAtAck?: boolean;
@@ -567,13 +567,21 @@ export function check(events: readonly Event[], options: CheckOptions = {}): Che
     figures.final_jobs = final.jobs.length;
     if (final.integrity !== "ok") find("integrity", `integrity_check said: ${final.integrity}`);
     const rows = new Map(final.jobs.map((row) => [row.id, row]));
-    /** Whether job `id` may have been deleted by one of its acks. */
-    const ackedAway = (id: number) =>
-      options.deletedAtAck === true &&
-      (settlesByJob.get(id) ?? []).some((s) =>
-        s.kind === "ack" && !s.forged && s.outcome !== "fail" &&
-        (deliveries.get(id) ?? []).some((d) => d.token === s.token)
+    /**
+     * Whether job `id` may have been deleted by one of its acks: one not refused, with the token
+     * of its last delivery (an older lease's cannot delete it).
+     */
+    const ackedAway = (id: number) => {
+      if (options.deletedAtAck !== true) return false;
+      const last = (deliveries.get(id) ?? []).reduce<Delivery | null>(
+        (a, d) => a === null || d.attempt > a.attempt ? d : a,
+        null,
       );
+      return last !== null &&
+        (settlesByJob.get(id) ?? []).some((s) =>
+          s.kind === "ack" && !s.forged && s.outcome !== "fail" && s.token === last.token
+        );
+    };
     for (const [id, uid] of acknowledged.values()) {
       const row = rows.get(id);
       if (row === undefined && ackedAway(id)) continue;

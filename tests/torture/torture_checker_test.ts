@@ -140,13 +140,20 @@ Deno.test("check() with deletedAtAck takes a job gone after an ack not refused a
     .deliver(1, 3, "c", "t3", 1, 5000).settle("ack", 1, 3, "t3", "lease_lost")
     .deliver(1, 4, "d", "t4", 1, 5000).settle("ack", 1, 4, "forged", "lease_lost", true)
     .deliver(1, 5, "e", "t5", 1, 5000).settle("ack", 1, 5, "t5", "ok")
+    .enqueue("f", 6)
+    .deliver(1, 6, "f", "t6", 1, 1500).settle("ack", 1, 6, "t6", "info") // cut, its lease ran out
+    .at(2000).deliver(1, 6, "f", "t6b", 2, 5000)
     .final([[5, "e"]]); // kept done (its lease was taken before a restart): fine either way
   const report = check(events, { deletedAtAck: true });
-  assert.deepEqual(report.findings.map((f) => [f.kind, f.id]), [["lost", 3], ["lost", 4]]);
+  // f's only ack carried an older lease's token: it cannot have deleted the job.
+  assert.deepEqual(
+    report.findings.map((f) => [f.kind, f.id]),
+    [["lost", 3], ["lost", 4], ["lost", 6]],
+  );
   // Without the option, every absence is a loss, and a confirmed ack needs its done row.
   assert.deepEqual(
     check(events).findings.map((f) => [f.kind, f.id]),
-    [["lost", 1], ["lost", 2], ["lost", 3], ["lost", 4], ["lost", 1]],
+    [["lost", 1], ["lost", 2], ["lost", 3], ["lost", 4], ["lost", 6], ["lost", 1]],
   );
 });
 
