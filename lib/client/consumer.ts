@@ -8,8 +8,10 @@
  *
  * Acks survive reconnects: an ack (or nack, extend, checkpoint) whose reply did not arrive is
  * sent again on the next connection with the same token. A repeated ack with the same token
- * is answered the same by the server, so nothing is acked twice or lost; after a server restart
- * the old token still acks while its lease lives.
+ * is answered the same by the server while the job is stored, so nothing is acked twice or
+ * lost; one answered `not_found` found the job deleted by the first (where done jobs are kept
+ * no time) and counts as acked. After a server restart the old token still acks while its
+ * lease lives.
  *
  * It speaks protocol v2 (`tegami.v2`): pushes arrive as `jobs` frames carrying every job the
  * server dealt at once, and the acks, nacks, extends and checkpoints of one tick go out as one
@@ -197,6 +199,8 @@ interface Pending {
   text: string;
   resolve: (answer: Record<string, unknown>) => void;
   reject: (error: unknown) => void;
+  /** Whether it was sent again on a new connection, its first reply lost with the old one. */
+  resent: boolean;
 }
 
 /**
@@ -409,11 +413,12 @@ export function consume<T = unknown>(
     textOf: (ref: number) => string,
     resolve: (answer: Record<string, unknown>) => void,
     reject: (error: unknown) => void,
-  ): void => {
+  ): Pending => {
     const ref = nextRef++;
-    const entry: Pending = { ref, text: textOf(ref), resolve, reject };
+    const entry: Pending = { ref, text: textOf(ref), resolve, reject, resent: false };
     pending.set(ref, entry);
     outbox.add(entry);
+    return entry;
   };
 
   /** Sends a request and awaits its reply; survives reconnects (resent with its ref). */
@@ -439,7 +444,10 @@ export function consume<T = unknown>(
     if (options.leaseMs !== undefined) subscribe.lease_ms = options.leaseMs;
     if (!closing) sendRaw(subscribe);
     batches.clear();
-    for (const entry of [...pending.values()]) outbox.add(entry);
+    for (const entry of [...pending.values()]) {
+      entry.resent = true;
+      outbox.add(entry);
+    }
   };
 
   const onFrame = (frame: Record<string, unknown>) => {
@@ -615,18 +623,20 @@ export function consume<T = unknown>(
       pump();
       settle();
     };
-    if (settled === null) {
-      request((ref) => `${head}${ref}}`, done, (error) => {
-        onError(error);
-        done();
-      });
-      return;
-    }
-    const traced = settled;
-    request((ref) => `${head}${ref}}`, () => {
+    const traced = settled ?? (() => {});
+    const entry = request((ref) => `${head}${ref}}`, () => {
       traced();
       done();
     }, (error) => {
+      // An ack sent again whose job is gone: the first one went through, its reply lost with
+      // the connection, and deleted the job (where done jobs are kept no time) or the sweep did.
+      if (
+        entry.resent && op === "ack" && error instanceof TegamiError && error.code === "not_found"
+      ) {
+        traced();
+        done();
+        return;
+      }
       traced(error);
       onError(error);
       done();

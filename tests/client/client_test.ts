@@ -213,3 +213,52 @@ Deno.test("consume() survives a server restart mid-stream without losing or doub
     await server.stop();
   }
 });
+
+Deno.test("consume() takes an ack sent again and answered not_found, its job deleted by the first, as acked", async () => {
+  await using server = await startTestServer({ realTime: true, config: { retainDoneMs: 0 } });
+  const client = new TegamiClient({ url: server.url });
+  const sent: string[] = [];
+  let cut = false;
+  /** Sends the first ack, then hears nothing more and drops the connection: its reply is lost. */
+  class CuttingSocket extends WebSocket {
+    #deaf = false;
+    constructor(url: string | URL, protocols?: string | string[] | WebSocketOptions) {
+      super(url, protocols);
+      // Ahead of the consumer's own handler, which it set later.
+      this.addEventListener("message", (event) => {
+        if (this.#deaf) event.stopImmediatePropagation();
+      });
+    }
+    override send(data: string | ArrayBufferLike | Blob | ArrayBufferView): void {
+      sent.push(String(data));
+      super.send(data);
+      if (!cut && String(data).includes('"op":"ack"')) {
+        cut = true;
+        this.#deaf = true;
+        setTimeout(() => this.close(), 100);
+      }
+    }
+  }
+  const errors: unknown[] = [];
+  let runs = 0;
+  const worker = consume("cut", () => {
+    runs++;
+    return "ok";
+  }, {
+    url: server.url,
+    WebSocket: CuttingSocket,
+    reconnectInitialMs: 20,
+    onError: (error) => errors.push(error),
+  });
+  try {
+    await worker.ready();
+    const { id } = await client.enqueue("cut", 1);
+    await eventually(() => sent.filter((f) => f.includes('"op":"ack"')).length === 2, "resent");
+    await eventually(() => worker.running === 0, "settled");
+    assert.equal(runs, 1);
+    await assert.rejects(client.get(id), (e) => e instanceof TegamiError && e.code === "not_found");
+    assert.deepEqual(errors, []);
+  } finally {
+    await worker.close();
+  }
+});
