@@ -45,7 +45,8 @@ export class JobWatcher {
   /**
    * Watches job `id`: resolves with how it ended (at once for a job that has already ended),
    * calling `onProgress` for each progress report meanwhile; rejects with the server's error
-   * (`not_found` for an unknown job), when the connection is lost, or with the signal's reason.
+   * (`not_found` for an unknown job, or one deleted before its end could be read), when the
+   * connection is lost, or with the signal's reason.
    */
   watch(id: number, options: WatchOptions = {}): Promise<JobEnd> {
     const { signal } = options;
@@ -209,6 +210,15 @@ class WatchLine {
       case "ended": {
         const { op: _op, ...end } = frame;
         this.#settle(frame.id as number, (watch) => watch.resolve(end as unknown as JobEnd));
+        return;
+      }
+      case "gone": {
+        const id = frame.id as number;
+        const error = new TegamiError(
+          "not_found",
+          `Job ${id} is gone: how it ended cannot be read`,
+        );
+        this.#settle(id, (watch) => watch.reject(error));
         return;
       }
     }

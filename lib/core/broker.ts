@@ -31,7 +31,7 @@ import {
   type NewFlow,
   type NewFlowNode,
 } from "./flow.ts";
-import type { HandOvers, NackRequest } from "./lifecycle.ts";
+import type { DoneRetention, HandOvers, NackRequest } from "./lifecycle.ts";
 import type {
   CancelResult,
   ClaimWant,
@@ -125,6 +125,8 @@ export class Broker {
   readonly #store: Store;
   readonly #clock: Clock;
   readonly #retainDoneMs: number;
+  /** What an ack tells the store to decide whether it deletes its job (see deletedAtAck). */
+  readonly #doneRetention: DoneRetention;
   readonly #onError: (what: string, error: unknown) => void;
   readonly #subscribers = new Map<string, Subscriber[]>();
   readonly #rotation = new Map<string, number>();
@@ -162,6 +164,10 @@ export class Broker {
     this.#store = options.store;
     this.#clock = options.clock;
     this.#retainDoneMs = options.retainDoneMs;
+    this.#doneRetention = {
+      retainDoneMs: options.retainDoneMs,
+      watched: (id) => this.#watchers.has(id),
+    };
     this.#onError = options.onBackgroundError ?? (() => {});
     this.#observer = options.observer ?? null;
     this.#timer = new EarliestTimer(this.#clock, () => this.#timerTick());
@@ -378,6 +384,7 @@ export class Broker {
       // Watching first, then reading: an end between the two is heard, one before is read.
       const unwatch = this.#watch(id, (event) => {
         if (event.kind === "ended") settle(() => resolve(event.job));
+        else if (event.kind === "gone") settle(() => resolve(null));
       });
       // When the wait runs out (or is given up): the job as it is then.
       const stop = () => {
@@ -390,12 +397,23 @@ export class Broker {
     });
   }
 
-  /** Job `id` may have ended: if anyone watches it, read it and tell them. */
+  /**
+   * Job `id` may have ended: if anyone watches it, read it and tell them how, or that it is gone
+   * (deleted by an ack the watch began too late to keep it from).
+   */
   #ended(id: number): void {
     if (!this.#watchers.has(id)) return;
     this.#store.get(id).then((job) => {
-      if (job !== null && hasEnded(job.state)) this.#watchers.tell(id, { kind: "ended", job });
+      if (job === null) this.#watchers.tell(id, { kind: "gone", id });
+      else if (hasEnded(job.state)) this.#watchers.tell(id, { kind: "ended", job });
     }, (error) => this.#onError("read a watched job", error));
+  }
+
+  /** After a sweep deleted jobs: the watchers of any that are gone hear so. */
+  async #sweptWatched(): Promise<void> {
+    for (const id of this.#watchers.ids()) {
+      if (await this.#store.queueOf(id) === null) this.#watchers.tell(id, { kind: "gone", id });
+    }
   }
 
   /** Another server stored progress of a watched job (null: too large to send, read it). */
@@ -533,10 +551,7 @@ export class Broker {
 
   /** Completes a leased job. */
   async ack(id: number, token: string, result: string | null): Promise<{ id: number }> {
-    const out = await this.#store.ack(id, token, result, this.#clock.now(), {
-      retainDoneMs: this.#retainDoneMs,
-      watched: this.#watchers.has(id),
-    });
+    const out = await this.#store.ack(id, token, result, this.#clock.now(), this.#doneRetention);
     this.#ended(id);
     // A lease this server did not hand out is held, if at all, through another one.
     if (!this.#live.has(token)) this.#store.peers.announce(id, token, "settled");
@@ -1034,7 +1049,8 @@ export class Broker {
     if (this.#closed) return;
     this.#sweepTimer = this.#clock.setTimer(async () => {
       try {
-        await this.#store.sweepFinished(this.#clock.now(), this.#retainDoneMs);
+        const swept = await this.#store.sweepFinished(this.#clock.now(), this.#retainDoneMs);
+        if (swept > 0) await this.#sweptWatched();
       } catch (error) {
         this.#onError("sweep", error);
       }

@@ -19,7 +19,12 @@ export type JobEvent =
     readonly at: number;
   }
   /** The job ended: done, dead or cancelled (as read once it had). */
-  | { readonly kind: "ended"; readonly job: Job };
+  | { readonly kind: "ended"; readonly job: Job }
+  /**
+   * The job is no longer stored, and how it ended cannot be read: deleted by its ack where done
+   * jobs are kept no time (before the watch was known there), or by a retention sweep.
+   */
+  | { readonly kind: "gone"; readonly id: number };
 
 /** The watchers of jobs, by id. */
 export class JobWatchers {
@@ -36,6 +41,11 @@ export class JobWatchers {
       now.delete(listener);
       if (now.size === 0) this.#byId.delete(id);
     };
+  }
+
+  /** The ids of the jobs watched. */
+  ids(): number[] {
+    return [...this.#byId.keys()];
   }
 
   /** Whether anyone watches job `id`. */

@@ -241,8 +241,11 @@ export function afterLeaseEnd(row: AttemptedRow, cause: LeaseEndCause, now: numb
 export interface DoneRetention {
   /** The server's retention of done jobs (`--retain-done`), for a queue without its own, ms. */
   retainDoneMs: number;
-  /** Whether someone waits to read how the job ended (a watch, a `GET` with `wait_ms`). */
-  watched: boolean;
+  /**
+   * Whether someone waits to read how job `id` ended (a watch, a `GET` with `wait_ms`): asked
+   * when the ack runs in its transaction, so a watch begun until then keeps the job.
+   */
+  watched(id: number): boolean;
 }
 
 /**
@@ -253,8 +256,12 @@ export interface DoneRetention {
  * the sweep's delete. A job of a flow is kept whatever this says (its flow is swept as a whole
  * once it has ended); the store checks that on the row.
  */
-export function deletedAtAck(queueRetainDoneMs: number | null, retention: DoneRetention): boolean {
-  return !retention.watched && (queueRetainDoneMs ?? retention.retainDoneMs) === 0;
+export function deletedAtAck(
+  id: number,
+  queueRetainDoneMs: number | null,
+  retention: DoneRetention,
+): boolean {
+  return (queueRetainDoneMs ?? retention.retainDoneMs) === 0 && !retention.watched(id);
 }
 
 /** Whether a cancel removes the job (it had finished) rather than cancelling it. */

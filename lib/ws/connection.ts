@@ -53,6 +53,7 @@ import {
   endedFrame,
   errorFrame,
   expiredFrame,
+  goneFrame,
   jobFrames,
   jobsFrames,
   MAX_BATCH_FRAMES,
@@ -699,7 +700,7 @@ export class Connection implements LeaseHolder {
       return;
     }
     this.#forget(id, watch);
-    this.#send(endedFrame(event.job));
+    this.#send(event.kind === "ended" ? endedFrame(event.job) : goneFrame(id));
   }
 
   #unwatch(id: number): void {

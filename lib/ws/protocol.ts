@@ -305,6 +305,11 @@ export function progressedFrame(id: number, progress: string | null, at: number)
   return `{"op":"progressed","id":${id},"progress":${progress ?? "null"},"at":${at}}`;
 }
 
+/** The `gone` frame: a watched job is no longer stored, its end unread; the watch is over. */
+export function goneFrame(id: number): string {
+  return `{"op":"gone","id":${id}}`;
+}
+
 /**
  * The `ended` frame: a watched job ended (done, dead or cancelled), with its outcome. The job's
  * result is at most `--max-payload`, so this frame stays within a `job` frame's bound.

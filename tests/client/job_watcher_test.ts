@@ -107,3 +107,23 @@ Deno.test("a watch of a job that has ended answers at once, and closes its conne
   await assert.rejects(watcher.watch(id, { signal: aborted.signal }), /gave up/);
   assert.equal(watcher.connections, 0);
 });
+
+Deno.test("a watch of a job deleted before its end rejects with not_found; the others go on", async () => {
+  await using server = await startTestServer({ config: { retainDoneMs: 4000 } });
+  const put = await server.request("PUT", "/v1/queues/old/settings", { retain_pending_ms: 1000 });
+  assert.equal(put.status, 200);
+  const client = new TegamiClient({ url: server.url });
+  const [doomed] = await enqueued(client, "old", 1);
+  const [kept] = await enqueued(client, "kept", 1);
+  const gone = assert.rejects(
+    client.watch(doomed),
+    (error) => error instanceof TegamiError && error.code === "not_found",
+  );
+  const waiting = client.watch(kept);
+  await eventually(async () => await webSockets(server) === 1, "one watch connection");
+  for (let i = 0; i < 3; i++) await server.advance(1000);
+  await gone;
+  assert.equal(await webSockets(server), 1, "the other watch keeps the connection");
+  await client.cancel(kept);
+  assert.equal((await waiting).state, "cancelled");
+});

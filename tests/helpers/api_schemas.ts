@@ -140,6 +140,7 @@ const SERVER_FRAMES = new Set([
   "error",
   "progressed",
   "ended",
+  "gone",
 ]);
 
 /** Checks a frame the server sent against its message in the AsyncAPI document. */

@@ -594,6 +594,18 @@ Deno.test("with retainDoneMs 0, an ack deletes its job at once, but one waited o
   assert.equal((await server.request("GET", `/v1/jobs/${waited}`)).status, 404);
 });
 
+Deno.test("a GET waiting on a job a sweep deletes answers 404 then, not when its wait runs out", async () => {
+  await using server = await startTestServer({ config: { retainDoneMs: 4000 } });
+  const put = await server.request("PUT", "/v1/queues/q/settings", { retain_pending_ms: 1000 });
+  assert.equal(put.status, 200);
+  const id = await enqueue(server, "q", { payload: 1 });
+  const waiting = server.request("GET", `/v1/jobs/${id}?wait_ms=60000`);
+  for (let i = 0; i < 3; i++) await server.advance(1000);
+  const answer = await waiting;
+  assert.equal(answer.status, 404);
+  assert.equal(answer.body.error.code, "not_found");
+});
+
 Deno.test("a cancelled job is swept after retainDoneMs like a done one", async () => {
   await using server = await startTestServer({ config: { retainDoneMs: 4000 } });
   const id = await enqueue(server, "q", { payload: 1, key: "k" });

@@ -1,7 +1,7 @@
 /**
  * Watching jobs over the WebSocket, on a real server and real sockets: `watch` answers the job's
  * state now, then the connection is sent `progressed` frames as the job reports progress and
- * one `ended` frame with its outcome; `unwatch` stops them; the watches of one connection are
+ * one `ended` frame with its outcome (or `gone`, when the job is deleted first); `unwatch` stops them; the watches of one connection are
  * bounded. Every frame received is checked against the AsyncAPI document by `WsClient`.
  */
 
@@ -99,6 +99,23 @@ Deno.test("watch of a job that has ended answers its state and sends the outcome
   const ended = await ws.next(about("ended", job.id));
   assert.equal(ended.result, "ok");
   assert.deepEqual(await ws.quietFor(QUIET_MS, (f) => f.op === "ended"), [], "sent once");
+});
+
+Deno.test("watch of a job a sweep deletes gets gone, and the watch is over", async () => {
+  // Done jobs kept 4 s: the sweep runs every second.
+  await using server = await startTestServer({ config: { retainDoneMs: 4000 } });
+  await using watcher = await connect(server);
+  const put = await server.request("PUT", "/v1/queues/w/settings", { retain_pending_ms: 1000 });
+  assert.equal(put.status, 200);
+  const id = await enqueue(server, "w", { payload: "never taken" });
+  assert.equal((await watcher.request({ op: "watch", ref: "w1", id })).state, "pending");
+  // The sweep deletes the job that waited past its queue's retain_pending_ms.
+  for (let i = 0; i < 3; i++) await server.advance(1000);
+  assert.deepEqual(await watcher.next(about("gone", id)), { op: "gone", id });
+  assert.equal((await server.request("GET", `/v1/jobs/${id}`)).status, 404);
+  // Over: watching it again is refused as for any unknown job.
+  const again = await watcher.request({ op: "watch", ref: "w2", id });
+  assert.deepEqual([again.op, again.code], ["error", "not_found"]);
 });
 
 Deno.test("watch of an unknown job answers not_found with its id", async () => {

@@ -14,6 +14,7 @@ import type { PlannedChange } from "../../core/dedup.ts";
 import { MAINTENANCE_BATCH } from "../../core/limits.ts";
 import {
   afterLeaseEnd,
+  type DoneRetention,
   initialState,
   type LeaseEndCause,
   type Transition,
@@ -174,11 +175,17 @@ export interface AckItem {
   result: string | null;
   /** When. */
   now: number;
-  /**
-   * The server's retention of done jobs when nobody waits to read the job's end, else null: the
-   * job is kept done whatever its queue's retention.
-   */
-  retain_ms: number | null;
+  /** What decides whether the ack deletes the job rather than keep it done, if anything. */
+  retention: DoneRetention | undefined;
+}
+
+/**
+ * The server's retention of done jobs for an ack's statement, or null when the job is kept done
+ * whatever its queue's (no retention given, or someone watches the job).
+ */
+function retainMs(item: AckItem): number | null {
+  const r = item.retention;
+  return r === undefined || r.watched(item.id) ? null : r.retainDoneMs;
 }
 
 /**
@@ -186,8 +193,9 @@ export interface AckItem {
  * unexpired token completes it; a repeated ack of a done job with the token that completed it
  * answers the same; anything else is `lease_lost`, or `not_found` for an unknown id. A job
  * outside any flow whose queue keeps done jobs for no time (its `retain_done_ms`, else
- * `retain_ms`) is deleted rather than kept done, as core/lifecycle.ts's `deletedAtAck` decides
- * for the SQLite store (here in SQL: the ack reads the queue's settings with the job).
+ * the server's) is deleted rather than kept done, unless someone watches it, as
+ * core/lifecycle.ts's `deletedAtAck` decides for the SQLite store (here in SQL, the watch asked
+ * when the statement is built: the ack reads the queue's settings with the job).
  */
 export async function ackMany(
   tx: TxSql,
@@ -211,7 +219,7 @@ export async function ackMany(
     items.map((i) => i.token)
   }::text[],
         ${items.map((i) => i.result)}::text[], ${items.map((i) => i.now)}::bigint[],
-        ${items.map((i) => i.retain_ms)}::bigint[])
+        ${items.map(retainMs)}::bigint[])
         WITH ORDINALITY AS a(id, token, result, now, retain_ms, k)
     ), j AS (
       SELECT a.k, jobs.id, jobs.queue, jobs.grp, jobs.state, jobs.lease_token, jobs.flow_id,

@@ -677,15 +677,16 @@ export class PgStore implements Store {
     now: number,
     retention?: DoneRetention,
   ): Promise<AckResult> {
-    // A job watched on another server is kept too, for that server to read how it ended.
-    const keeps = retention === undefined || retention.watched ||
-      this.#peers.watches.wanted(id);
     return this.#acks.add({
       id,
       token,
       result,
       now,
-      retain_ms: keeps ? null : retention.retainDoneMs,
+      // A job watched on another server is kept too, for that server to read how it ended.
+      retention: retention === undefined ? undefined : {
+        retainDoneMs: retention.retainDoneMs,
+        watched: (job) => retention.watched(job) || this.#peers.watches.wanted(job),
+      },
     });
   }
 

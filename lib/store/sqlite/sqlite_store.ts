@@ -149,8 +149,12 @@ interface PendingAck {
   token: string;
   result: string | null;
   now: number;
-  /** Whether the ack deletes the job rather than keep it done (see core's deletedAtAck). */
-  drops: boolean;
+  /** What decides whether the ack deletes the job rather than keep it done, if anything. */
+  retention: DoneRetention | undefined;
+  /** The job's queue, as the lease taken here noted it (see `#queueOf`), if it was. */
+  queue: string | undefined;
+  /** Whether the run's statements deleted the job (set when they settled the whole run). */
+  dropped: boolean;
 }
 
 /**
@@ -651,11 +655,8 @@ export class SqliteStore implements Store {
       "ack",
       () => ({ kind: "ack", acks: [], triedIn: -1, settledAll: false, waitingAfter: 0 }),
     );
-    // A job whose lease was not taken here since the start is kept: the sweep deletes it.
     const queue = retention === undefined ? undefined : this.#leasedQueues.get(id);
-    const drops = queue !== undefined &&
-      deletedAtAck(this.#queues.settingsOf(queue).retain_done_ms, retention!);
-    const index = run.acks.push({ id, token, result, now, drops }) - 1;
+    const index = run.acks.push({ id, token, result, now, retention, queue, dropped: false }) - 1;
     const acked = this.#submit(() => this.#ackOf(run, index));
     run.waitingAfter = this.#commits.waiting;
     return acked;
@@ -671,12 +672,15 @@ export class SqliteStore implements Store {
       run.triedIn = this.#transactions;
       run.settledAll = run.acks.length > 1 && this.#settleAll(run.acks);
     }
-    const { id, token, result, now, drops } = run.acks[index];
+    const ack = run.acks[index];
+    const { id, token, result, now } = ack;
     const s = this.#statements;
-    if (run.settledAll) return this.#acked(id, now, drops);
-    if (drops && s.ackDelete.run(id, token, now).changes === 1) return this.#acked(id, now, true);
+    if (run.settledAll) return this.#acked(ack, ack.dropped);
+    if (this.#drops(ack) && s.ackDelete.run(id, token, now).changes === 1) {
+      return this.#acked(ack, true);
+    }
     const changed = s.ack.run(result, now, id, token, now).changes;
-    if (changed === 1) return this.#acked(id, now, false);
+    if (changed === 1) return this.#acked(ack, false);
     const job = this.#row(id);
     if (job.state === "done" && job.lease_token === token) {
       return { id, queue: job.queue, frees: false }; // a repeated ack
@@ -693,8 +697,10 @@ export class SqliteStore implements Store {
     const s = this.#statements;
     const dropped: SQLInputValue[] = [];
     const values: SQLInputValue[] = [];
-    for (const { id, token, result, now, drops } of acks) {
-      if (drops) dropped.push(id, token, now);
+    for (const ack of acks) {
+      const { id, token, result, now } = ack;
+      ack.dropped = this.#drops(ack);
+      if (ack.dropped) dropped.push(id, token, now);
       else values.push(id, token, result, now);
     }
     s.savepointAcks.run();
@@ -710,13 +716,23 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * What an ack that completed job `id` answers (`dropped`: by deleting it); takes note of the
+   * Whether `ack` deletes its job rather than keep it done (core's deletedAtAck), asked inside
+   * the transaction. A job whose lease was not taken here since the start is kept, for the sweep.
+   */
+  #drops(ack: PendingAck): boolean {
+    return ack.retention !== undefined && ack.queue !== undefined &&
+      deletedAtAck(ack.id, this.#queues.settingsOf(ack.queue).retain_done_ms, ack.retention);
+  }
+
+  /**
+   * What an ack that completed its job answers (`dropped`: by deleting it); takes note of the
    * move.
    */
-  #acked(id: number, now: number, dropped: boolean): AckResult {
-    // A dropped job is in no flow.
+  #acked(ack: PendingAck, dropped: boolean): AckResult {
+    const { id, now } = ack;
+    // A dropped job is in no flow, and its row is gone: its queue is the one noted at the ack.
     if (!dropped) this.#flows.ended([{ id, state: "done" }], now);
-    const queue = this.#queueOf(id);
+    const queue = dropped ? ack.queue! : this.#queueOf(id);
     // In a queue with groups or a concurrency, the ack may free a slot.
     const frees = this.#grouped.has(queue) || this.#queues.settingsOf(queue).concurrency !== null;
     this.#leasedQueues.delete(id);

@@ -44,7 +44,7 @@ for (
     ["answers ok on both", undefined, ["fulfilled", "fulfilled"], "done"],
     [
       "deleting its job answers ok on one, not_found on the other",
-      { retainDoneMs: 0, watched: false },
+      { retainDoneMs: 0, watched: () => false },
       ["fulfilled", "rejected"],
       undefined,
     ],

@@ -166,8 +166,8 @@ export function sweepCases({ test }: SuiteCases): void {
   });
 
   /** The server keeps done jobs no time (`--retain-done 0`); nobody watches. */
-  const NO_TIME: DoneRetention = { retainDoneMs: 0, watched: false };
-  const A_DAY: DoneRetention = { retainDoneMs: 86_400_000, watched: false };
+  const NO_TIME: DoneRetention = { retainDoneMs: 0, watched: () => false };
+  const A_DAY: DoneRetention = { retainDoneMs: 86_400_000, watched: () => false };
 
   test("ack() deletes its job when done jobs are kept no time: gone, key free, counts right", async (store) => {
     const id = await enqueueOne(store, "q", { key: "k" });
@@ -217,7 +217,10 @@ export function sweepCases({ test }: SuiteCases): void {
     const plain = await enqueueOne(store, "q");
     const w = await claimOne(store, "q");
     const p = await claimOne(store, "q");
-    await store.ack(watched, w.lease.token, '"seen"', T0 + 1, { retainDoneMs: 0, watched: true });
+    await store.ack(watched, w.lease.token, '"seen"', T0 + 1, {
+      retainDoneMs: 0,
+      watched: () => true,
+    });
     await store.ack(plain, p.lease.token, null, T0 + 1);
     assert.equal((await store.get(watched))?.result, '"seen"');
     assert.equal(await stateOf(store, plain), "done");
@@ -230,6 +233,19 @@ export function sweepCases({ test }: SuiteCases): void {
     assert.equal(b.job.flow?.id, created.id);
     await store.ack(b.job.id, b.lease.token, null, T0 + 5, NO_TIME);
     assert.equal(await stateOf(store, b.job.id), "done", "swept with its flow");
+  });
+
+  test("ack() asks whether the job is watched when it runs, not when it was called", async (store) => {
+    const id = await enqueueOne(store, "q");
+    const got = await claimOne(store, "q");
+    let watching = false;
+    const acked = store.ack(id, got.lease.token, '"late"', T0 + 1, {
+      retainDoneMs: 0,
+      watched: () => watching,
+    });
+    watching = true; // a watch begun after the call, before the commit
+    await acked;
+    assert.equal((await store.get(id))?.result, '"late"');
   });
 
   test("ack() runs of many, some deleting, some keeping, one in a flow, all settle right", async (store) => {
