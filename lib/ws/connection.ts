@@ -10,7 +10,8 @@
  * server shutdown, when leases are kept so consumers can ack after the restart.
  *
  * A connection may watch up to {@linkcode MAX_WATCHES} jobs: it is sent each one's progress
- * reports (`progressed`) and its outcome (`ended`) as they happen; a watch ends with its job.
+ * reports (`progressed`) and its outcome (`ended`, or `gone` when it was deleted first) as they
+ * happen; a watch ends with its job.
  *
  * With auth on, a socket that did not authenticate on the upgrade must send `auth` first, and
  * within {@linkcode AUTH_TIMEOUT_MS}: otherwise sockets without a token could hold every
