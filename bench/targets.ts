@@ -16,6 +16,9 @@ import { ON_NODE } from "./peers/node_target.ts";
 import { SQS_NAME } from "./peers/sqs.ts";
 import { cpuPerJob } from "./report.ts";
 
+/** CPU µs per job of a row: its server's and its client's. */
+type CpuPerJob = NonNullable<ReturnType<typeof cpuPerJob>>;
+
 /** One target and how this run fares. */
 export interface TargetCheck {
   /** The target, e.g. `W1 ≥ 2× RabbitMQ`. */
@@ -122,62 +125,68 @@ export function checkTargets(rows: readonly Row[]): TargetCheck[] {
       met: ours === undefined || theirs === undefined ? null : ours.p99 <= theirs.p99,
     });
   }
+  /** A check of the CPU per job of `ours` against `theirs` in one workload (µs). */
+  const cpuCheck = (
+    workload: string,
+    ours: string,
+    theirs: string,
+    target: string,
+    measure: (a: CpuPerJob, b: CpuPerJob) => string,
+    meets: (a: CpuPerJob, b: CpuPerJob) => boolean,
+  ) => {
+    const row = (system: string) => {
+      const found = findRow(rows, workload, system);
+      return found === undefined ? undefined : cpuPerJob(found);
+    };
+    const a = row(ours);
+    const b = row(theirs);
+    checks.push({
+      target,
+      measured: a === undefined || b === undefined ? "not measured" : measure(a, b),
+      met: a === undefined || b === undefined ? null : meets(a, b),
+    });
+  };
   for (const workload of ["W1 end to end", "W2 drain", "W3 enqueue"]) {
-    const ours = findRow(rows, workload, sdkNode);
-    const theirs = findRow(rows, workload, rabbitNode);
-    const a = ours === undefined ? undefined : cpuPerJob(ours);
-    const b = theirs === undefined ? undefined : cpuPerJob(theirs);
-    checks.push({
-      target: `${workload.split(" ")[0]}: client CPU per job on Node ≤ amqplib's`,
-      measured: a === undefined || b === undefined
-        ? "not measured"
-        : `${a.client.toFixed(1)} vs ${b.client.toFixed(1)} µs (server ${a.server.toFixed(1)} vs ${
+    cpuCheck(
+      workload,
+      sdkNode,
+      rabbitNode,
+      `${workload.split(" ")[0]}: client CPU per job on Node ≤ amqplib's`,
+      (a, b) =>
+        `${a.client.toFixed(1)} vs ${b.client.toFixed(1)} µs (server ${a.server.toFixed(1)} vs ${
           b.server.toFixed(1)
         } µs)`,
-      met: a === undefined || b === undefined ? null : a.client <= b.client,
-    });
+      (a, b) => a.client <= b.client,
+    );
   }
-
-  {
-    const ours = findRow(rows, "W1 end to end", sdkNode);
-    const theirs = findRow(rows, "W1 end to end", rabbitNode);
-    const a = ours === undefined ? undefined : cpuPerJob(ours);
-    const b = theirs === undefined ? undefined : cpuPerJob(theirs);
-    checks.push({
-      target: "W1: server CPU per job on Node ≤ 0.6× RabbitMQ's",
-      measured: a === undefined || b === undefined
-        ? "not measured"
-        : `${(a.server / b.server).toFixed(2)}× (${a.server.toFixed(1)} vs ${
-          b.server.toFixed(1)
-        } µs)`,
-      met: a === undefined || b === undefined ? null : a.server <= 0.6 * b.server,
-    });
-    const w1 = ours?.measurement;
-    checks.push({
-      target: "W1: disk written per job on Node ≤ 1 KB",
-      measured: w1?.diskBytes === undefined
-        ? "not measured"
-        : `${(w1.diskBytes / w1.jobs / KB).toFixed(2)} KB`,
-      met: w1?.diskBytes === undefined ? null : w1.diskBytes / w1.jobs <= KB,
-    });
-  }
+  cpuCheck(
+    "W1 end to end",
+    sdkNode,
+    rabbitNode,
+    "W1: server CPU per job on Node ≤ 0.6× RabbitMQ's",
+    (a, b) =>
+      `${(a.server / b.server).toFixed(2)}× (${a.server.toFixed(1)} vs ${b.server.toFixed(1)} µs)`,
+    (a, b) => a.server <= 0.6 * b.server,
+  );
+  const w1Node = findRow(rows, "W1 end to end", sdkNode)?.measurement;
+  checks.push({
+    target: "W1: disk written per job on Node ≤ 1 KB",
+    measured: w1Node?.diskBytes === undefined
+      ? "not measured"
+      : `${(w1Node.diskBytes / w1Node.jobs / KB).toFixed(2)} KB`,
+    met: w1Node?.diskBytes === undefined ? null : w1Node.diskBytes / w1Node.jobs <= KB,
+  });
 
   // The SQS door: what the server spends per job behind the SDK's batches, against its own API's.
-  {
-    const ours = findRow(rows, "W7 batches of ten", "tegami");
-    const sqs = findRow(rows, "W7 batches of ten", SQS_NAME);
-    const a = ours === undefined ? undefined : cpuPerJob(ours);
-    const b = sqs === undefined ? undefined : cpuPerJob(sqs);
-    checks.push({
-      target: "W7 through the SQS SDK: server CPU per job ≤ 1.5× tegami's API",
-      measured: a === undefined || b === undefined
-        ? "not measured"
-        : `${(b.server / a.server).toFixed(2)}× (${b.server.toFixed(0)} vs ${
-          a.server.toFixed(0)
-        } µs)`,
-      met: a === undefined || b === undefined ? null : b.server / a.server <= 1.5,
-    });
-  }
+  cpuCheck(
+    "W7 batches of ten",
+    "tegami",
+    SQS_NAME,
+    "W7 through the SQS SDK: server CPU per job ≤ 1.5× tegami's API",
+    (a, b) =>
+      `${(b.server / a.server).toFixed(2)}× (${b.server.toFixed(0)} vs ${a.server.toFixed(0)} µs)`,
+    (a, b) => b.server / a.server <= 1.5,
+  );
 
   // On PostgreSQL: against pg-boss, one instance against two, and the push across instances.
   ratio("W1 end to end", "pg-boss", "W1 on PostgreSQL ≥ 5× pg-boss", 5, pgName(1));
