@@ -409,10 +409,13 @@ export class Broker {
     }, (error) => this.#onError("read a watched job", error));
   }
 
-  /** After a sweep deleted jobs: the watchers of any that are gone hear so. */
+  /** After a sweep deleted jobs: the watchers of any that are gone hear so (one read). */
   async #sweptWatched(): Promise<void> {
-    for (const id of this.#watchers.ids()) {
-      if (await this.#store.queueOf(id) === null) this.#watchers.tell(id, { kind: "gone", id });
+    const watched = this.#watchers.ids();
+    if (watched.length === 0) return;
+    const stored = await this.#store.storedIds(watched);
+    for (const id of watched) {
+      if (!stored.has(id)) this.#watchers.tell(id, { kind: "gone", id });
     }
   }
 

@@ -415,6 +415,8 @@ export interface Store {
   progress(id: number, token: string, progress: string, now: number): Promise<{ id: number }>;
   /** The queue of a job, or null if there is no such job (cheaper than reading the job). */
   queueOf(id: number): Promise<string | null>;
+  /** Which of `ids` are jobs still stored, in one read. */
+  storedIds(ids: readonly number[]): Promise<Set<number>>;
   /** Reads a job, or null. */
   get(id: number): Promise<Job | null>;
   /**

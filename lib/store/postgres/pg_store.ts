@@ -741,6 +741,15 @@ export class PgStore implements Store {
     });
   }
 
+  storedIds(ids: readonly number[]): Promise<Set<number>> {
+    if (ids.length === 0) return Promise.resolve(new Set());
+    return this.#read("read which jobs are stored", async (sql) => {
+      const rows = await sql<{ id: number }[]>`
+        SELECT id FROM jobs WHERE id = ANY(${[...ids]}::bigint[])`;
+      return new Set(rows.map((row) => Number(row.id)));
+    });
+  }
+
   get(id: number): Promise<Job | null> {
     return this.#read("read the job", async (sql) => {
       const rows = await sql<JobRow[]>`SELECT * FROM jobs WHERE id = ${id}`;

@@ -187,6 +187,7 @@ export function prepareStatements(db: DatabaseSync, count: StatementCount) {
     totalChanges: p("SELECT total_changes() AS n"),
     byId: rows("SELECT * FROM jobs WHERE id = ?"),
     queueById: p("SELECT queue FROM jobs WHERE id = ?"),
+    storedIds: p("SELECT id FROM jobs WHERE id IN (SELECT value FROM json_each(?))"),
     moveWaiting: p(
       `UPDATE jobs SET queue = coalesce(?1, dead_lettered_from), run_at = ?2,
          dead_lettered_from = CASE WHEN ?1 IS NULL THEN NULL ELSE dead_lettered_from END,

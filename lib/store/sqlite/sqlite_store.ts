@@ -792,6 +792,19 @@ export class SqliteStore implements Store {
     );
   }
 
+  storedIds(ids: readonly number[]): Promise<Set<number>> {
+    return this.#read(() => {
+      const stored = new Set<number>();
+      for (let at = 0; at < ids.length; at += MAINTENANCE_BATCH) {
+        const chunk = JSON.stringify(ids.slice(at, at + MAINTENANCE_BATCH));
+        for (const row of this.#statements.storedIds.all(chunk) as { id: number }[]) {
+          stored.add(row.id);
+        }
+      }
+      return stored;
+    });
+  }
+
   get(id: number): Promise<Job | null> {
     return this.#read(() => {
       const row = this.#statements.byId.get(id);

@@ -269,6 +269,18 @@ export function sweepCases({ test }: SuiteCases): void {
     assert.deepEqual(await countsOf(store, "q"), counts({ done: kept }));
   });
 
+  test("storedIds() answers which of many ids are jobs still stored", async (store) => {
+    const kept = await enqueueOne(store, "q");
+    const gone = await enqueueOne(store, "q");
+    const got = await store.claim("q", 2, null, T0);
+    const lease = got.find((d) => d.job.id === gone)!.lease;
+    await store.ack(gone, lease.token, null, T0 + 1, NO_TIME);
+    assert.deepEqual(await store.storedIds([]), new Set());
+    // More ids than one statement takes: most of them unknown.
+    const ids = [gone, ...Array.from({ length: 2500 }, (_, i) => 1_000_000 + i), kept];
+    assert.deepEqual(await store.storedIds(ids), new Set([kept]));
+  });
+
   test("ack() deleting a job of a group frees its group's slot", async (store) => {
     const first = await enqueueOne(store, "q", { group: "g" });
     const second = await enqueueOne(store, "q", { group: "g" });
