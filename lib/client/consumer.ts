@@ -26,14 +26,8 @@
  * @module
  */
 
-import { TegamiError } from "../core/errors.ts";
-import {
-  baseUrl,
-  type ConnectionOptions,
-  errorFromWire,
-  type FlowNode,
-  nodeBody,
-} from "./producer.ts";
+import { errorFromWire, TegamiError } from "../core/errors.ts";
+import { baseUrl, type ConnectionOptions, type FlowNode, nodeBody } from "./producer.ts";
 import {
   type FlowCreated,
   type OutcomeFrame,

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { TegamiError } from "../core/errors.ts";
+import { errorFromWire, TegamiError } from "../core/errors.ts";
 import { type JobEnd, type WatchOptions, webSocketFor } from "./flows.ts";
 
 /** The most jobs one connection watches at once (docs/protocol.md, `watch`). */
@@ -186,10 +186,7 @@ class WatchLine {
         if (ref !== undefined) this.#asked.delete(ref) || this.#dropped.delete(ref);
         return;
       case "error": {
-        const error = new TegamiError(
-          (frame.code as TegamiError["code"] | undefined) ?? "internal",
-          String(frame.message ?? frame.code ?? "The server refused the watch"),
-        );
+        const error = errorFromWire(frame);
         // An unwatch refused changes nothing that is still watched.
         if (ref !== undefined && this.#dropped.delete(ref)) return;
         const id = ref === undefined ? undefined : this.#asked.get(ref);

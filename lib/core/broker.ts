@@ -124,8 +124,10 @@ export interface BrokerOptions {
 export class Broker {
   readonly #store: Store;
   readonly #clock: Clock;
-  readonly #retainDoneMs: number;
-  /** What an ack tells the store to decide whether it deletes its job (see deletedAtAck). */
+  /**
+   * The server's retention of done jobs, and what an ack tells the store to decide whether it
+   * deletes its job (see deletedAtAck).
+   */
   readonly #doneRetention: DoneRetention;
   readonly #onError: (what: string, error: unknown) => void;
   readonly #subscribers = new Map<string, Subscriber[]>();
@@ -163,7 +165,6 @@ export class Broker {
   constructor(options: BrokerOptions) {
     this.#store = options.store;
     this.#clock = options.clock;
-    this.#retainDoneMs = options.retainDoneMs;
     this.#doneRetention = {
       retainDoneMs: options.retainDoneMs,
       watched: (id) => this.#watchers.has(id),
@@ -1052,12 +1053,15 @@ export class Broker {
     if (this.#closed) return;
     this.#sweepTimer = this.#clock.setTimer(async () => {
       try {
-        const swept = await this.#store.sweepFinished(this.#clock.now(), this.#retainDoneMs);
+        const swept = await this.#store.sweepFinished(
+          this.#clock.now(),
+          this.#doneRetention.retainDoneMs,
+        );
         if (swept > 0) await this.#sweptWatched();
       } catch (error) {
         this.#onError("sweep", error);
       }
-      this.#armSweep(Math.min(Math.max(this.#retainDoneMs / 4, 1000), 60_000));
+      this.#armSweep(Math.min(Math.max(this.#doneRetention.retainDoneMs / 4, 1000), 60_000));
     }, wait);
   }
 

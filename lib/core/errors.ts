@@ -87,6 +87,20 @@ export interface ErrorBody {
 }
 
 /**
+ * Rebuilds an error the server sent (an HTTP error body's `error`, or an `error` frame), on the
+ * client's side.
+ */
+export function errorFromWire(
+  error: { code?: unknown; message?: unknown; id?: unknown },
+): TegamiError {
+  return new TegamiError(
+    (error.code as ErrorCode | undefined) ?? "internal",
+    String(error.message ?? error.code ?? "Unknown error"),
+    typeof error.id === "number" ? { id: error.id } : undefined,
+  );
+}
+
+/**
  * Turns anything thrown into a `TegamiError`: a `TegamiError` is kept, anything else becomes
  * `internal` with a fixed message, so driver details never reach a caller.
  */

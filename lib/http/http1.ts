@@ -198,11 +198,9 @@ function asciiHead(bytes: Uint8Array, start: number, end: number): string {
  * `from`, or -1 when it has not ended there.
  */
 function findHeadEnd(bytes: Uint8Array, start: number, from: number, limit: number): number {
-  for (
-    let lf = bytes.indexOf(0x0a, from);
-    lf >= 0 && lf < limit;
-    lf = bytes.indexOf(0x0a, lf + 1)
-  ) {
+  // Searched within the limit only: past it may lie a large body, or bytes of no request.
+  const head = bytes.subarray(0, limit);
+  for (let lf = head.indexOf(0x0a, from); lf >= 0; lf = head.indexOf(0x0a, lf + 1)) {
     if (
       lf - 3 >= start && bytes[lf - 1] === 0x0d && bytes[lf - 2] === 0x0a && bytes[lf - 3] === 0x0d
     ) {

@@ -67,15 +67,20 @@ export async function settle(rounds = 5): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 0));
 }
 
-/** Stops the server; answers `"stopped"`, or `"hung"` if that took longer than `ms`. */
-export async function stopWithin(server: TestServer, ms = 5000): Promise<"stopped" | "hung"> {
+/** What `promise` resolves to, or `"timed out"` once `ms` of real time passed first. */
+export async function within<T>(promise: Promise<T>, ms: number): Promise<T | "timed out"> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const outcome = await Promise.race([
-    server.stop().then(() => "stopped" as const),
-    new Promise<"hung">((resolve) => timer = setTimeout(() => resolve("hung"), ms)),
+    promise,
+    new Promise<"timed out">((resolve) => timer = setTimeout(() => resolve("timed out"), ms)),
   ]);
   clearTimeout(timer);
   return outcome;
+}
+
+/** Stops the server; answers `"stopped"`, or `"hung"` if that took longer than `ms`. */
+export async function stopWithin(server: TestServer, ms = 5000): Promise<"stopped" | "hung"> {
+  return await within(server.stop(), ms) === "timed out" ? "hung" : "stopped";
 }
 
 /**

@@ -10,11 +10,17 @@
  */
 
 import assert from "node:assert/strict";
-import { type CampaignResult, runCampaign } from "./campaign.ts";
+import { type CampaignOptions, type CampaignResult, runCampaign } from "./campaign.ts";
 import { formatReport } from "./checker.ts";
 
 /** SIGKILL cycles of the main campaign. */
 const KILLS = Number(Deno.env.get("TEGAMI_TORTURE_KILLS") ?? 12);
+
+/** A campaign against a server that deletes each job at its ack, checked as such. */
+const DELETING_AT_ACK = {
+  serverArgs: ["--retain-done", "0"],
+  check: { deletedAtAck: true },
+} as const satisfies Partial<CampaignOptions>;
 
 /** The report, for the assertion message when a campaign does not go as expected. */
 function explain(result: CampaignResult): string {
@@ -51,8 +57,7 @@ Deno.test({
     const result = await runCampaign({
       cycles: 6,
       upMs: [250, 1000],
-      serverArgs: ["--retain-done", "0"],
-      check: { deletedAtAck: true },
+      ...DELETING_AT_ACK,
     });
     const f = result.report.figures;
     assert.ok(result.report.ok, explain(result));
@@ -72,8 +77,7 @@ Deno.test({
     const result = await runCampaign({
       cycles: 2,
       fault: "ack-before-commit",
-      serverArgs: ["--retain-done", "0"],
-      check: { deletedAtAck: true },
+      ...DELETING_AT_ACK,
     });
     assert.equal(result.report.ok, false, explain(result));
     assert.ok(result.report.counts.lost > 0, explain(result));
