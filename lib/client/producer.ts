@@ -16,7 +16,6 @@
  */
 
 import { errorFromWire, TegamiError } from "../core/errors.ts";
-import type { GroupHold, GroupState } from "../core/group_settings.ts";
 import { JobWatcher } from "./job_watcher.ts";
 import { TickBatch } from "./tick_batch.ts";
 import { fetchTransport, nodeTransport, type Transport } from "./node_http.ts";
@@ -207,7 +206,7 @@ export interface QueueStats {
     }[];
   };
   /** What holds the queue's pending jobs back now, if anything. */
-  held: GroupHold;
+  held: "concurrency" | "rate" | null;
 }
 
 /**
@@ -223,11 +222,25 @@ export interface GroupSettings {
   rate: string | null;
 }
 
-/**
- * An ordering group as the API shows it: its settings (as they travel), its jobs, and what holds
- * it back; the server's own view of a group, `GroupState`, with the settings it sends.
- */
-export type GroupInfo = Omit<GroupState, "settings"> & { settings: GroupSettings };
+/** An ordering group as the API shows it: its settings, its jobs, and what holds it back. */
+export interface GroupInfo {
+  /** The group's name. */
+  group: string;
+  /** Its settings (the defaults when it has none). */
+  settings: GroupSettings;
+  /** Whether it has settings of its own. */
+  configured: boolean;
+  /** Its jobs pending. */
+  pending: number;
+  /** Its jobs leased. */
+  leased: number;
+  /** Most of its jobs leased at once. */
+  limit: number;
+  /** Why its pending jobs wait: no free slot, no rate token, or nothing. */
+  held: "concurrency" | "rate" | null;
+  /** When held by its rate, when its next token comes (ms); else null. */
+  held_until: number | null;
+}
 
 /**
  * A queue's settings as the API shows them (`GET /v1/queues/{queue}/settings`): null means not
